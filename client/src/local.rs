@@ -1,0 +1,314 @@
+//! Local master: N `ps-runtime` processes on 127.0.0.1 with a hostfile, a job secret and a job
+//! config in a job directory; their logs are streamed with a `[pK]` prefix; the first process to
+//! fail (or Ctrl-C) stops all of them; per-process stats are merged into `--stats`.
+
+use crate::Cli;
+use log::LevelFilter;
+use log4rs::append::console::{ConsoleAppender, Target};
+use log4rs::config::{Appender, Config, Logger, Root};
+use log4rs::encode::pattern::PatternEncoder;
+use ps_runtime::{apps, stats, Hostfile, JobConfig};
+use rand::RngCore;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Launcher messages get a timestamp; child lines are passed through under the `child` target
+/// (they carry their own).
+pub fn init_logging() {
+    let level = std::env::var("PS_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(LevelFilter::Info);
+    let own = ConsoleAppender::builder()
+        .target(Target::Stderr)
+        .encoder(Box::new(PatternEncoder::new("{d(%H:%M:%S%.3f)} {h({l:5})} [submit] {m}{n}")))
+        .build();
+    let child = ConsoleAppender::builder()
+        .target(Target::Stderr)
+        .encoder(Box::new(PatternEncoder::new("{m}{n}")))
+        .build();
+    let cfg = Config::builder()
+        .appender(Appender::builder().build("own", Box::new(own)))
+        .appender(Appender::builder().build("child", Box::new(child)))
+        .logger(Logger::builder().appender("child").additive(false).build("child", LevelFilter::Trace))
+        .build(Root::builder().appender("own").build(level));
+    if let Ok(cfg) = cfg {
+        let _ = log4rs::init_config(cfg);
+    }
+}
+
+fn parse_master(m: &str) -> Result<usize, String> {
+    let n = match m {
+        "local" => return Ok(1),
+        "local[*]" => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        _ => m
+            .strip_prefix("local[")
+            .and_then(|r| r.strip_suffix(']'))
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("--master: cannot read the process count in '{m}'"))?,
+    };
+    if n == 0 {
+        return Err("--master: local[0] has no processes".into());
+    }
+    Ok(n)
+}
+
+fn runtime_bin(cli: &Cli) -> Result<PathBuf, String> {
+    if let Some(p) = cli.runtime_bin.clone().or_else(|| std::env::var_os("PS_RUNTIME_BIN").map(PathBuf::from)) {
+        return Ok(p);
+    }
+    let me = std::env::current_exe().map_err(|e| format!("locating yarn-submit: {e}"))?;
+    let p = me.with_file_name("ps-runtime");
+    if p.exists() {
+        Ok(p)
+    } else {
+        Err(format!("ps-runtime not found next to {} (use --runtime-bin)", me.display()))
+    }
+}
+
+/// Picks `n` free loopback ports by binding them all at once, then releasing them.
+fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
+    let ls: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
+    ls.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
+}
+
+fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    f.write_all(data)
+}
+
+struct Job {
+    dir: PathBuf,
+    temp: bool,
+    job_file: PathBuf,
+    n: usize,
+}
+
+fn prepare(cli: &Cli) -> Result<Job, String> {
+    let n = parse_master(&cli.master)?;
+    let runtime = cli.runtime_config()?;
+    let (app, app_args) = cli.app.split_first().ok_or("no application given")?;
+    // Fail on a bad app or bad app options here, once, rather than in N processes.
+    apps::build(app, app_args).map_err(|e| e.to_string())?;
+    let (dir, temp) = match &cli.job_dir {
+        Some(d) => (d.clone(), false),
+        None => {
+            let mut r = [0u8; 6];
+            rand::rngs::OsRng.fill_bytes(&mut r);
+            let tag: String = r.iter().map(|b| format!("{b:02x}")).collect();
+            (std::env::temp_dir().join(format!("ps-job-{tag}")), true)
+        }
+    };
+    let io = |what: &str, e: std::io::Error| format!("{what} in {}: {e}", dir.display());
+    std::fs::create_dir_all(&dir).map_err(|e| io("creating job directory", e))?;
+    let ports = free_ports(n).map_err(|e| io("picking ports", e))?;
+    let hosts = Hostfile::new(ports.into_iter().map(|p| ("127.0.0.1".to_string(), p)).collect());
+    let hostfile = dir.join("hostfile");
+    std::fs::write(&hostfile, hosts.render()).map_err(|e| io("writing hostfile", e))?;
+    let mut secret = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut secret);
+    let secret_file = dir.join("secret");
+    write_private(&secret_file, &secret).map_err(|e| io("writing job secret", e))?;
+    let job = JobConfig {
+        runtime,
+        app: app.clone(),
+        app_args: app_args.to_vec(),
+        hostfile,
+        secret_file,
+        stats_dir: dir.clone(),
+    };
+    let job_file = dir.join("job.json");
+    let text = serde_json::to_string_pretty(&job).map_err(|e| e.to_string())?;
+    std::fs::write(&job_file, text).map_err(|e| io("writing job config", e))?;
+    Ok(Job { dir, temp, job_file, n })
+}
+
+enum Event {
+    Exited(usize, ExitStatus),
+    Interrupted,
+}
+
+fn describe(status: &ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("was killed by signal {s}"),
+        _ => "ended".into(),
+    }
+}
+
+fn stream(k: usize, src: impl Read + Send + 'static) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(src).lines().map_while(Result::ok) {
+            log::info!(target: "child", "[p{k}] {line}");
+        }
+    });
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) with a pid we spawned and have not reaped.
+    unsafe {
+        libc::kill(pid as libc::pid_t, sig);
+    }
+}
+
+/// Runs the job; returns the process exit code.
+pub fn run(cli: &Cli) -> i32 {
+    let job = match prepare(cli) {
+        Ok(j) => j,
+        Err(e) => {
+            log::error!("{e}");
+            return 2;
+        }
+    };
+    let bin = match runtime_bin(cli) {
+        Ok(b) => b,
+        Err(e) => {
+            log::error!("{e}");
+            return 2;
+        }
+    };
+    log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
+    let (tx, rx) = mpsc::channel();
+    let mut pids = Vec::new();
+    for k in 0..job.n {
+        let mut cmd = Command::new(&bin);
+        cmd.arg("run").arg("--job").arg(&job.job_file).arg("--id").arg(k.to_string());
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+        // SAFETY: prctl in the child before exec; no allocation. Children die with the launcher.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                log::error!("starting {}: {e}", bin.display());
+                pids.iter().for_each(|p| signal(*p, libc::SIGKILL));
+                return 1;
+            }
+        };
+        pids.push(child.id());
+        stream(k, child.stdout.take().expect("piped"));
+        stream(k, child.stderr.take().expect("piped"));
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            if let Ok(st) = child.wait() {
+                let _ = tx.send(Event::Exited(k, st));
+            }
+        });
+    }
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                rt.block_on(async {
+                    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+                    }
+                    let _ = tx.send(Event::Interrupted);
+                });
+            }
+        });
+    }
+    drop(tx);
+    let mut running = vec![true; job.n];
+    let mut failure: Option<String> = None;
+    let mut kill_deadline: Option<Instant> = None;
+    while running.iter().any(|r| *r) {
+        let ev = match kill_deadline {
+            Some(d) => match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                Ok(ev) => ev,
+                Err(_) => {
+                    for (k, pid) in pids.iter().enumerate() {
+                        if running[k] {
+                            signal(*pid, libc::SIGKILL);
+                        }
+                    }
+                    kill_deadline = Some(Instant::now() + Duration::from_secs(3600));
+                    continue;
+                }
+            },
+            None => match rx.recv() {
+                Ok(ev) => ev,
+                Err(_) => break,
+            },
+        };
+        let stop_reason = match ev {
+            Event::Exited(k, st) => {
+                running[k] = false;
+                if st.success() {
+                    continue;
+                }
+                if failure.is_some() {
+                    continue; // a consequence of the first failure
+                }
+                format!("process {k} {}", describe(&st))
+            }
+            Event::Interrupted => {
+                if failure.is_some() {
+                    continue;
+                }
+                "interrupted".to_string()
+            }
+        };
+        log::error!("job failed: {stop_reason}; stopping the other processes");
+        failure = Some(stop_reason);
+        for (k, pid) in pids.iter().enumerate() {
+            if running[k] {
+                signal(*pid, libc::SIGTERM);
+            }
+        }
+        kill_deadline = Some(Instant::now() + Duration::from_secs(5));
+    }
+    if let Some(f) = failure {
+        log::error!("job failed: {f} (job directory kept: {})", job.dir.display());
+        return 1;
+    }
+    let code = finish_stats(cli, &job);
+    if code == 0 && job.temp {
+        let _ = std::fs::remove_dir_all(&job.dir);
+    }
+    code
+}
+
+fn finish_stats(cli: &Cli, job: &Job) -> i32 {
+    let mut procs = Vec::new();
+    for k in 0..job.n {
+        let p = job.dir.join(format!("stats-{k}.json"));
+        match std::fs::read_to_string(&p).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+            Ok(v) => procs.push(v),
+            Err(e) => {
+                log::error!("reading stats of process {k} ({}): {e}", p.display());
+                return 1;
+            }
+        }
+    }
+    let merged = stats::merge(&procs);
+    log::info!(
+        "job done: {} clocks, {:.2}s wall, compute {:.2}s / wait {:.2}s per thread, {} gets ({} blocked), {} bytes sent",
+        merged["clocks"],
+        merged["wall_s"].as_f64().unwrap_or(0.0),
+        merged["compute_s"].as_f64().unwrap_or(0.0),
+        merged["wait_s"].as_f64().unwrap_or(0.0),
+        merged["gets"],
+        merged["get_misses"],
+        merged["bytes_sent"]
+    );
+    if let Some(out) = &cli.stats {
+        let tmp = out.with_extension("tmp");
+        let text = serde_json::to_string_pretty(&merged).unwrap_or_default();
+        if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, out)) {
+            log::error!("writing stats to {}: {e}", out.display());
+            return 1;
+        }
+        log::info!("stats written to {}", out.display());
+    }
+    0
+}

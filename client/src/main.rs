@@ -1,0 +1,111 @@
+//! `yarn-submit`: the user's entry point, spark-submit style. `--master local[N]` runs the job as
+//! N local processes; `--master yarn` arrives with the YARN integration.
+
+mod local;
+
+use clap::Parser;
+use ps_runtime::{Consistency, PrefetchPolicy, RuntimeConfig};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "yarn-submit",
+    version,
+    about = "Submit a parameter-server job",
+    after_help = "Example: yarn-submit --master local[2] --threads 2 --consistency essp demo --clocks 50"
+)]
+pub struct Cli {
+    /// Where to run: local, local[N] (N processes on this machine), local[*] (one per core).
+    #[arg(long, default_value = "local[2]")]
+    pub master: String,
+    /// Worker threads per process.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Consistency model: bsp, ssp, essp (SSP-push, the default) or async.
+    #[arg(long, value_parser = parse_consistency)]
+    pub consistency: Option<Consistency>,
+    /// Staleness (slack) for ssp/essp.
+    #[arg(long)]
+    pub staleness: Option<u32>,
+    /// Automatic prefetch: off, conservative or aggressive.
+    #[arg(long, value_parser = parse_prefetch)]
+    pub prefetch: Option<PrefetchPolicy>,
+    /// Write the job's merged stats JSON here at the end.
+    #[arg(long)]
+    pub stats: Option<PathBuf>,
+    /// Also write per-clock stats lines (JSON lines, one file per process, in the job directory).
+    #[arg(long)]
+    pub stats_per_clock: bool,
+    /// Runtime configuration file (JSON, keys of RuntimeConfig); flags override it.
+    #[arg(long)]
+    pub conf: Option<PathBuf>,
+    /// Directory for the hostfile, secret, job config and per-process stats (default: a fresh
+    /// temporary directory, removed after a successful run).
+    #[arg(long)]
+    pub job_dir: Option<PathBuf>,
+    /// The ps-runtime binary (default: next to yarn-submit, or $PS_RUNTIME_BIN).
+    #[arg(long)]
+    pub runtime_bin: Option<PathBuf>,
+    /// The application (demo) followed by its own options.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP [APP ARGS]")]
+    pub app: Vec<String>,
+}
+
+fn parse_consistency(s: &str) -> Result<Consistency, String> {
+    s.parse().map_err(|e: ps_runtime::PsError| e.to_string())
+}
+
+fn parse_prefetch(s: &str) -> Result<PrefetchPolicy, String> {
+    match s {
+        "off" => Ok(PrefetchPolicy::Off),
+        "conservative" => Ok(PrefetchPolicy::Conservative),
+        "aggressive" => Ok(PrefetchPolicy::Aggressive),
+        _ => Err(format!("'{s}' is not one of off, conservative, aggressive")),
+    }
+}
+
+impl Cli {
+    /// The runtime configuration: defaults, then `--conf`, then flags.
+    pub fn runtime_config(&self) -> Result<RuntimeConfig, String> {
+        let mut cfg = match &self.conf {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?;
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?
+            }
+            None => RuntimeConfig::default(),
+        };
+        if let Some(t) = self.threads {
+            cfg.threads = t;
+        }
+        if let Some(c) = self.consistency {
+            cfg.consistency = c;
+        }
+        if let Some(s) = self.staleness {
+            cfg.staleness = s;
+        }
+        if let Some(p) = self.prefetch {
+            cfg.prefetch = p;
+        }
+        cfg.stats_per_clock |= self.stats_per_clock;
+        if cfg.consistency == Consistency::Bsp {
+            cfg.staleness = 0;
+        }
+        cfg.validate().map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
+}
+
+fn main() {
+    local::init_logging();
+    let cli = Cli::parse();
+    let code = if cli.master == "local" || cli.master.starts_with("local[") {
+        local::run(&cli)
+    } else if cli.master == "yarn" {
+        log::error!("--master yarn is not available yet: this build supports local[N] only");
+        2
+    } else {
+        log::error!("--master: '{}' is not local, local[N], local[*] or yarn", cli.master);
+        2
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,132 @@
+//! `demo`: the SSP demo of JBösen, turned into a checker. Every worker, every clock, sets
+//! column `c` of its own row of a dense table and adds 1 to column `c` of every row of a shared
+//! sparse table; then it reads everything back and checks the consistency guarantee exactly:
+//! with staleness `s`, a read at clock `c` must show every update of clocks `<= c - s - 1` from
+//! every thread and all of the reader's own updates.
+
+use crate::config::TableConfig;
+use crate::error::{PsError, Result};
+use crate::row::{ColumnGet, DenseRow, SparseRow};
+use crate::{App, PsContext, Worker};
+use clap::Parser;
+use rand::{Rng, SeedableRng};
+use serde_json::{Map, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "demo", about = "Per-worker counters that check the SSP guarantee on every read")]
+pub struct DemoArgs {
+    /// Clocks each worker runs.
+    #[arg(long, default_value_t = 20)]
+    pub clocks: i64,
+    /// Each worker sleeps a random 0..=N ms per clock (uneven workers, for testing the bound).
+    #[arg(long, default_value_t = 0)]
+    pub delay_ms: u64,
+    /// Rows of the shared sparse table every worker updates.
+    #[arg(long, default_value_t = 4)]
+    pub shared_rows: u64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Call global_barrier() every N clocks (0 = never) and check that it makes every update visible.
+    #[arg(long, default_value_t = 0)]
+    pub barrier_every: i64,
+}
+
+pub const OWN: u32 = 0;
+pub const SHARED: u32 = 1;
+
+pub struct Demo {
+    args: DemoArgs,
+    checks: AtomicU64,
+}
+
+impl Demo {
+    pub fn from_args(args: &[String]) -> Result<Self> {
+        let args = DemoArgs::try_parse_from(std::iter::once("demo".to_string()).chain(args.iter().cloned()))
+            .map_err(|e| PsError::Config(format!("demo: {e}")))?;
+        if args.clocks <= 0 {
+            return Err(PsError::Config("demo: --clocks must be positive".into()));
+        }
+        Ok(Demo { args, checks: AtomicU64::new(0) })
+    }
+}
+
+impl App for Demo {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        let cols = self.args.clocks as usize;
+        ctx.create_table(TableConfig::new(OWN, "own", "dense_i64", cols))?;
+        ctx.create_table(TableConfig::new(SHARED, "shared", "sparse_i32", cols))?;
+        Ok(())
+    }
+
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let me = w.global_thread_id() as u64;
+        let n = w.total_threads() as u64;
+        let s = w.staleness(OWN)?;
+        let mut own = w.table::<DenseRow<i64>>(OWN)?;
+        let mut shared = w.table::<SparseRow<i32>>(SHARED)?;
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(self.args.seed ^ (me + 1).wrapping_mul(0x9e3779b97f4a7c15));
+        let mut checks = 0u64;
+        let fail = |what: String, c: i64| {
+            PsError::Violation(format!("thread {me} at clock {c} (staleness {s:?}): {what}"))
+        };
+        while w.current_clock() < self.args.clocks {
+            let c = w.current_clock();
+            own.inc_col(me, c as u32, 1)?;
+            for r in 0..self.args.shared_rows {
+                shared.inc_col(r, c as u32, 1)?;
+            }
+            // Everything from clocks <= c - s - 1 must be visible; own updates always.
+            let bound = s.map(|s| c - s - 1).unwrap_or(-1);
+            for t in 0..n {
+                let row = own.get(t)?;
+                for k in 0..=c {
+                    let v = row.col(k as u32);
+                    let must = (k <= bound) || (t == me);
+                    if v > 1 || (must && v != 1) {
+                        return Err(fail(format!("row {t} column {k} = {v}"), c));
+                    }
+                    checks += 1;
+                }
+            }
+            for r in 0..self.args.shared_rows {
+                let row = shared.get(r)?;
+                for k in 0..=c {
+                    let v = row.col(k as u32) as u64;
+                    let lo = if k <= bound { n } else { 1 };
+                    if v < lo || v > n {
+                        return Err(fail(format!("shared row {r} column {k} = {v}, expected {lo}..={n}"), c));
+                    }
+                    checks += 1;
+                }
+            }
+            if self.args.delay_ms > 0 {
+                std::thread::sleep(Duration::from_millis(rng.gen_range(0..=self.args.delay_ms)));
+            }
+            if self.args.barrier_every > 0 && (c + 1) % self.args.barrier_every == 0 {
+                w.global_barrier()?;
+                // After the barrier every update made before it is visible: all columns < the
+                // slowest thread's clock at the barrier, i.e. at least 0..=c.
+                for t in 0..n {
+                    let row = own.get(t)?;
+                    for k in 0..=c {
+                        if row.col(k as u32) != 1 {
+                            return Err(fail(format!("after barrier row {t} column {k} not visible"), c));
+                        }
+                    }
+                }
+            } else {
+                w.clock()?;
+            }
+        }
+        self.checks.fetch_add(checks, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn report(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("checks".into(), Value::from(self.checks.load(Ordering::Relaxed)));
+        m
+    }
+}

@@ -1,0 +1,177 @@
+//! The client communication task: turns application commands into packed messages to servers and
+//! installs what servers send back. Application threads never touch sockets.
+
+use super::core::{ClientCmd, Core};
+use crate::error::{PsError, Result};
+use crate::row::{BatchOut, ReadExt};
+use crate::wire::{FetchReq, Msg, RowsKind, CLOCK_FINISHED};
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+pub(crate) struct ClientTask {
+    pub core: Arc<Core>,
+    pub to_server: Vec<UnboundedSender<Msg>>,
+    /// Last clock whose updates were shipped.
+    pub sent_upto: i64,
+    pub clock_log: Option<std::fs::File>,
+}
+
+impl ClientTask {
+    pub async fn run(mut self, mut cmds: UnboundedReceiver<ClientCmd>, mut inbox: UnboundedReceiver<(usize, Msg)>) {
+        loop {
+            tokio::select! {
+                c = cmds.recv() => match c {
+                    Some(c) => self.on_cmds(c, &mut cmds),
+                    None => break,
+                },
+                m = inbox.recv() => match m {
+                    Some((from, msg)) => {
+                        if let Err(e) = self.on_msg(from, msg) {
+                            self.core.fail(e);
+                        }
+                    }
+                    None => break,
+                },
+            }
+        }
+    }
+
+    fn send(&self, server: usize, m: Msg) {
+        let _ = self.to_server[server].send(m);
+    }
+
+    /// Handles a burst of commands; fetches are packed into one message per server.
+    fn on_cmds(&mut self, first: ClientCmd, rx: &mut UnboundedReceiver<ClientCmd>) {
+        let mut fetches: Vec<Vec<FetchReq>> = vec![Vec::new(); self.core.nprocs];
+        let mut next = Some(first);
+        let mut n = 0;
+        while let Some(cmd) = next.take() {
+            match cmd {
+                ClientCmd::Fetch { server, req } => fetches[server].push(req),
+                other => {
+                    self.flush_fetches(&mut fetches);
+                    self.on_cmd(other);
+                }
+            }
+            n += 1;
+            if n < 4096 {
+                next = rx.try_recv().ok();
+            }
+        }
+        self.flush_fetches(&mut fetches);
+    }
+
+    fn flush_fetches(&self, fetches: &mut [Vec<FetchReq>]) {
+        for (q, f) in fetches.iter_mut().enumerate() {
+            if !f.is_empty() {
+                self.core.net.fetches_sent.fetch_add(f.len() as u64, Ordering::Relaxed);
+                self.send(q, Msg::Fetch(std::mem::take(f)));
+            }
+        }
+    }
+
+    fn on_cmd(&mut self, cmd: ClientCmd) {
+        match cmd {
+            ClientCmd::Fetch { .. } => unreachable!("handled in on_cmds"),
+            ClientCmd::ProcessClock { completed } => self.ship(completed),
+            ClientCmd::Barrier { epoch, clock } => self.send(0, Msg::BarrierArrive { epoch, clock }),
+            ClientCmd::Register { fingerprint } => self.send(0, Msg::Register { fingerprint }),
+            ClientCmd::Done => self.send(0, Msg::Done),
+            ClientCmd::Abort(reason) => self.send(0, Msg::Abort { reason }),
+        }
+    }
+
+    /// Ships the oplog of clocks `(sent_upto, upto]` and a clock message to every server.
+    fn ship(&mut self, upto: i64) {
+        if upto <= self.sent_upto {
+            return;
+        }
+        let tables = self.core.tables.read().unwrap_or_else(|e| e.into_inner());
+        let mut entries = 0;
+        for (id, slot) in tables.iter() {
+            let mut out = BatchOut::new(self.core.nprocs, self.core.cfg.batch_bytes);
+            slot.ops.collect_updates(self.sent_upto, upto, &mut out);
+            entries += out.entries;
+            for (q, bufs) in out.per_server.into_iter().enumerate() {
+                for b in bufs {
+                    self.send(q, Msg::Oplog { table: *id, data: b.freeze() });
+                }
+            }
+        }
+        drop(tables);
+        self.core.net.updates_sent.fetch_add(entries, Ordering::Relaxed);
+        for q in 0..self.core.nprocs {
+            self.send(q, Msg::Clock { clock: upto });
+        }
+        self.sent_upto = upto;
+        if let Some(f) = self.clock_log.as_mut() {
+            if upto < CLOCK_FINISHED {
+                let n = &self.core.net;
+                let line = serde_json::json!({
+                    "clock": upto,
+                    "time_s": self.core.start.elapsed().as_secs_f64(),
+                    "bytes_sent": n.bytes_sent.load(Ordering::Relaxed),
+                    "bytes_recv": n.bytes_recv.load(Ordering::Relaxed),
+                    "rows_recv": n.rows_recv.load(Ordering::Relaxed),
+                    "updates_sent": n.updates_sent.load(Ordering::Relaxed),
+                });
+                let _ = writeln!(f, "{line}");
+            }
+        }
+    }
+
+    fn on_msg(&mut self, from: usize, msg: Msg) -> Result<()> {
+        match msg {
+            Msg::Rows { kind, age, rc, data } => {
+                let tables = self.core.tables.read().unwrap_or_else(|e| e.into_inner());
+                let mut s: &[u8] = &data;
+                let mut n = 0;
+                while !s.is_empty() {
+                    let table = s.take_u32()?;
+                    let row = s.take_u64()?;
+                    let slot = tables
+                        .get(&table)
+                        .ok_or_else(|| PsError::codec(format!("process {from} sent a row of unknown table {table}")))?;
+                    slot.ops.on_row(from, kind, age, rc, row, &mut s)?;
+                    n += 1;
+                }
+                self.core.net.rows_recv.fetch_add(n, Ordering::Relaxed);
+                if kind == RowsKind::PushDone {
+                    self.core.push_clock[from].fetch_max(age, Ordering::AcqRel);
+                    for t in tables.values() {
+                        t.ops.wake_all();
+                    }
+                }
+            }
+            Msg::ClockAck { clock } => {
+                for t in self.core.tables.read().unwrap_or_else(|e| e.into_inner()).values() {
+                    t.ops.on_ack(from, clock);
+                }
+                if clock >= CLOCK_FINISHED {
+                    self.core.update_ctl(|c| c.final_acks += 1);
+                }
+            }
+            Msg::Ready => self.core.update_ctl(|c| c.ready = true),
+            Msg::BarrierRelease { epoch, clock } => {
+                self.core.barrier_jump(clock);
+                self.ship(clock - 1);
+                self.core.barrier_released(epoch, clock);
+            }
+            Msg::Shutdown => {
+                self.core.closing.store(true, Ordering::SeqCst);
+                self.send(0, Msg::Bye);
+                self.core.update_ctl(|c| c.shutdown = true);
+            }
+            Msg::Exit => self.core.update_ctl(|c| c.exit = true),
+            Msg::Abort { reason } => {
+                self.core.fail(PsError::Aborted(reason));
+            }
+            other => {
+                return Err(PsError::codec(format!("process {from} sent a client an unexpected {other:?}")));
+            }
+        }
+        Ok(())
+    }
+}

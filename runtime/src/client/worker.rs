@@ -1,0 +1,151 @@
+//! The per-thread API object: table handles, `clock()` and `global_barrier()`.
+
+use super::core::Core;
+use super::process_table::ProcessTable;
+use super::thread_table::{TableHandle, ThreadClock, ThreadTable, ThreadTableOps};
+use crate::error::{PsError, Result};
+use crate::row::Row;
+use crate::stats::ThreadStats;
+use crate::wire::CLOCK_FINISHED;
+use rustc_hash::FxHashMap;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One application thread's access to the parameter server.
+///
+/// **Clock numbering.** Every thread starts at clock 0. Updates made between the `k`-th and
+/// `(k+1)`-th call of [`Worker::clock`] belong to clock `k`. A row with *data age* `a` holds every
+/// update of every thread from clocks `0..=a`. A read at clock `c` with staleness `s` returns data
+/// age `>= c - s - 1` plus all of the reader's own updates, so observed staleness (data age minus
+/// reader clock) lies in `[-s-1, -1]`; BSP (`s = 0`) always observes `-1`.
+pub struct Worker {
+    core: Arc<Core>,
+    tid: usize,
+    clock: Rc<ThreadClock>,
+    tables: FxHashMap<u32, (Rc<dyn ThreadTableOps>, Rc<dyn Any>)>,
+    barrier_wait_ns: Cell<u64>,
+    started: Instant,
+    finished: bool,
+}
+
+impl Worker {
+    pub(crate) fn new(core: Arc<Core>, tid: usize) -> Self {
+        Worker {
+            core,
+            tid,
+            clock: Rc::new(ThreadClock { clock: Cell::new(0), floor: Cell::new(i64::MIN / 4) }),
+            tables: FxHashMap::default(),
+            barrier_wait_ns: Cell::new(0),
+            started: Instant::now(),
+            finished: false,
+        }
+    }
+
+    /// Index of this thread within its process (`0..threads`).
+    pub fn thread_id(&self) -> usize {
+        self.tid
+    }
+    /// Index of this process (= client id = line of the hostfile).
+    pub fn process_id(&self) -> usize {
+        self.core.pid
+    }
+    pub fn num_processes(&self) -> usize {
+        self.core.nprocs
+    }
+    /// Worker threads per process.
+    pub fn threads_per_process(&self) -> usize {
+        self.core.cfg.threads
+    }
+    /// Job-wide thread index: `process_id * threads_per_process + thread_id`.
+    pub fn global_thread_id(&self) -> usize {
+        self.core.pid * self.core.cfg.threads + self.tid
+    }
+    /// Worker threads in the whole job.
+    pub fn total_threads(&self) -> usize {
+        self.core.nprocs * self.core.cfg.threads
+    }
+    /// The clock this thread is in.
+    pub fn current_clock(&self) -> i64 {
+        self.clock.clock.get()
+    }
+    /// Effective staleness of a table (`None`: unbounded, async).
+    pub fn staleness(&self, table: u32) -> Result<Option<i64>> {
+        self.core.table_slot(table, |s| Ok(self.core.cfg.slack(s.cfg.staleness)))
+    }
+
+    /// This thread's handle on table `id` with row type `R` (must match the table's `row_type`).
+    pub fn table<R: Row>(&mut self, id: u32) -> Result<TableHandle<R>> {
+        if let Some((_, any)) = self.tables.get(&id) {
+            let inner = any
+                .clone()
+                .downcast::<RefCell<ThreadTable<R>>>()
+                .map_err(|_| PsError::Usage(format!("table {id} opened with two row types")))?;
+            return Ok(TableHandle { inner });
+        }
+        let proc = self.core.table_slot(id, |slot| {
+            if slot.cfg.row_type != R::type_name() {
+                return Err(PsError::Usage(format!(
+                    "table {id} has row type {}, opened as {}",
+                    slot.cfg.row_type,
+                    R::type_name()
+                )));
+            }
+            slot.any
+                .clone()
+                .downcast::<ProcessTable<R>>()
+                .map_err(|_| PsError::Usage(format!("table {id}: row type mismatch")))
+        })?;
+        let inner = Rc::new(RefCell::new(ThreadTable::new(proc, self.clock.clone())));
+        self.tables.insert(id, (inner.clone(), inner.clone()));
+        Ok(TableHandle { inner })
+    }
+
+    /// Ends the current clock. Never blocks: this thread's updates of the clock are handed to the
+    /// process oplog; they are shipped to the servers once every thread of the process has ended
+    /// the clock.
+    pub fn clock(&mut self) -> Result<()> {
+        self.core.check()?;
+        let old = self.clock.clock.get();
+        for (t, _) in self.tables.values() {
+            t.end_clock(old)?;
+        }
+        self.clock.clock.set(old + 1);
+        self.core.thread_clocked(self.tid, old + 1);
+        Ok(())
+    }
+
+    /// Ends the current clock, then blocks until every thread of the job has arrived. All threads
+    /// resume at the same clock `B` (the largest clock any thread reached), and every read after the
+    /// barrier sees every update made before it by any thread.
+    pub fn global_barrier(&mut self) -> Result<()> {
+        self.clock()?;
+        let t0 = Instant::now();
+        let b = self.core.barrier_wait(self.clock.clock.get())?;
+        self.clock.clock.set(b);
+        self.clock.floor.set(b - 1);
+        self.barrier_wait_ns.set(self.barrier_wait_ns.get() + t0.elapsed().as_nanos() as u64);
+        Ok(())
+    }
+
+    /// Flushes this thread's remaining updates and tells the process the thread is done.
+    /// Called by the runtime when `run_worker` returns.
+    pub(crate) fn finish(&mut self) -> Result<(ThreadStats, f64, i64)> {
+        let clocks = self.clock.clock.get();
+        if !self.finished {
+            self.finished = true;
+            for (t, _) in self.tables.values() {
+                t.end_clock(clocks)?;
+            }
+            self.core.thread_clocked(self.tid, CLOCK_FINISHED + 1);
+        }
+        let mut st = ThreadStats::default();
+        for (t, _) in self.tables.values() {
+            st.add(&t.stats());
+        }
+        st.wait_ns += self.barrier_wait_ns.get();
+        Ok((st, self.started.elapsed().as_secs_f64(), clocks))
+    }
+}

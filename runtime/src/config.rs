@@ -1,0 +1,235 @@
+//! Configuration of one runtime process and of a job. One serde struct per component; every field
+//! has a default so a config file names only what it changes, and the effective configuration is
+//! echoed into the stats output.
+
+use crate::error::{PsError, Result};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Consistency model of a job (LazyTable §2.3, ESSP).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Consistency {
+    /// Bulk synchronous: staleness 0 (A-BSP when a clock is not one pass).
+    Bsp,
+    /// Stale synchronous parallel, pull: rows are fetched when the cached copy is too old.
+    Ssp,
+    /// Eager SSP (SSP-push): first read subscribes; servers push fresh rows at each clock.
+    Essp,
+    /// No guarantee: unbounded staleness, aggressive refresh.
+    Async,
+}
+
+impl std::str::FromStr for Consistency {
+    type Err = PsError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "bsp" => Ok(Self::Bsp),
+            "ssp" => Ok(Self::Ssp),
+            "essp" => Ok(Self::Essp),
+            "async" => Ok(Self::Async),
+            _ => Err(PsError::Config(format!(
+                "consistency: '{s}' is not one of bsp, ssp, essp, async"
+            ))),
+        }
+    }
+}
+
+/// Automatic prefetch policy (LazyTable §3.3): at the start of each clock the rows read in the
+/// previous clock are refreshed.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PrefetchPolicy {
+    Off,
+    /// Refresh only rows that would be too stale to read in the new clock.
+    Conservative,
+    /// Refresh every row that is not from the latest clock.
+    Aggressive,
+}
+
+/// Settings of one runtime process.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    pub consistency: Consistency,
+    /// Slack `s` for ssp/essp (tables may override); bsp forces 0, async ignores it.
+    pub staleness: u32,
+    /// Application (worker) threads per process.
+    pub threads: usize,
+    /// Tokio worker threads doing all network work of the process.
+    pub comm_threads: usize,
+    pub prefetch: PrefetchPolicy,
+    /// Rows kept in each thread's cache before cold rows are dropped at a clock boundary.
+    pub thread_cache_rows: usize,
+    /// Lock shards of each process cache.
+    pub cache_shards: usize,
+    /// Idle connections send a heartbeat this often.
+    pub heartbeat_ms: u64,
+    /// A peer silent for this long is declared lost.
+    pub peer_timeout_ms: u64,
+    /// How long start-up waits for every peer to listen and register.
+    pub connect_timeout_ms: u64,
+    pub max_frame_bytes: usize,
+    /// Oplog batches are cut into frames of about this size.
+    pub batch_bytes: usize,
+    /// Also write one JSON line of stats per clock (to `<stats dir>/clocks-<id>.jsonl`).
+    pub stats_per_clock: bool,
+    /// Fault injection for tests of the test suite itself; never set in production.
+    pub fault: FaultConfig,
+}
+
+/// Deliberate misbehaviour, used to check that the consistency tests can fail.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct FaultConfig {
+    /// Servers claim rows are this many clocks fresher than they are (breaks SSP).
+    pub overstate_age: u32,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            consistency: Consistency::Essp,
+            staleness: 1,
+            threads: 2,
+            comm_threads: 1,
+            prefetch: PrefetchPolicy::Aggressive,
+            thread_cache_rows: 1 << 16,
+            cache_shards: 64,
+            heartbeat_ms: 1000,
+            peer_timeout_ms: 15_000,
+            connect_timeout_ms: 60_000,
+            max_frame_bytes: 256 << 20,
+            batch_bytes: 1 << 20,
+            stats_per_clock: false,
+            fault: FaultConfig::default(),
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// Checks ranges; errors name the offending key.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |k: &str, why: &str| Err(PsError::Config(format!("{k}: {why}")));
+        if self.threads == 0 {
+            return bad("threads", "must be at least 1");
+        }
+        if self.comm_threads == 0 {
+            return bad("comm_threads", "must be at least 1");
+        }
+        if self.cache_shards == 0 || !self.cache_shards.is_power_of_two() {
+            return bad("cache_shards", "must be a power of two");
+        }
+        if self.heartbeat_ms == 0 || self.peer_timeout_ms <= self.heartbeat_ms * 2 {
+            return bad("peer_timeout_ms", "must exceed twice heartbeat_ms");
+        }
+        if self.batch_bytes == 0 || self.batch_bytes * 2 > self.max_frame_bytes {
+            return bad("batch_bytes", "must be positive and at most half of max_frame_bytes");
+        }
+        if self.staleness > 1_000_000 {
+            return bad("staleness", "is unreasonably large (use consistency async)");
+        }
+        Ok(())
+    }
+
+    /// Effective slack of a table under this configuration (`None`: unbounded).
+    pub fn slack(&self, table_override: Option<u32>) -> Option<i64> {
+        match self.consistency {
+            Consistency::Bsp => Some(0),
+            Consistency::Async => None,
+            Consistency::Ssp | Consistency::Essp => {
+                Some(table_override.unwrap_or(self.staleness) as i64)
+            }
+        }
+    }
+}
+
+/// How rows are spread over server shards.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// `hash(row) mod servers`: balanced for any id pattern (default).
+    #[default]
+    Hash,
+    /// `row mod servers`: predictable, good for dense id ranges.
+    Modulo,
+}
+
+/// One table. Every process must create the same tables (the name node checks).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TableConfig {
+    pub id: u32,
+    pub name: String,
+    /// Registry name of the row type: `dense_f32`, `sparse_i64`, or a user-defined name.
+    pub row_type: String,
+    /// Row width (dense rows) or column bound (sparse rows, 0 = unbounded).
+    pub columns: usize,
+    /// Per-table staleness override for ssp/essp.
+    #[serde(default)]
+    pub staleness: Option<u32>,
+    #[serde(default)]
+    pub placement: Placement,
+}
+
+impl TableConfig {
+    pub fn new(id: u32, name: &str, row_type: impl Into<String>, columns: usize) -> Self {
+        TableConfig {
+            id,
+            name: name.to_string(),
+            row_type: row_type.into(),
+            columns,
+            staleness: None,
+            placement: Placement::Hash,
+        }
+    }
+    pub fn with_staleness(mut self, s: u32) -> Self {
+        self.staleness = Some(s);
+        self
+    }
+    pub fn with_placement(mut self, p: Placement) -> Self {
+        self.placement = p;
+        self
+    }
+    /// Server process that owns `row`.
+    #[inline]
+    pub fn server_of(&self, row: u64, servers: usize) -> usize {
+        match self.placement {
+            Placement::Modulo => (row % servers as u64) as usize,
+            Placement::Hash => (mix64(row ^ ((self.id as u64) << 32)) % servers as u64) as usize,
+        }
+    }
+}
+
+/// A cheap, well-mixing 64-bit hash (splitmix64 finaliser).
+#[inline]
+pub fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d049bb133111eb);
+    x ^ (x >> 31)
+}
+
+/// Everything one `ps-runtime` process needs, written by the launcher (`yarn-submit`).
+#[derive(Serialize, Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct JobConfig {
+    pub runtime: RuntimeConfig,
+    pub app: String,
+    #[serde(default)]
+    pub app_args: Vec<String>,
+    pub hostfile: PathBuf,
+    pub secret_file: PathBuf,
+    /// Directory for per-process stats files (`stats-<id>.json`).
+    pub stats_dir: PathBuf,
+}
+
+impl JobConfig {
+    pub fn load(path: &std::path::Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PsError::io(format!("reading job config {}", path.display()), e))?;
+        let cfg: JobConfig = serde_json::from_str(&text)
+            .map_err(|e| PsError::Config(format!("{}: {e}", path.display())))?;
+        cfg.runtime.validate()?;
+        Ok(cfg)
+    }
+}

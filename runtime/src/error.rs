@@ -1,0 +1,42 @@
+//! Error type shared by the runtime. Every failure that crosses a process boundary or comes from
+//! input names what was being done and with whom, so that an operator can act on it.
+
+use std::fmt;
+
+/// Errors returned by the parameter-server API.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PsError {
+    /// A peer process died, closed its connection or stopped answering.
+    #[error("lost process {pid} ({addr}): {reason}")]
+    PeerLost { pid: usize, addr: String, reason: String },
+    /// A message or stored blob could not be decoded.
+    #[error("malformed data: {0}")]
+    Codec(String),
+    /// Bad configuration; the message names the key.
+    #[error("configuration error: {0}")]
+    Config(String),
+    /// I/O failure; the message says what was being done.
+    #[error("{0}")]
+    Io(String),
+    /// The job is shutting down or has failed elsewhere.
+    #[error("job aborted: {0}")]
+    Aborted(String),
+    /// Misuse of the API (wrong row type, unknown table, ...).
+    #[error("usage error: {0}")]
+    Usage(String),
+    /// A consistency check of an application failed (used by the demo app and tests).
+    #[error("consistency violation: {0}")]
+    Violation(String),
+}
+
+pub type Result<T, E = PsError> = std::result::Result<T, E>;
+
+impl PsError {
+    /// Wraps an I/O error with a description of the operation that failed.
+    pub fn io(what: impl fmt::Display, err: impl fmt::Display) -> Self {
+        PsError::Io(format!("{what}: {err}"))
+    }
+    pub fn codec(what: impl fmt::Display) -> Self {
+        PsError::Codec(what.to_string())
+    }
+}

@@ -1,0 +1,257 @@
+//! One runtime process: start-up (listen, connect, register with the name node), the worker
+//! threads of an [`App`], and orderly shutdown. Every process hosts a client and a server shard.
+
+use crate::client::comm::ClientTask;
+use crate::client::{ClientCmd, Core, Worker};
+use crate::config::{RuntimeConfig, TableConfig};
+use crate::error::{PsError, Result};
+use crate::hostfile::Hostfile;
+use crate::net;
+use crate::row::RowTypeRegistry;
+use crate::server::{Server, ServerIn};
+use crate::stats::{hist_of, ProcessStats, ThreadStats};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+
+/// A parameter-server application. The runtime calls `initialize` once per process (create the
+/// same tables in every process, load this process's data), then runs `run_worker` on every
+/// worker thread and joins them.
+pub trait App: Send + Sync + 'static {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()>;
+    fn run_worker(&self, worker: &mut Worker) -> Result<()>;
+    /// Extra keys for this process's stats (e.g. `objective`); process 0's reach the job stats.
+    fn report(&self) -> Map<String, Value> {
+        Map::new()
+    }
+}
+
+/// What a process needs to join a job.
+pub struct ProcessSpec {
+    pub cfg: RuntimeConfig,
+    pub hosts: Hostfile,
+    pub pid: usize,
+    pub secret: Vec<u8>,
+    /// A socket already bound to this process's hostfile address (tests); else it is bound here.
+    pub listener: Option<std::net::TcpListener>,
+    /// Where per-clock stats lines go when enabled.
+    pub stats_dir: Option<PathBuf>,
+}
+
+/// A started process: its communication runtime, client and server. Create tables, call
+/// [`PsContext::ready`], run workers, then [`PsContext::finish`].
+pub struct PsContext {
+    core: Arc<Core>,
+    rt: tokio::runtime::Runtime,
+    registry: RowTypeRegistry,
+    server_in: UnboundedSender<ServerIn>,
+    tables: Vec<TableConfig>,
+}
+
+impl PsContext {
+    pub fn start(spec: ProcessSpec, registry: RowTypeRegistry) -> Result<Self> {
+        spec.cfg.validate()?;
+        let n = spec.hosts.len();
+        if spec.pid >= n {
+            return Err(PsError::Config(format!("process id {} is not in the hostfile ({n} processes)", spec.pid)));
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(spec.cfg.comm_threads)
+            .thread_name(format!("ps-comm-{}", spec.pid))
+            .enable_all()
+            .build()
+            .map_err(|e| PsError::io("starting the communication runtime", e))?;
+        let addr = spec.hosts.addr(spec.pid);
+        let std_listener = match spec.listener {
+            Some(l) => l,
+            None => std::net::TcpListener::bind(&addr).map_err(|e| PsError::io(format!("listening on {addr}"), e))?,
+        };
+        std_listener.set_nonblocking(true).map_err(|e| PsError::io("configuring listener", e))?;
+        let (cmd_tx, cmd_rx) = unbounded_channel();
+        let (client_tx, client_rx) = unbounded_channel();
+        let (server_tx, server_rx) = unbounded_channel();
+        let core = Arc::new(Core::new(spec.pid, n, spec.cfg.clone(), cmd_tx));
+        let clock_log = match (&spec.stats_dir, spec.cfg.stats_per_clock) {
+            (Some(d), true) => {
+                let p = d.join(format!("clocks-{}.jsonl", spec.pid));
+                Some(std::fs::File::create(&p).map_err(|e| PsError::io(format!("creating {}", p.display()), e))?)
+            }
+            _ => None,
+        };
+        let secret = Arc::new(spec.secret);
+        {
+            let _g = rt.enter();
+            let listener = tokio::net::TcpListener::from_std(std_listener)
+                .map_err(|e| PsError::io("registering listener", e))?;
+            let links = net::start(core.clone(), &spec.hosts, listener, secret, server_tx.clone(), client_tx);
+            let client = ClientTask { core: core.clone(), to_server: links.to_server, sent_upto: -1, clock_log };
+            rt.spawn(client.run(cmd_rx, client_rx));
+            rt.spawn(Server::new(core.clone(), links.to_client).run(server_rx));
+        }
+        log::info!("process {} of {n} listening on {addr}", spec.pid);
+        Ok(PsContext { core, rt, registry, server_in: server_tx, tables: Vec::new() })
+    }
+
+    pub fn process_id(&self) -> usize {
+        self.core.pid
+    }
+    pub fn num_processes(&self) -> usize {
+        self.core.nprocs
+    }
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.core.cfg
+    }
+
+    /// Creates a table. Every process must create the same tables before `ready()`.
+    pub fn create_table(&mut self, cfg: TableConfig) -> Result<()> {
+        if self.tables.iter().any(|t| t.id == cfg.id) {
+            return Err(PsError::Usage(format!("table {} created twice", cfg.id)));
+        }
+        let server = self.registry.server_table(&cfg)?;
+        let (ops, any) = self.registry.process_table(&cfg, &self.core)?;
+        self.core
+            .tables
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(cfg.id, crate::client::core::TableSlot { cfg: cfg.clone(), ops, any });
+        let _ = self.server_in.send(ServerIn::AddTable(cfg.id, server));
+        self.tables.push(cfg);
+        Ok(())
+    }
+
+    /// Registers with the name node and blocks until every process has (the "ready" signal).
+    pub fn ready(&mut self) -> Result<()> {
+        let mut sorted = self.tables.clone();
+        sorted.sort_by_key(|t| t.id);
+        let digest = Sha256::digest(serde_json::to_vec(&sorted).unwrap_or_default());
+        let fingerprint = u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"));
+        self.core.send(ClientCmd::Register { fingerprint });
+        let t = Duration::from_millis(self.core.cfg.connect_timeout_ms);
+        self.core
+            .wait_ctl("every process to register with the name node", Some(t), |c| c.ready)
+    }
+
+    /// A worker handle for local thread `tid`; call it on the thread that will use it.
+    pub fn worker(&self, tid: usize) -> Result<Worker> {
+        if tid >= self.core.cfg.threads {
+            return Err(PsError::Usage(format!("thread id {tid} >= threads {}", self.core.cfg.threads)));
+        }
+        Ok(Worker::new(self.core.clone(), tid))
+    }
+
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
+    /// After every worker finished: waits until all servers applied this process's last updates,
+    /// reports to the name node and keeps serving until every process is done.
+    pub fn finish(self) -> Result<()> {
+        let n = self.core.nprocs;
+        self.core.wait_ctl("servers to apply the final updates", None, |c| c.final_acks >= n)?;
+        self.core.send(ClientCmd::Done);
+        self.core.wait_ctl("every process to finish", None, |c| c.exit)?;
+        if self.core.pid == 0 {
+            // Let the Exit messages reach the peers before this process (and its sockets) goes.
+            let _ = self.core.wait_ctl("peers to disconnect", Some(Duration::from_secs(10)), |c| c.closed_peers >= 2 * (n - 1));
+        }
+        self.rt.shutdown_timeout(Duration::from_millis(200));
+        Ok(())
+    }
+
+    /// Tells every process to stop because of `reason`, then waits briefly for the echo.
+    pub fn abort(&self, reason: &str) {
+        self.core.send(ClientCmd::Abort(reason.to_string()));
+        let _ = self.core.wait_ctl("the abort to propagate", Some(Duration::from_secs(2)), |_| false);
+    }
+}
+
+/// Runs `app` as process `spec.pid` of a job and returns this process's statistics.
+pub fn run_app(spec: ProcessSpec, registry: RowTypeRegistry, mut app: Box<dyn App>, echo: Value) -> Result<ProcessStats> {
+    let started = Instant::now();
+    let mut ctx = PsContext::start(spec, registry)?;
+    if let Err(e) = app.initialize(&mut ctx) {
+        ctx.abort(&e.to_string());
+        return Err(e);
+    }
+    ctx.ready()?;
+    let core = ctx.core().clone();
+    let app: Arc<dyn App> = Arc::from(app);
+    let threads = core.cfg.threads;
+    let (tx, rx) = std::sync::mpsc::channel();
+    for tid in 0..threads {
+        let (core, app, tx) = (core.clone(), app.clone(), tx.clone());
+        std::thread::Builder::new()
+            .name(format!("ps-worker-{tid}"))
+            .spawn(move || {
+                let mut w = Worker::new(core, tid);
+                let r = app.run_worker(&mut w);
+                let fin = w.finish();
+                let _ = tx.send((tid, r, fin));
+            })
+            .map_err(|e| PsError::io("spawning worker thread", e))?;
+    }
+    drop(tx);
+    let mut total = ThreadStats::default();
+    let (mut busy_s, mut clocks) = (0.0, i64::MAX);
+    let mut failed_at: Option<Instant> = None;
+    let mut done = 0;
+    while done < threads {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok((tid, r, fin)) => {
+                done += 1;
+                if let Err(e) = r.and(fin.as_ref().map(|_| ()).map_err(|e| e.clone())) {
+                    if core.check().is_ok() {
+                        log::error!("worker thread {tid} failed: {e}");
+                        ctx.abort(&e.to_string());
+                        core.fail(e.clone());
+                    }
+                    continue;
+                }
+                let (st, secs, c) = fin.expect("checked above");
+                total.add(&st);
+                busy_s += secs;
+                clocks = clocks.min(c);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(_) => break,
+        }
+        if core.check().is_err() {
+            // Threads blocked in the runtime wake up with the error at once; give threads deep in
+            // their own computation a bounded grace period.
+            let t = *failed_at.get_or_insert_with(Instant::now);
+            if t.elapsed() > Duration::from_secs(5) {
+                break;
+            }
+        }
+    }
+    core.check()?;
+    ctx.finish()?;
+    let wait_s = total.wait_ns as f64 / 1e9;
+    let (staleness_hist, mean_staleness) = hist_of(&total.staleness);
+    let net = &core.net;
+    Ok(ProcessStats {
+        process: core.pid,
+        clocks: if clocks == i64::MAX { 0 } else { clocks },
+        wall_s: started.elapsed().as_secs_f64(),
+        compute_s: (busy_s - wait_s).max(0.0) / threads as f64,
+        wait_s: wait_s / threads as f64,
+        threads,
+        gets: total.gets,
+        get_misses: total.get_misses,
+        thread_cache_misses: total.thread_cache_misses,
+        incs: total.incs,
+        bytes_sent: net.bytes_sent.load(Ordering::Relaxed),
+        bytes_recv: net.bytes_recv.load(Ordering::Relaxed),
+        rows_recv: net.rows_recv.load(Ordering::Relaxed),
+        updates_sent: net.updates_sent.load(Ordering::Relaxed),
+        fetches_sent: net.fetches_sent.load(Ordering::Relaxed),
+        staleness_hist,
+        mean_staleness,
+        config: echo,
+        app: app.report(),
+    })
+}

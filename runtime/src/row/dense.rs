@@ -1,0 +1,101 @@
+//! Dense rows: a fixed-width packed array. Also the delta type of dense tables.
+
+use super::element::{read_array, Element, ReadExt};
+use super::{ColumnAdd, ColumnGet, Row, RowUpdate};
+use crate::error::{PsError, Result};
+use bytes::{BufMut, BytesMut};
+
+/// A dense row of `columns` values of `T`. Dereferences to `[T]`.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct DenseRow<T>(pub Vec<T>);
+
+impl<T> std::ops::Deref for DenseRow<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+impl<T> std::ops::DerefMut for DenseRow<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.0
+    }
+}
+
+fn encode_dense<T: Element>(v: &[T], buf: &mut BytesMut) {
+    buf.reserve(4 + v.len() * T::SIZE);
+    buf.put_u32_le(v.len() as u32);
+    for x in v {
+        x.put(buf);
+    }
+}
+
+fn decode_dense<T: Element>(buf: &mut &[u8], columns: usize) -> Result<Vec<T>> {
+    let n = buf.take_u32()? as usize;
+    if n != columns {
+        return Err(PsError::codec(format!(
+            "dense row has {n} columns, table has {columns}"
+        )));
+    }
+    let mut out = Vec::with_capacity(n);
+    read_array(buf, n, &mut out)?;
+    Ok(out)
+}
+
+impl<T: Element> Row for DenseRow<T> {
+    type Update = DenseRow<T>;
+    fn type_name() -> String {
+        format!("dense_{}", T::NAME)
+    }
+    fn zero(columns: usize) -> Self {
+        DenseRow(vec![T::default(); columns])
+    }
+    #[inline]
+    fn apply(&mut self, u: &Self) {
+        for (a, b) in self.0.iter_mut().zip(&u.0) {
+            *a += *b;
+        }
+    }
+    fn encode(&self, buf: &mut BytesMut) {
+        encode_dense(&self.0, buf)
+    }
+    fn decode(buf: &mut &[u8], columns: usize) -> Result<Self> {
+        decode_dense(buf, columns).map(DenseRow)
+    }
+    fn copy_from(&mut self, other: &Self) {
+        self.0.clear();
+        self.0.extend_from_slice(&other.0);
+    }
+}
+
+impl<T: Element> RowUpdate for DenseRow<T> {
+    fn zero(columns: usize) -> Self {
+        <Self as Row>::zero(columns)
+    }
+    #[inline]
+    fn merge(&mut self, other: &Self) {
+        self.apply(other)
+    }
+    fn encode(&self, buf: &mut BytesMut) {
+        encode_dense(&self.0, buf)
+    }
+    fn decode(buf: &mut &[u8], columns: usize) -> Result<Self> {
+        decode_dense(buf, columns).map(DenseRow)
+    }
+}
+
+impl<T: Element> ColumnAdd<T> for DenseRow<T> {
+    /// Adds `value` at `col`; out-of-range columns are ignored (checked by the table handle).
+    #[inline]
+    fn add(&mut self, col: u32, value: T) {
+        if let Some(x) = self.0.get_mut(col as usize) {
+            *x += value;
+        }
+    }
+}
+
+impl<T: Element> ColumnGet<T> for DenseRow<T> {
+    #[inline]
+    fn col(&self, col: u32) -> T {
+        self.0.get(col as usize).copied().unwrap_or_default()
+    }
+}

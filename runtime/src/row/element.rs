@@ -1,0 +1,95 @@
+//! Numeric element types of the built-in rows (i32, i64, f32, f64), handled through one trait so
+//! that dense and sparse rows are written once.
+
+use crate::error::{PsError, Result};
+use bytes::{BufMut, BytesMut};
+
+/// A numeric element of a built-in row. Encoded little-endian on the wire.
+pub trait Element:
+    Copy + Default + PartialEq + PartialOrd + std::fmt::Debug + std::ops::AddAssign + Send + Sync + 'static
+{
+    /// Short name used in row type names ("f32" in "dense_f32").
+    const NAME: &'static str;
+    const SIZE: usize;
+    fn put(self, buf: &mut BytesMut);
+    /// Reads one element; the caller has checked that `SIZE` bytes are available.
+    fn read(bytes: &[u8]) -> Self;
+    fn is_zero(self) -> bool {
+        self == Self::default()
+    }
+    fn to_f64(self) -> f64;
+}
+
+macro_rules! element {
+    ($t:ty, $name:literal) => {
+        impl Element for $t {
+            const NAME: &'static str = $name;
+            const SIZE: usize = std::mem::size_of::<$t>();
+            #[inline]
+            fn put(self, buf: &mut BytesMut) {
+                buf.put_slice(&self.to_le_bytes());
+            }
+            #[inline]
+            fn read(bytes: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(&bytes[..std::mem::size_of::<$t>()]);
+                <$t>::from_le_bytes(a)
+            }
+            #[inline]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    };
+}
+element!(i32, "i32");
+element!(i64, "i64");
+element!(f32, "f32");
+element!(f64, "f64");
+
+/// Cursor helpers for decoding untrusted bytes without panicking.
+pub(crate) trait ReadExt {
+    fn take_bytes(&mut self, n: usize) -> Result<&[u8]>;
+    fn take_u8(&mut self) -> Result<u8>;
+    fn take_u32(&mut self) -> Result<u32>;
+    fn take_u64(&mut self) -> Result<u64>;
+    fn take_i64(&mut self) -> Result<i64>;
+}
+
+impl ReadExt for &[u8] {
+    #[inline]
+    fn take_bytes(&mut self, n: usize) -> Result<&[u8]> {
+        if self.len() < n {
+            return Err(PsError::codec(format!(
+                "truncated: wanted {n} bytes, {} left",
+                self.len()
+            )));
+        }
+        let (head, tail) = self.split_at(n);
+        *self = tail;
+        Ok(head)
+    }
+    fn take_u8(&mut self) -> Result<u8> {
+        Ok(self.take_bytes(1)?[0])
+    }
+    fn take_u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take_bytes(4)?.try_into().unwrap()))
+    }
+    fn take_u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take_bytes(8)?.try_into().unwrap()))
+    }
+    fn take_i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.take_bytes(8)?.try_into().unwrap()))
+    }
+}
+
+/// Reads a packed little-endian array of `n` elements.
+pub(crate) fn read_array<T: Element>(buf: &mut &[u8], n: usize, out: &mut Vec<T>) -> Result<()> {
+    let bytes = n
+        .checked_mul(T::SIZE)
+        .ok_or_else(|| PsError::codec("array length overflow"))?;
+    let raw = buf.take_bytes(bytes)?;
+    out.clear();
+    out.extend(raw.chunks_exact(T::SIZE).map(T::read));
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! Messages of the data path and the control path, and their compact binary encoding (one message
+//! per length-delimited frame: a tag byte, then little-endian fields; row payloads are packed
+//! arrays written by the row types themselves).
+
+use crate::error::{PsError, Result};
+use crate::row::ReadExt;
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// Clock value meaning "this client has finished and will send no more updates".
+pub const CLOCK_FINISHED: i64 = i64::MAX / 2;
+
+/// One row request: reply when the server's global clock is at least `min_age`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchReq {
+    pub table: u32,
+    pub row: u64,
+    pub min_age: i64,
+    /// ESSP: also register a push callback for this row.
+    pub subscribe: bool,
+}
+
+/// Kind of a `Rows` message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowsKind {
+    /// Answer to `Fetch` requests.
+    Reply = 0,
+    /// Part of a push; more parts follow.
+    PushPart = 1,
+    /// Last part of a push: afterwards every subscribed row of this server is at least `age`.
+    PushDone = 2,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    // client -> server
+    Fetch(Vec<FetchReq>),
+    /// Updates of one table: a sequence of (row u64, encoded update); applied at the next `Clock`.
+    Oplog { table: u32, data: Bytes },
+    /// The sender has completed every clock up to and including `clock`.
+    Clock { clock: i64 },
+    // server -> client
+    /// Rows: a sequence of (table u32, row u64, encoded row). `age`: server global clock (the
+    /// rows hold all updates of clocks <= age); `rc`: the last clock of the receiver applied.
+    Rows { kind: RowsKind, age: i64, rc: i64, data: Bytes },
+    /// The server applied the receiver's updates up to `clock`.
+    ClockAck { clock: i64 },
+    // client -> name node
+    Register { fingerprint: u64 },
+    BarrierArrive { epoch: u64, clock: i64 },
+    Done,
+    Bye,
+    // name node -> client
+    Ready,
+    BarrierRelease { epoch: u64, clock: i64 },
+    Shutdown,
+    Exit,
+    Abort { reason: String },
+    // either way
+    Ping,
+}
+
+impl Msg {
+    /// True for messages handled by the name node (process 0).
+    pub fn is_for_namenode(&self) -> bool {
+        matches!(
+            self,
+            Msg::Register { .. } | Msg::BarrierArrive { .. } | Msg::Done | Msg::Bye | Msg::Abort { .. }
+        )
+    }
+
+    pub fn encode(&self, b: &mut BytesMut) {
+        match self {
+            Msg::Fetch(reqs) => {
+                b.reserve(5 + reqs.len() * 21);
+                b.put_u8(1);
+                b.put_u32_le(reqs.len() as u32);
+                for r in reqs {
+                    b.put_u32_le(r.table);
+                    b.put_u64_le(r.row);
+                    b.put_i64_le(r.min_age);
+                    b.put_u8(r.subscribe as u8);
+                }
+            }
+            Msg::Oplog { table, data } => {
+                b.reserve(5 + data.len());
+                b.put_u8(2);
+                b.put_u32_le(*table);
+                b.put_slice(data);
+            }
+            Msg::Clock { clock } => {
+                b.put_u8(3);
+                b.put_i64_le(*clock);
+            }
+            Msg::Rows { kind, age, rc, data } => {
+                b.reserve(18 + data.len());
+                b.put_u8(4);
+                b.put_u8(*kind as u8);
+                b.put_i64_le(*age);
+                b.put_i64_le(*rc);
+                b.put_slice(data);
+            }
+            Msg::ClockAck { clock } => {
+                b.put_u8(5);
+                b.put_i64_le(*clock);
+            }
+            Msg::Register { fingerprint } => {
+                b.put_u8(6);
+                b.put_u64_le(*fingerprint);
+            }
+            Msg::BarrierArrive { epoch, clock } => {
+                b.put_u8(7);
+                b.put_u64_le(*epoch);
+                b.put_i64_le(*clock);
+            }
+            Msg::Done => b.put_u8(8),
+            Msg::Bye => b.put_u8(9),
+            Msg::Ready => b.put_u8(10),
+            Msg::BarrierRelease { epoch, clock } => {
+                b.put_u8(11);
+                b.put_u64_le(*epoch);
+                b.put_i64_le(*clock);
+            }
+            Msg::Shutdown => b.put_u8(12),
+            Msg::Exit => b.put_u8(13),
+            Msg::Abort { reason } => {
+                b.put_u8(14);
+                b.put_slice(reason.as_bytes());
+            }
+            Msg::Ping => b.put_u8(15),
+        }
+    }
+
+    /// Decodes one frame. `frame` is consumed; payloads are zero-copy slices of it.
+    pub fn decode(frame: Bytes) -> Result<Msg> {
+        let mut s: &[u8] = &frame;
+        let tag = s.take_u8()?;
+        let msg = match tag {
+            1 => {
+                let n = s.take_u32()? as usize;
+                if n.checked_mul(21) != Some(s.len()) {
+                    return Err(PsError::codec(format!("fetch of {n} rows has {} bytes", s.len())));
+                }
+                let mut reqs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    reqs.push(FetchReq {
+                        table: s.take_u32()?,
+                        row: s.take_u64()?,
+                        min_age: s.take_i64()?,
+                        subscribe: s.take_u8()? != 0,
+                    });
+                }
+                Msg::Fetch(reqs)
+            }
+            2 => {
+                let table = s.take_u32()?;
+                Msg::Oplog { table, data: frame.slice(5..) }
+            }
+            3 => Msg::Clock { clock: s.take_i64()? },
+            4 => {
+                let kind = match s.take_u8()? {
+                    0 => RowsKind::Reply,
+                    1 => RowsKind::PushPart,
+                    2 => RowsKind::PushDone,
+                    k => return Err(PsError::codec(format!("unknown rows kind {k}"))),
+                };
+                let age = s.take_i64()?;
+                let rc = s.take_i64()?;
+                Msg::Rows { kind, age, rc, data: frame.slice(18..) }
+            }
+            5 => Msg::ClockAck { clock: s.take_i64()? },
+            6 => Msg::Register { fingerprint: s.take_u64()? },
+            7 => Msg::BarrierArrive { epoch: s.take_u64()?, clock: s.take_i64()? },
+            8 => Msg::Done,
+            9 => Msg::Bye,
+            10 => Msg::Ready,
+            11 => Msg::BarrierRelease { epoch: s.take_u64()?, clock: s.take_i64()? },
+            12 => Msg::Shutdown,
+            13 => Msg::Exit,
+            14 => Msg::Abort { reason: String::from_utf8_lossy(s).into_owned() },
+            15 => Msg::Ping,
+            t => return Err(PsError::codec(format!("unknown message tag {t}"))),
+        };
+        Ok(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(m: Msg) {
+        let mut b = BytesMut::new();
+        m.encode(&mut b);
+        assert_eq!(Msg::decode(b.freeze()).unwrap(), m);
+    }
+
+    #[test]
+    fn messages_roundtrip() {
+        roundtrip(Msg::Fetch(vec![
+            FetchReq { table: 1, row: 7, min_age: -1, subscribe: true },
+            FetchReq { table: 2, row: u64::MAX, min_age: 9, subscribe: false },
+        ]));
+        roundtrip(Msg::Oplog { table: 3, data: Bytes::from_static(b"abc") });
+        roundtrip(Msg::Rows { kind: RowsKind::PushDone, age: 4, rc: 3, data: Bytes::from_static(b"x") });
+        roundtrip(Msg::Clock { clock: CLOCK_FINISHED });
+        roundtrip(Msg::BarrierRelease { epoch: 2, clock: 11 });
+        roundtrip(Msg::Abort { reason: "boom".into() });
+        roundtrip(Msg::Ping);
+    }
+
+    #[test]
+    fn malformed_frames_are_errors_not_panics() {
+        for bad in [&b""[..], b"\x01\x05\x00\x00\x00", b"\x04\x07", b"\xff", b"\x03\x01"] {
+            assert!(Msg::decode(Bytes::copy_from_slice(bad)).is_err(), "{bad:?}");
+        }
+    }
+}
