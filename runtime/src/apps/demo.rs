@@ -20,9 +20,12 @@ pub struct DemoArgs {
     /// Clocks each worker runs.
     #[arg(long, default_value_t = 20)]
     pub clocks: i64,
-    /// Each worker sleeps a random 0..=N ms per clock (uneven workers, for testing the bound).
+    /// Each worker sleeps N ms per clock (simulated computation).
     #[arg(long, default_value_t = 0)]
     pub delay_ms: u64,
+    /// Plus a random 0..=N ms per clock (uneven workers, for testing the bound).
+    #[arg(long, default_value_t = 0)]
+    pub jitter_ms: u64,
     /// Rows of the shared sparse table every worker updates.
     #[arg(long, default_value_t = 4)]
     pub shared_rows: u64,
@@ -77,6 +80,11 @@ impl App for Demo {
             for r in 0..self.args.shared_rows {
                 shared.inc_col(r, c as u32, 1)?;
             }
+            // Simulated computation between the updates and the reads of the clock.
+            let pause = self.args.delay_ms + rng.gen_range(0..=self.args.jitter_ms);
+            if pause > 0 {
+                std::thread::sleep(Duration::from_millis(pause));
+            }
             // Everything from clocks <= c - s - 1 must be visible; own updates always.
             let bound = s.map(|s| c - s - 1).unwrap_or(-1);
             for t in 0..n {
@@ -100,9 +108,6 @@ impl App for Demo {
                     }
                     checks += 1;
                 }
-            }
-            if self.args.delay_ms > 0 {
-                std::thread::sleep(Duration::from_millis(rng.gen_range(0..=self.args.delay_ms)));
             }
             if self.args.barrier_every > 0 && (c + 1) % self.args.barrier_every == 0 {
                 w.global_barrier()?;
