@@ -124,7 +124,10 @@ impl RuntimeConfig {
             return bad("peer_timeout_ms", "must exceed twice heartbeat_ms");
         }
         if self.batch_bytes == 0 || self.batch_bytes * 2 > self.max_frame_bytes {
-            return bad("batch_bytes", "must be positive and at most half of max_frame_bytes");
+            return bad(
+                "batch_bytes",
+                "must be positive and at most half of max_frame_bytes",
+            );
         }
         if self.staleness > 1_000_000 {
             return bad("staleness", "is unreasonably large (use consistency async)");

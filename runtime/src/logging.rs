@@ -13,7 +13,9 @@ pub fn init(default: LevelFilter) {
         .unwrap_or(default);
     let stderr = ConsoleAppender::builder()
         .target(Target::Stderr)
-        .encoder(Box::new(PatternEncoder::new("{d(%H:%M:%S%.3f)} {h({l:5})} {m}{n}")))
+        .encoder(Box::new(PatternEncoder::new(
+            "{d(%H:%M:%S%.3f)} {h({l:5})} {m}{n}",
+        )))
         .build();
     let config = Config::builder()
         .appender(Appender::builder().build("stderr", Box::new(stderr)))

@@ -2,11 +2,17 @@
 //! YARN container).
 
 use clap::{Parser, Subcommand};
-use ps_runtime::{apps, logging, run_app, Hostfile, JobConfig, ProcessSpec, PsError, RowTypeRegistry};
+use ps_runtime::{
+    apps, logging, run_app, Hostfile, JobConfig, ProcessSpec, PsError, RowTypeRegistry,
+};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "ps-runtime", version, about = "One process of a parameter-server job")]
+#[command(
+    name = "ps-runtime",
+    version,
+    about = "One process of a parameter-server job"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -30,8 +36,12 @@ enum Cmd {
 fn run(job: PathBuf, id: usize) -> Result<(), PsError> {
     let job = JobConfig::load(&job)?;
     let hosts = Hostfile::load(&job.hostfile)?;
-    let secret = std::fs::read(&job.secret_file)
-        .map_err(|e| PsError::io(format!("reading job secret {}", job.secret_file.display()), e))?;
+    let secret = std::fs::read(&job.secret_file).map_err(|e| {
+        PsError::io(
+            format!("reading job secret {}", job.secret_file.display()),
+            e,
+        )
+    })?;
     let app = apps::build(&job.app, &job.app_args)?;
     let echo = serde_json::json!({
         "runtime": job.runtime,
@@ -50,7 +60,8 @@ fn run(job: PathBuf, id: usize) -> Result<(), PsError> {
     let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
     let path = job.stats_dir.join(format!("stats-{id}.json"));
     let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
+    let text =
+        serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
     std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|e| PsError::io(format!("writing {}", path.display()), e))?;

@@ -12,6 +12,9 @@ pub const NAMES: &[&str] = &["demo"];
 pub fn build(name: &str, args: &[String]) -> Result<Box<dyn App>> {
     match name {
         "demo" => Ok(Box::new(demo::Demo::from_args(args)?)),
-        other => Err(PsError::Config(format!("app: unknown application '{other}' (known: {})", NAMES.join(", ")))),
+        other => Err(PsError::Config(format!(
+            "app: unknown application '{other}' (known: {})",
+            NAMES.join(", ")
+        ))),
     }
 }

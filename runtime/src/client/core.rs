@@ -16,11 +16,21 @@ use tokio::sync::mpsc::UnboundedSender;
 /// Commands from application threads to the client communication task.
 #[derive(Debug)]
 pub(crate) enum ClientCmd {
-    Fetch { server: usize, req: FetchReq },
+    Fetch {
+        server: usize,
+        req: FetchReq,
+    },
     /// Every local thread completed clock `completed`: send the oplog and a clock message.
-    ProcessClock { completed: i64 },
-    Barrier { epoch: u64, clock: i64 },
-    Register { fingerprint: u64 },
+    ProcessClock {
+        completed: i64,
+    },
+    Barrier {
+        epoch: u64,
+        clock: i64,
+    },
+    Register {
+        fingerprint: u64,
+    },
     Done,
     /// Ask the name node to abort the whole job with this reason.
     Abort(String),
@@ -89,7 +99,12 @@ pub(crate) struct Core {
 pub(crate) const NO_AGE: i64 = i64::MIN / 4;
 
 impl Core {
-    pub fn new(pid: usize, nprocs: usize, cfg: RuntimeConfig, cmd: UnboundedSender<ClientCmd>) -> Self {
+    pub fn new(
+        pid: usize,
+        nprocs: usize,
+        cfg: RuntimeConfig,
+        cmd: UnboundedSender<ClientCmd>,
+    ) -> Self {
         let threads = cfg.threads;
         Core {
             pid,
@@ -105,8 +120,17 @@ impl Core {
             failure: Mutex::new(None),
             ctl: Mutex::new(Ctl::default()),
             ctl_cv: Condvar::new(),
-            tracker: Mutex::new(Tracker { clocks: vec![0; threads], proc_clock: 0 }),
-            barrier: Mutex::new(LocalBarrier { epoch: 0, arrived: 0, max_clock: i64::MIN, released: 0, release_clock: 0 }),
+            tracker: Mutex::new(Tracker {
+                clocks: vec![0; threads],
+                proc_clock: 0,
+            }),
+            barrier: Mutex::new(LocalBarrier {
+                epoch: 0,
+                arrived: 0,
+                max_clock: i64::MIN,
+                released: 0,
+                release_clock: 0,
+            }),
             barrier_cv: Condvar::new(),
         }
     }
@@ -131,7 +155,9 @@ impl Core {
     #[inline]
     pub fn check(&self) -> Result<()> {
         if self.failed.load(Ordering::Relaxed) {
-            return Err(self.failure().unwrap_or_else(|| PsError::Aborted("unknown failure".into())));
+            return Err(self
+                .failure()
+                .unwrap_or_else(|| PsError::Aborted("unknown failure".into())));
         }
         Ok(())
     }
@@ -146,9 +172,16 @@ impl Core {
     }
 
     /// Blocks until `done(ctl)` holds, the process fails, or `timeout` passes (`what` names the wait).
-    pub fn wait_ctl(&self, what: &str, timeout: Option<Duration>, done: impl Fn(&Ctl) -> bool) -> Result<()> {
+    pub fn wait_ctl(
+        &self,
+        what: &str,
+        timeout: Option<Duration>,
+        done: impl Fn(&Ctl) -> bool,
+    ) -> Result<()> {
         let timeout = timeout.unwrap_or(Duration::from_secs(10 * 365 * 86400));
-        let deadline = Instant::now().checked_add(timeout).unwrap_or_else(|| Instant::now() + Duration::from_secs(86400));
+        let deadline = Instant::now()
+            .checked_add(timeout)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86400));
         let mut g = lock(&self.ctl);
         loop {
             self.check()?;
@@ -157,9 +190,16 @@ impl Core {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(PsError::Aborted(format!("timed out after {:?} waiting for {what}", timeout)));
+                return Err(PsError::Aborted(format!(
+                    "timed out after {:?} waiting for {what}",
+                    timeout
+                )));
             }
-            g = self.ctl_cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+            g = self
+                .ctl_cv
+                .wait_timeout(g, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 
@@ -177,7 +217,11 @@ impl Core {
         if min > t.proc_clock {
             t.proc_clock = min;
             // Sent under the lock so the task sees process clocks in order.
-            let completed = if min > CLOCK_FINISHED { CLOCK_FINISHED } else { min - 1 };
+            let completed = if min > CLOCK_FINISHED {
+                CLOCK_FINISHED
+            } else {
+                min - 1
+            };
             self.send(ClientCmd::ProcessClock { completed });
         }
     }
@@ -199,7 +243,10 @@ impl Core {
         b.arrived += 1;
         b.max_clock = b.max_clock.max(clock);
         if b.arrived == self.cfg.threads {
-            self.send(ClientCmd::Barrier { epoch: b.epoch, clock: b.max_clock });
+            self.send(ClientCmd::Barrier {
+                epoch: b.epoch,
+                clock: b.max_clock,
+            });
             b.arrived = 0;
             b.max_clock = i64::MIN;
             b.epoch += 1;

@@ -34,7 +34,14 @@ pub(crate) struct Entry<R: Row> {
 
 impl<R: Row> Entry<R> {
     fn new() -> Self {
-        Entry { view: None, age: NO_AGE, version: u64::MAX, checked: NO_AGE, touched: NO_AGE, pending: None }
+        Entry {
+            view: None,
+            age: NO_AGE,
+            version: u64::MAX,
+            checked: NO_AGE,
+            touched: NO_AGE,
+            pending: None,
+        }
     }
 }
 
@@ -78,7 +85,12 @@ impl<R: Row> ThreadTable<R> {
 
     #[inline]
     fn try_hit(&mut self, row: u64, c: i64, req: i64) -> Option<&mut R> {
-        let ThreadTable { cache, stats, touched, .. } = self;
+        let ThreadTable {
+            cache,
+            stats,
+            touched,
+            ..
+        } = self;
         let e = cache.get_mut(&row)?;
         if e.checked != c || e.age < req {
             return None;
@@ -98,7 +110,12 @@ impl<R: Row> ThreadTable<R> {
         self.proc.read(
             row,
             req,
-            CopyTarget { view: &mut e.view, age: &mut e.age, version: &mut e.version, pending: e.pending.as_ref() },
+            CopyTarget {
+                view: &mut e.view,
+                age: &mut e.age,
+                version: &mut e.version,
+                pending: e.pending.as_ref(),
+            },
             &mut self.stats,
         )?;
         e.checked = c;
@@ -153,7 +170,9 @@ impl<R: Row> ThreadTable<R> {
                     PrefetchPolicy::Conservative if age < need => self.proc.prefetch(row, need),
                     // Aggressive: anything newer than what we have (the server parks the request
                     // until its clock moves, so this never asks twice for the same version).
-                    PrefetchPolicy::Aggressive if age < old => self.proc.prefetch(row, need.max(age + 1)),
+                    PrefetchPolicy::Aggressive if age < old => {
+                        self.proc.prefetch(row, need.max(age + 1))
+                    }
                     _ => {}
                 }
             }
@@ -177,7 +196,9 @@ pub struct TableHandle<R: Row> {
 
 impl<R: Row> Clone for TableHandle<R> {
     fn clone(&self) -> Self {
-        TableHandle { inner: self.inner.clone() }
+        TableHandle {
+            inner: self.inner.clone(),
+        }
     }
 }
 
@@ -206,7 +227,10 @@ impl<R: Row> TableHandle<R> {
             Err(mut t) => {
                 t.miss(row, c, req)?;
                 Ok(RowRef(RefMut::map(t, |t| {
-                    t.cache.get_mut(&row).and_then(|e| e.view.as_mut()).expect("row was just filled")
+                    t.cache
+                        .get_mut(&row)
+                        .and_then(|e| e.view.as_mut())
+                        .expect("row was just filled")
                 })))
             }
         }
@@ -216,7 +240,9 @@ impl<R: Row> TableHandle<R> {
     /// threads after the clock it belongs to is shipped.
     #[inline]
     pub fn inc(&mut self, row: u64, delta: &R::Update) {
-        self.inner.borrow_mut().inc_with(row, |p| p.merge(delta), |v| v.apply(delta));
+        self.inner
+            .borrow_mut()
+            .inc_with(row, |p| p.merge(delta), |v| v.apply(delta));
     }
 
     /// Non-blocking refresh: asks the server for a newer version of `row` than the cached one.

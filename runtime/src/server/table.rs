@@ -13,7 +13,10 @@ pub(crate) struct ServerTable<R: Row> {
 
 impl<R: Row> ServerTable<R> {
     pub fn new(cfg: TableConfig) -> Self {
-        ServerTable { cfg, rows: FxHashMap::default() }
+        ServerTable {
+            cfg,
+            rows: FxHashMap::default(),
+        }
     }
 }
 
@@ -23,7 +26,10 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
         while !data.is_empty() {
             let row = data.take_u64()?;
             let u = R::Update::decode(&mut data, cols)?;
-            self.rows.entry(row).or_insert_with(|| R::zero(cols)).apply(&u);
+            self.rows
+                .entry(row)
+                .or_insert_with(|| R::zero(cols))
+                .apply(&u);
             touched(row);
         }
         Ok(())
@@ -31,6 +37,9 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
 
     fn encode_row(&mut self, row: u64, out: &mut BytesMut) {
         let cols = self.cfg.columns;
-        self.rows.entry(row).or_insert_with(|| R::zero(cols)).encode(out);
+        self.rows
+            .entry(row)
+            .or_insert_with(|| R::zero(cols))
+            .encode(out);
     }
 }

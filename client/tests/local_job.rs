@@ -1,0 +1,241 @@
+//! End-to-end tests of `yarn-submit --master local[N]` with real `ps-runtime` processes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn submit() -> Command {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_yarn-submit"));
+    let mut c = Command::new(&exe);
+    c.env("PS_RUNTIME_BIN", exe.with_file_name("ps-runtime"));
+    c
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ps-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Starts a job and returns it with a channel of its log lines.
+fn spawn_job(args: &[&str]) -> (Child, mpsc::Receiver<String>) {
+    let mut child = submit()
+        .args(args)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    for stream in [
+        Box::new(child.stderr.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stdout.take().unwrap()),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stream).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+    }
+    (child, rx)
+}
+
+/// Reads log lines until one contains `pat`; returns all lines read.
+fn wait_for(rx: &mpsc::Receiver<String>, pat: &str, log: &mut Vec<String>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let l = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no '{pat}' in log:\n{}", log.join("\n")));
+        log.push(l.clone());
+        if l.contains(pat) {
+            return l;
+        }
+    }
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Some(st) = child.try_wait().unwrap() {
+            return Some(st);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn demo_job_succeeds_and_writes_stats() {
+    let dir = tmpdir("stats");
+    let stats = dir.join("stats.json");
+    let out = submit()
+        .args([
+            "--master",
+            "local[3]",
+            "--threads",
+            "2",
+            "--consistency",
+            "essp",
+            "--staleness",
+            "2",
+        ])
+        .arg("--stats")
+        .arg(&stats)
+        .args(["demo", "--clocks", "15", "--jitter-ms", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    for k in [
+        "clocks",
+        "wall_s",
+        "compute_s",
+        "wait_s",
+        "gets",
+        "get_misses",
+        "bytes_sent",
+        "bytes_recv",
+        "staleness_hist",
+        "config",
+    ] {
+        assert!(v.get(k).is_some(), "stats lack {k}: {v}");
+    }
+    assert_eq!(v["clocks"], 15);
+    assert_eq!(v["config"]["runtime"]["consistency"], "essp");
+    assert_eq!(v["config"]["runtime"]["staleness"], 2);
+    // 6 threads x 15 clocks x (6 own rows + 4 shared rows) reads.
+    assert_eq!(v["gets"], 6 * 15 * 10);
+    assert!(v["bytes_sent"].as_u64().unwrap() > 0);
+    let hist = v["staleness_hist"].as_object().unwrap();
+    assert_eq!(hist.values().map(|c| c.as_u64().unwrap()).sum::<u64>(), 900);
+    assert!(
+        hist.keys()
+            .all(|k| (-3..=-1).contains(&k.parse::<i64>().unwrap())),
+        "{hist:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_options_fail_fast_with_a_clear_message() {
+    let out = submit()
+        .args(["--master", "local[2]", "demo", "--clocks", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--clocks"));
+    let out = submit()
+        .args(["--master", "local[2]", "nosuchapp"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown application 'nosuchapp'"));
+    let out = submit()
+        .args(["--consistency", "eventual", "demo"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bsp, ssp, essp, async"));
+}
+
+/// SIGKILL of one process: the whole job exits non-zero within 30 s, naming the process, and no
+/// runtime process is left behind.
+#[test]
+fn killed_process_fails_the_job_naming_it() {
+    let (mut child, rx) = spawn_job(&[
+        "--master",
+        "local[3]",
+        "--threads",
+        "2",
+        "demo",
+        "--clocks",
+        "100000",
+        "--delay-ms",
+        "5",
+    ]);
+    let mut log = Vec::new();
+    let started = wait_for(&rx, "process 1 started (pid", &mut log);
+    let pid: i32 = started
+        .rsplit("pid ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .parse()
+        .unwrap();
+    wait_for(&rx, "job ready", &mut log);
+    let t0 = Instant::now();
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let st = wait_exit(&mut child, Duration::from_secs(30)).expect("job did not exit within 30 s");
+    assert!(t0.elapsed() < Duration::from_secs(30));
+    assert!(!st.success());
+    log.extend(rx.try_iter());
+    let text = log.join("\n");
+    assert!(text.contains("process 1 was killed by signal 9"), "{text}");
+    // The survivors say which peer they lost.
+    assert!(text.contains("lost process 1"), "{text}");
+}
+
+/// A connection that does not know the job secret is refused and logged; the job carries on.
+#[test]
+fn connection_without_secret_is_rejected_and_job_continues() {
+    let dir = tmpdir("secret");
+    let (mut child, rx) = spawn_job(&[
+        "--master",
+        "local[2]",
+        "--job-dir",
+        dir.to_str().unwrap(),
+        "demo",
+        "--clocks",
+        "150",
+        "--delay-ms",
+        "10",
+    ]);
+    let mut log = Vec::new();
+    wait_for(&rx, "job ready", &mut log);
+    let hosts = std::fs::read_to_string(dir.join("hostfile")).unwrap();
+    let addr = hosts
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join(":");
+    // 1: garbage instead of a handshake.
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    let _ = s.write_all(
+        b"\x00\x00\x00\x44GET / HTTP/1.1\r\n\r\n"
+            .repeat(4)
+            .as_slice(),
+    );
+    wait_for(&rx, "refused connection", &mut log);
+    // 2: a well-formed handshake with the wrong secret.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let err = rt.block_on(async {
+        let sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let mut conn = tokio_util::codec::Framed::new(sock, ps_runtime::wire::codec(1 << 20));
+        ps_runtime::wire::auth::connect(&mut conn, b"not the secret", 1).await
+    });
+    assert!(err.is_err(), "handshake with a wrong secret succeeded");
+    wait_for(&rx, "wrong job secret", &mut log);
+    let st = wait_exit(&mut child, Duration::from_secs(120)).expect("job hung");
+    log.extend(rx.try_iter());
+    assert!(
+        st.success(),
+        "job failed after the bad connections:\n{}",
+        log.join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,160 @@
+//! The consistency guarantee as a property: for random job shapes and random per-clock delays,
+//! every read at clock c with staleness s sees every update of every thread from clocks <= c-s-1
+//! and all of the reader's own updates (checked exactly by the demo app on every read), in both
+//! pull (SSP) and push (ESSP) modes. Clock numbering: see `ps_runtime::Worker`.
+
+mod common;
+
+use common::{demo, run_cluster, summary};
+use proptest::prelude::*;
+use ps_runtime::{Consistency, PrefetchPolicy, PsError, RuntimeConfig};
+
+fn cfg(
+    consistency: Consistency,
+    staleness: u32,
+    threads: usize,
+    prefetch: PrefetchPolicy,
+) -> RuntimeConfig {
+    RuntimeConfig {
+        consistency,
+        staleness,
+        threads,
+        prefetch,
+        ..RuntimeConfig::default()
+    }
+}
+
+fn check_job(
+    c: Consistency,
+    s: u32,
+    procs: usize,
+    threads: usize,
+    clocks: i64,
+    jitter: u64,
+    seed: u64,
+    prefetch: PrefetchPolicy,
+) {
+    let args = format!("--clocks {clocks} --jitter-ms {jitter} --seed {seed} --shared-rows 3");
+    let res = run_cluster(procs, &cfg(c, s, threads, prefetch), |_| demo(&args));
+    let (mean, _, reads) = summary(&res);
+    assert!(reads > 0);
+    // Observed staleness (data age - reader clock) must lie in [-s-1, -1].
+    for r in &res {
+        for k in r.as_ref().unwrap().staleness_hist.keys() {
+            assert!(
+                *k <= -1 && *k >= -(s as i64) - 1,
+                "staleness {k} outside [-{}-1, -1]",
+                s
+            );
+        }
+    }
+    assert!(mean <= -1.0);
+}
+
+fn prefetch_strategy() -> impl Strategy<Value = PrefetchPolicy> {
+    prop_oneof![
+        Just(PrefetchPolicy::Off),
+        Just(PrefetchPolicy::Conservative),
+        Just(PrefetchPolicy::Aggressive)
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn ssp_pull_guarantee(s in prop::sample::select(vec![0u32, 1, 3]), procs in 3usize..=4, threads in 2usize..=3,
+                          clocks in 8i64..20, jitter in 0u64..4, seed in any::<u64>(), pf in prefetch_strategy()) {
+        check_job(Consistency::Ssp, s, procs, threads, clocks, jitter, seed, pf);
+    }
+
+    #[test]
+    fn essp_push_guarantee(s in prop::sample::select(vec![0u32, 1, 3]), procs in 3usize..=4, threads in 2usize..=3,
+                           clocks in 8i64..20, jitter in 0u64..4, seed in any::<u64>()) {
+        check_job(Consistency::Essp, s, procs, threads, clocks, jitter, seed, PrefetchPolicy::Aggressive);
+    }
+}
+
+/// Every (s, mode) pair named by the issue runs at least once with uneven workers.
+#[test]
+fn every_staleness_in_both_modes() {
+    for s in [0, 1, 3] {
+        for c in [Consistency::Ssp, Consistency::Essp] {
+            check_job(c, s, 3, 2, 12, 3, 7 + s as u64, PrefetchPolicy::Aggressive);
+        }
+    }
+}
+
+#[test]
+fn bsp_observes_exactly_previous_clock() {
+    let res = run_cluster(3, &cfg(Consistency::Bsp, 5, 2, PrefetchPolicy::Off), |_| {
+        demo("--clocks 10 --jitter-ms 2")
+    });
+    for r in res {
+        let h = r.unwrap().staleness_hist;
+        assert_eq!(
+            h.keys().copied().collect::<Vec<_>>(),
+            vec![-1],
+            "BSP reads must be exactly one clock old"
+        );
+    }
+}
+
+/// The checks can fail: servers that overstate data age break the guarantee, and the demo
+/// catches it on some read.
+#[test]
+fn forced_stale_replies_are_caught() {
+    for c in [Consistency::Ssp, Consistency::Essp] {
+        let mut bad = cfg(c, 0, 2, PrefetchPolicy::Off);
+        bad.fault.overstate_age = 2;
+        let res = run_cluster(3, &bad, |_| demo("--clocks 30 --jitter-ms 3"));
+        let violation = res.iter().any(|r| match r {
+            Err(PsError::Violation(_)) => true,
+            Err(PsError::Aborted(m)) => m.contains("consistency violation"),
+            _ => false,
+        });
+        assert!(violation, "{c:?}: a lying server went unnoticed: {res:?}");
+    }
+}
+
+/// After `global_barrier()` every thread reads every update made before it (checked by the demo
+/// on every row after each barrier), even with large staleness and uneven threads.
+#[test]
+fn global_barrier_makes_all_updates_visible() {
+    for c in [Consistency::Ssp, Consistency::Essp] {
+        let res = run_cluster(3, &cfg(c, 5, 2, PrefetchPolicy::Off), |_| {
+            demo("--clocks 24 --jitter-ms 4 --barrier-every 6")
+        });
+        for r in res {
+            let st = r.unwrap();
+            assert_eq!(st.clocks, 24);
+        }
+    }
+}
+
+/// ESSP vs SSP (pull, as in the ESSP paper's baseline) on the same balanced workload: pushes keep
+/// caches fresher (higher mean observed staleness, i.e. closer to -1) and far fewer reads block.
+#[test]
+fn essp_is_fresher_and_blocks_less_than_ssp() {
+    let args = "--clocks 40 --delay-ms 3 --shared-rows 4";
+    let ssp = run_cluster(3, &cfg(Consistency::Ssp, 3, 2, PrefetchPolicy::Off), |_| {
+        demo(args)
+    });
+    let essp = run_cluster(
+        3,
+        &cfg(Consistency::Essp, 3, 2, PrefetchPolicy::Off),
+        |_| demo(args),
+    );
+    let (ssp_mean, ssp_blocked, n1) = summary(&ssp);
+    let (essp_mean, essp_blocked, n2) = summary(&essp);
+    assert_eq!(n1, n2, "same workload, same number of reads");
+    eprintln!("ssp: mean staleness {ssp_mean:.3}, blocked {ssp_blocked}; essp: {essp_mean:.3}, {essp_blocked}");
+    assert!(
+        essp_mean > ssp_mean,
+        "ESSP mean staleness {essp_mean} not fresher than SSP {ssp_mean}"
+    );
+    assert!(
+        essp_blocked < ssp_blocked,
+        "ESSP blocked {essp_blocked} times, SSP {ssp_blocked}"
+    );
+}
