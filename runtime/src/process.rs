@@ -304,6 +304,7 @@ pub fn run_app(
         bytes_sent: net.bytes_sent.load(Ordering::Relaxed),
         bytes_recv: net.bytes_recv.load(Ordering::Relaxed),
         rows_recv: net.rows_recv.load(Ordering::Relaxed),
+        rows_recv_remote: net.rows_recv_remote.load(Ordering::Relaxed),
         updates_sent: net.updates_sent.load(Ordering::Relaxed),
         fetches_sent: net.fetches_sent.load(Ordering::Relaxed),
         staleness_hist,

@@ -63,6 +63,7 @@ pub struct ProcessStats {
     pub bytes_sent: u64,
     pub bytes_recv: u64,
     pub rows_recv: u64,
+    pub rows_recv_remote: u64,
     pub updates_sent: u64,
     pub fetches_sent: u64,
     /// Observed staleness (row data age minus reader clock) -> count.
@@ -135,6 +136,7 @@ pub fn merge(procs: &[Value]) -> Value {
         "bytes_sent": int("bytes_sent"),
         "bytes_recv": int("bytes_recv"),
         "rows_recv": int("rows_recv"),
+        "rows_recv_remote": int("rows_recv_remote"),
         "updates_sent": int("updates_sent"),
         "fetches_sent": int("fetches_sent"),
         "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),

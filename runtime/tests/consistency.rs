@@ -24,8 +24,9 @@ fn cfg(
     }
 }
 
-fn check_job(
-    c: Consistency,
+/// One randomised job shape.
+struct Shape {
+    consistency: Consistency,
     s: u32,
     procs: usize,
     threads: usize,
@@ -33,18 +34,27 @@ fn check_job(
     jitter: u64,
     seed: u64,
     prefetch: PrefetchPolicy,
-) {
-    let args = format!("--clocks {clocks} --jitter-ms {jitter} --seed {seed} --shared-rows 3");
-    let res = run_cluster(procs, &cfg(c, s, threads, prefetch), |_| demo(&args));
+}
+
+fn check_job(j: Shape) {
+    let args = format!(
+        "--clocks {} --jitter-ms {} --seed {} --shared-rows 3",
+        j.clocks, j.jitter, j.seed
+    );
+    let res = run_cluster(
+        j.procs,
+        &cfg(j.consistency, j.s, j.threads, j.prefetch),
+        |_| demo(&args),
+    );
     let (mean, _, reads) = summary(&res);
     assert!(reads > 0);
     // Observed staleness (data age - reader clock) must lie in [-s-1, -1].
     for r in &res {
         for k in r.as_ref().unwrap().staleness_hist.keys() {
             assert!(
-                *k <= -1 && *k >= -(s as i64) - 1,
+                *k <= -1 && *k >= -(j.s as i64) - 1,
                 "staleness {k} outside [-{}-1, -1]",
-                s
+                j.s
             );
         }
     }
@@ -65,13 +75,13 @@ proptest! {
     #[test]
     fn ssp_pull_guarantee(s in prop::sample::select(vec![0u32, 1, 3]), procs in 3usize..=4, threads in 2usize..=3,
                           clocks in 8i64..20, jitter in 0u64..4, seed in any::<u64>(), pf in prefetch_strategy()) {
-        check_job(Consistency::Ssp, s, procs, threads, clocks, jitter, seed, pf);
+        check_job(Shape { consistency: Consistency::Ssp, s, procs, threads, clocks, jitter, seed, prefetch: pf });
     }
 
     #[test]
     fn essp_push_guarantee(s in prop::sample::select(vec![0u32, 1, 3]), procs in 3usize..=4, threads in 2usize..=3,
                            clocks in 8i64..20, jitter in 0u64..4, seed in any::<u64>()) {
-        check_job(Consistency::Essp, s, procs, threads, clocks, jitter, seed, PrefetchPolicy::Aggressive);
+        check_job(Shape { consistency: Consistency::Essp, s, procs, threads, clocks, jitter, seed, prefetch: PrefetchPolicy::Aggressive });
     }
 }
 
@@ -80,7 +90,16 @@ proptest! {
 fn every_staleness_in_both_modes() {
     for s in [0, 1, 3] {
         for c in [Consistency::Ssp, Consistency::Essp] {
-            check_job(c, s, 3, 2, 12, 3, 7 + s as u64, PrefetchPolicy::Aggressive);
+            check_job(Shape {
+                consistency: c,
+                s,
+                procs: 3,
+                threads: 2,
+                clocks: 12,
+                jitter: 3,
+                seed: 7 + s as u64,
+                prefetch: PrefetchPolicy::Aggressive,
+            });
         }
     }
 }

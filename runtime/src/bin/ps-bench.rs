@@ -1,1 +1,295 @@
-fn main() {}
+//! `ps-bench`: runtime micro-benchmarks, each printed as a ratio against a baseline measured in the
+//! same run, and written to `<out>/bench-runtime.{json,csv}`.
+//!
+//! 1. Cache-hit `get` + `inc` per thread vs the same loop on a plain `Vec` and `HashMap`.
+//! 2. Remote row throughput over loopback for rows of 100 f32: rows/s, MB/s, and bytes on the
+//!    wire per payload byte.
+
+use clap::Parser;
+use ps_runtime::local_cluster::run_local_cluster;
+use ps_runtime::{
+    App, Consistency, DenseRow, PrefetchPolicy, PsContext, Result, RowTypeRegistry, RuntimeConfig,
+    TableConfig, Worker,
+};
+use serde_json::json;
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(about = "Parameter-server runtime benchmarks")]
+struct Args {
+    /// Process counts to run.
+    #[arg(long, value_delimiter = ',', default_value = "2,4")]
+    procs: Vec<usize>,
+    /// Worker threads per process.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Rows each thread cycles through in the cache-hit loop.
+    #[arg(long, default_value_t = 1000)]
+    hot_rows: u64,
+    /// Operations per thread in the cache-hit loop.
+    #[arg(long, default_value_t = 20_000_000)]
+    ops: u64,
+    /// Rows of the remote-throughput table.
+    #[arg(long, default_value_t = 20_000)]
+    rows: u64,
+    /// Clocks of the remote-throughput run (each re-reads every row).
+    #[arg(long, default_value_t = 10)]
+    clocks: i64,
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+}
+
+const COLS: usize = 100;
+
+struct HitLoop {
+    rows: u64,
+    ops: u64,
+    rates: Mutex<Vec<f64>>,
+}
+
+impl App for HitLoop {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        ctx.create_table(TableConfig::new(0, "hot", "dense_f32", COLS))
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let mut t = w.table::<DenseRow<f32>>(0)?;
+        let base = w.global_thread_id() as u64 * self.rows;
+        // Warm-up pass: fetch every row and create its oplog entry.
+        for r in 0..self.rows {
+            black_box(t.get(base + r)?[0]);
+            t.inc_col(base + r, 0, 1.0f32)?;
+        }
+        let t0 = Instant::now();
+        let mut acc = 0f32;
+        for i in 0..self.ops {
+            let row = base + i % self.rows;
+            let col = (i % COLS as u64) as u32;
+            acc += t.get(row)?[col as usize];
+            t.inc_col(row, col, 1.0f32)?;
+        }
+        let rate = self.ops as f64 / t0.elapsed().as_secs_f64();
+        black_box(acc);
+        self.rates.lock().unwrap().push(rate);
+        w.clock()
+    }
+}
+
+fn baseline_vec(rows: u64, ops: u64) -> f64 {
+    let mut m: Vec<Vec<f32>> = vec![vec![0.0; COLS]; rows as usize];
+    let t0 = Instant::now();
+    let mut acc = 0f32;
+    for i in 0..ops {
+        let row = black_box((i % rows) as usize);
+        let col = (i % COLS as u64) as usize;
+        acc += m[row][col];
+        m[row][col] += 1.0;
+    }
+    black_box(acc);
+    ops as f64 / t0.elapsed().as_secs_f64()
+}
+
+fn baseline_hashmap(rows: u64, ops: u64) -> f64 {
+    let mut m: HashMap<u64, Vec<f32>> = (0..rows).map(|r| (r, vec![0.0; COLS])).collect();
+    let t0 = Instant::now();
+    let mut acc = 0f32;
+    for i in 0..ops {
+        let row = black_box(i % rows);
+        let col = (i % COLS as u64) as usize;
+        let r = m.get_mut(&row).expect("present");
+        acc += r[col];
+        r[col] += 1.0;
+    }
+    black_box(acc);
+    ops as f64 / t0.elapsed().as_secs_f64()
+}
+
+struct ReadAll {
+    rows: u64,
+    clocks: i64,
+    secs: Mutex<Vec<f64>>,
+}
+
+impl App for ReadAll {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        ctx.create_table(TableConfig::new(0, "wide", "dense_f32", COLS))
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let mut t = w.table::<DenseRow<f32>>(0)?;
+        let mut sum = 0f32;
+        let mut t0 = Instant::now();
+        for c in 0..self.clocks {
+            if c == 1 {
+                t0 = Instant::now(); // clock 0 includes start-up effects
+            }
+            for r in 0..self.rows {
+                t.refresh(r);
+            }
+            for r in 0..self.rows {
+                sum += t.get(r)?[0];
+            }
+            w.clock()?;
+        }
+        black_box(sum);
+        self.secs.lock().unwrap().push(t0.elapsed().as_secs_f64());
+        Ok(())
+    }
+}
+
+fn main() {
+    ps_runtime::logging::init(log::LevelFilter::Warn);
+    let a = Args::parse();
+    let registry = RowTypeRegistry::with_builtins();
+    let mut results = Vec::new();
+    let mut csv =
+        String::from("benchmark,processes,threads,value,unit,baseline,baseline_unit,ratio\n");
+    for &p in &a.procs {
+        // 1. cache-hit get + inc
+        let cfg = RuntimeConfig {
+            threads: a.threads,
+            consistency: Consistency::Ssp,
+            staleness: 1,
+            ..RuntimeConfig::default()
+        };
+        let rates = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let r2 = rates.clone();
+        let (rows, ops) = (a.hot_rows, a.ops);
+        let res = run_local_cluster(p, &cfg, &registry, move |_| {
+            Box::new(Proxy(
+                HitLoop {
+                    rows,
+                    ops,
+                    rates: Mutex::new(Vec::new()),
+                },
+                r2.clone(),
+            ))
+        })
+        .expect("start cluster");
+        for r in res {
+            r.expect("hit-loop job failed");
+        }
+        let rates = rates.lock().unwrap().clone();
+        let ps = rates.iter().sum::<f64>() / rates.len() as f64;
+        let vec_rate = baseline_vec(a.hot_rows, a.ops);
+        let map_rate = baseline_hashmap(a.hot_rows, a.ops);
+        println!(
+            "cache-hit get+inc, {p} processes x {} threads: {:.1} M ops/s/thread | Vec {:.1} M (ratio {:.3}) | HashMap {:.1} M (ratio {:.3})",
+            a.threads, ps / 1e6, vec_rate / 1e6, ps / vec_rate, map_rate / 1e6, ps / map_rate
+        );
+        csv += &format!(
+            "cache_hit_get_inc,{p},{},{ps:.0},ops/s/thread,{vec_rate:.0},vec ops/s,{:.4}\n",
+            a.threads,
+            ps / vec_rate
+        );
+        csv += &format!(
+            "cache_hit_get_inc,{p},{},{ps:.0},ops/s/thread,{map_rate:.0},hashmap ops/s,{:.4}\n",
+            a.threads,
+            ps / map_rate
+        );
+        results.push(
+            json!({"benchmark": "cache_hit_get_inc", "processes": p, "threads": a.threads,
+            "ps_ops_per_s_per_thread": ps, "vec_ops_per_s": vec_rate, "hashmap_ops_per_s": map_rate,
+            "ratio_vs_vec": ps / vec_rate, "ratio_vs_hashmap": ps / map_rate}),
+        );
+
+        // 2. remote row throughput
+        let cfg = RuntimeConfig {
+            threads: a.threads,
+            consistency: Consistency::Bsp,
+            staleness: 0,
+            prefetch: PrefetchPolicy::Off,
+            ..RuntimeConfig::default()
+        };
+        let secs = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let s2 = secs.clone();
+        let (rows, clocks) = (a.rows, a.clocks);
+        let res = run_local_cluster(p, &cfg, &registry, move |_| {
+            Box::new(Proxy(
+                ReadAll {
+                    rows,
+                    clocks,
+                    secs: Mutex::new(Vec::new()),
+                },
+                s2.clone(),
+            ))
+        })
+        .expect("start cluster");
+        let stats: Vec<_> = res
+            .into_iter()
+            .map(|r| r.expect("read job failed"))
+            .collect();
+        let secs = secs.lock().unwrap().iter().copied().fold(0.0, f64::max);
+        let measured_clocks = (a.clocks - 1) as f64;
+        // Rows each process had to receive in the measured clocks (local ones skip the network).
+        let rows_moved = a.rows as f64 * measured_clocks * p as f64;
+        let rows_per_s = rows_moved / secs;
+        let payload = (COLS * 4) as f64;
+        let wire: u64 = stats.iter().map(|s| s.bytes_recv).sum();
+        let remote_rows: u64 = stats.iter().map(|s| s.rows_recv_remote).sum();
+        let overhead = wire as f64 / (remote_rows as f64 * payload);
+        println!(
+            "remote rows (100 x f32), {p} processes: {:.0} rows/s, {:.1} MB/s payload, wire bytes / payload bytes = {:.3}",
+            rows_per_s, rows_per_s * payload / 1e6, overhead
+        );
+        csv += &format!(
+            "row_throughput,{p},{},{rows_per_s:.0},rows/s,,,\n",
+            a.threads
+        );
+        csv += &format!(
+            "wire_overhead,{p},{},{overhead:.4},wire/payload,,,\n",
+            a.threads
+        );
+        results.push(
+            json!({"benchmark": "remote_row_throughput", "processes": p, "threads": a.threads,
+            "rows_per_s": rows_per_s, "payload_mb_per_s": rows_per_s * payload / 1e6,
+            "wire_bytes": wire, "remote_rows": remote_rows, "wire_over_payload": overhead}),
+        );
+    }
+    if let Err(e) = std::fs::create_dir_all(&a.out)
+        .and_then(|_| {
+            std::fs::write(
+                a.out.join("bench-runtime.json"),
+                serde_json::to_string_pretty(&results).unwrap_or_default(),
+            )
+        })
+        .and_then(|_| std::fs::write(a.out.join("bench-runtime.csv"), csv))
+    {
+        eprintln!("writing results to {}: {e}", a.out.display());
+        std::process::exit(1);
+    }
+    println!(
+        "results written to {}/bench-runtime.{{json,csv}}",
+        a.out.display()
+    );
+}
+
+/// Wraps an app to hand its measurements back after the job (apps are moved into the runtime).
+struct Proxy<A>(A, std::sync::Arc<Mutex<Vec<f64>>>);
+
+trait Measured {
+    fn take(&self) -> Vec<f64>;
+}
+impl Measured for HitLoop {
+    fn take(&self) -> Vec<f64> {
+        std::mem::take(&mut self.rates.lock().unwrap())
+    }
+}
+impl Measured for ReadAll {
+    fn take(&self) -> Vec<f64> {
+        std::mem::take(&mut self.secs.lock().unwrap())
+    }
+}
+
+impl<A: App + Measured> App for Proxy<A> {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        self.0.initialize(ctx)
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        self.0.run_worker(w)?;
+        self.1.lock().unwrap().extend(self.0.take());
+        Ok(())
+    }
+}

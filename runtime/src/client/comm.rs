@@ -163,6 +163,12 @@ impl ClientTask {
                     n += 1;
                 }
                 self.core.net.rows_recv.fetch_add(n, Ordering::Relaxed);
+                if from != self.core.pid {
+                    self.core
+                        .net
+                        .rows_recv_remote
+                        .fetch_add(n, Ordering::Relaxed);
+                }
                 if kind == RowsKind::PushDone {
                     self.core.push_clock[from].fetch_max(age, Ordering::AcqRel);
                     for t in tables.values() {

@@ -48,6 +48,8 @@ pub(crate) struct NetStats {
     pub bytes_sent: AtomicU64,
     pub bytes_recv: AtomicU64,
     pub rows_recv: AtomicU64,
+    /// Rows received from other processes' servers (over the network).
+    pub rows_recv_remote: AtomicU64,
     pub updates_sent: AtomicU64,
     pub fetches_sent: AtomicU64,
 }

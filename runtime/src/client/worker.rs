@@ -14,6 +14,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// A thread's table: erased for clock handling, and as `Any` for typed handles.
+type ThreadTableSlot = (Rc<dyn ThreadTableOps>, Rc<dyn Any>);
+
 /// One application thread's access to the parameter server.
 ///
 /// **Clock numbering.** Every thread starts at clock 0. Updates made between the `k`-th and
@@ -25,7 +28,7 @@ pub struct Worker {
     core: Arc<Core>,
     tid: usize,
     clock: Rc<ThreadClock>,
-    tables: FxHashMap<u32, (Rc<dyn ThreadTableOps>, Rc<dyn Any>)>,
+    tables: FxHashMap<u32, ThreadTableSlot>,
     barrier_wait_ns: Cell<u64>,
     started: Instant,
     finished: bool,

@@ -3,10 +3,7 @@
 //! processes do. Lets property tests run many small jobs quickly.
 #![allow(dead_code)]
 
-use ps_runtime::{
-    run_app, App, Hostfile, ProcessSpec, ProcessStats, Result, RowTypeRegistry, RuntimeConfig,
-};
-use std::net::TcpListener;
+use ps_runtime::{App, ProcessStats, Result, RowTypeRegistry, RuntimeConfig};
 
 pub fn run_cluster(
     n: usize,
@@ -23,37 +20,8 @@ pub fn run_cluster_with(
     make_app: impl Fn(usize) -> Box<dyn App>,
 ) -> Vec<Result<ProcessStats>> {
     ps_runtime::logging::init(log::LevelFilter::Warn);
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let hosts = Hostfile::new(
-        listeners
-            .iter()
-            .map(|l| ("127.0.0.1".to_string(), l.local_addr().unwrap().port()))
-            .collect(),
-    );
-    let secret = b"test-secret".to_vec();
-    let handles: Vec<_> = listeners
-        .into_iter()
-        .enumerate()
-        .map(|(pid, l)| {
-            let spec = ProcessSpec {
-                cfg: cfg.clone(),
-                hosts: hosts.clone(),
-                pid,
-                secret: secret.clone(),
-                listener: Some(l),
-                stats_dir: None,
-            };
-            let app = make_app(pid);
-            let registry = registry.clone();
-            std::thread::spawn(move || run_app(spec, registry, app, serde_json::Value::Null))
-        })
-        .collect();
-    handles
-        .into_iter()
-        .map(|h| h.join().expect("process thread panicked"))
-        .collect()
+    ps_runtime::local_cluster::run_local_cluster(n, cfg, &registry, make_app)
+        .expect("cluster start")
 }
 
 pub fn demo(args: &str) -> Box<dyn App> {
