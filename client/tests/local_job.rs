@@ -239,3 +239,48 @@ fn connection_without_secret_is_rejected_and_job_continues() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A process that stops answering (SIGSTOP) is declared lost after `peer_timeout_ms`; the job
+/// fails naming it instead of hanging, and the stopped process is cleaned up.
+#[test]
+fn silent_process_is_detected_by_heartbeat_timeout() {
+    let dir = tmpdir("hang");
+    let conf = dir.join("rt.json");
+    std::fs::write(&conf, r#"{"heartbeat_ms": 200, "peer_timeout_ms": 2000}"#).unwrap();
+    let (mut child, rx) = spawn_job(&[
+        "--master",
+        "local[3]",
+        "--conf",
+        conf.to_str().unwrap(),
+        "demo",
+        "--clocks",
+        "100000",
+        "--delay-ms",
+        "5",
+    ]);
+    let mut log = Vec::new();
+    let started = wait_for(&rx, "process 2 started (pid", &mut log);
+    let pid: i32 = started
+        .rsplit("pid ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .parse()
+        .unwrap();
+    wait_for(&rx, "job ready", &mut log);
+    let t0 = Instant::now();
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let st = wait_exit(&mut child, Duration::from_secs(30)).expect("job hung on a silent process");
+    assert!(!st.success());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1500),
+        "declared lost before the timeout"
+    );
+    log.extend(rx.try_iter());
+    let text = log.join("\n");
+    assert!(
+        text.contains("lost process 2") && text.contains("no message for 2000 ms"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

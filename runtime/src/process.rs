@@ -109,6 +109,7 @@ impl PsContext {
                 to_server: links.to_server,
                 sent_upto: -1,
                 clock_log,
+                last_progress: Instant::now(),
             };
             rt.spawn(client.run(cmd_rx, client_rx));
             rt.spawn(Server::new(core.clone(), links.to_client).run(server_rx));

@@ -16,6 +16,8 @@ pub(crate) struct ClientTask {
     /// Last clock whose updates were shipped.
     pub sent_upto: i64,
     pub clock_log: Option<std::fs::File>,
+    /// Last progress line (at most one a second).
+    pub last_progress: std::time::Instant,
 }
 
 impl ClientTask {
@@ -124,6 +126,16 @@ impl ClientTask {
             self.send(q, Msg::Clock { clock: upto });
         }
         self.sent_upto = upto;
+        if upto < CLOCK_FINISHED && self.last_progress.elapsed().as_secs_f64() >= 1.0 {
+            self.last_progress = std::time::Instant::now();
+            let n = &self.core.net;
+            log::info!(
+                "clock {upto} done at {:.1}s ({:.1} MB sent, {:.1} MB received)",
+                self.core.start.elapsed().as_secs_f64(),
+                n.bytes_sent.load(Ordering::Relaxed) as f64 / 1e6,
+                n.bytes_recv.load(Ordering::Relaxed) as f64 / 1e6
+            );
+        }
         if let Some(f) = self.clock_log.as_mut() {
             if upto < CLOCK_FINISHED {
                 let n = &self.core.net;

@@ -60,9 +60,16 @@ pub(crate) struct ThreadTable<R: Row> {
 impl<R: Row> ThreadTable<R> {
     pub fn new(proc: Arc<ProcessTable<R>>, clock: Rc<ThreadClock>) -> Self {
         let cfg = &proc.core().cfg;
+        let slack = cfg.slack(proc.cfg.staleness);
         ThreadTable {
-            slack: cfg.slack(proc.cfg.staleness),
-            prefetch: cfg.prefetch,
+            slack,
+            // Async has no staleness bound to trigger fetches: without refresh a row would never
+            // change, so it always refreshes aggressively.
+            prefetch: if slack.is_none() {
+                PrefetchPolicy::Aggressive
+            } else {
+                cfg.prefetch
+            },
             capacity: cfg.thread_cache_rows,
             proc,
             clock,

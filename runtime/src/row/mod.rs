@@ -62,3 +62,106 @@ pub trait ColumnAdd<T> {
 pub trait ColumnGet<T> {
     fn col(&self, col: u32) -> T;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn roundtrip<R: Row + PartialEq + std::fmt::Debug>(r: &R, cols: usize) {
+        let mut b = BytesMut::new();
+        Row::encode(r, &mut b);
+        let mut s: &[u8] = &b;
+        assert_eq!(&<R as Row>::decode(&mut s, cols).unwrap(), r);
+        assert!(s.is_empty());
+        // Every strict prefix is an error, never a panic.
+        for cut in 0..b.len() {
+            let mut s: &[u8] = &b[..cut];
+            assert!(
+                <R as Row>::decode(&mut s, cols).is_err(),
+                "prefix of {cut} bytes decoded"
+            );
+        }
+    }
+
+    fn generic_dense<T: Element>(vals: &[T]) {
+        roundtrip(&DenseRow(vals.to_vec()), vals.len());
+    }
+
+    #[test]
+    fn dense_rows_of_every_type_roundtrip() {
+        generic_dense(&[1i32, -2, 3]);
+        generic_dense(&[1i64 << 40, -2]);
+        generic_dense(&[1.5f32, -0.25]);
+        generic_dense(&[1e300f64, -0.0]);
+        assert_eq!(DenseRow::<f32>::type_name(), "dense_f32");
+        assert_eq!(SparseRow::<i64>::type_name(), "sparse_i64");
+    }
+
+    #[test]
+    fn dense_width_mismatch_is_an_error() {
+        let mut b = BytesMut::new();
+        Row::encode(&DenseRow(vec![1f32; 3]), &mut b);
+        let mut s: &[u8] = &b;
+        assert!(<DenseRow<f32> as Row>::decode(&mut s, 4).is_err());
+    }
+
+    #[test]
+    fn sparse_decode_rejects_unsorted_and_out_of_range() {
+        let mut b = BytesMut::new();
+        bytes::BufMut::put_u32_le(&mut b, 2);
+        for c in [5u32, 3] {
+            bytes::BufMut::put_u32_le(&mut b, c);
+        }
+        for v in [1i32, 2] {
+            bytes::BufMut::put_i32_le(&mut b, v);
+        }
+        let mut s: &[u8] = &b;
+        assert!(<SparseRow<i32> as Row>::decode(&mut s, 0).is_err());
+        let mut r = SparseRow::<i32>::new();
+        r.add(9, 1);
+        let mut b = BytesMut::new();
+        Row::encode(&r, &mut b);
+        let mut s: &[u8] = &b;
+        assert!(<SparseRow<i32> as Row>::decode(&mut s, 5).is_err());
+    }
+
+    proptest! {
+        /// Sparse rows behave as dense vectors under any order and grouping of updates, and drop
+        /// zeros.
+        #[test]
+        fn sparse_merge_is_dense_addition(ups in prop::collection::vec(prop::collection::vec((0u32..50, -3i64..4), 0..20), 1..6)) {
+            let mut dense = vec![0i64; 50];
+            let mut seq = SparseRow::<i64>::new();
+            let mut merged = SparseRow::<i64>::new();
+            for u in &ups {
+                let mut d = SparseRow::<i64>::new();
+                for &(c, v) in u {
+                    d.add(c, v);
+                    dense[c as usize] += v;
+                }
+                seq.apply(&d);
+                // Reverse grouping: fold updates together first.
+                let mut tmp = d.clone();
+                RowUpdate::merge(&mut tmp, &merged);
+                merged = tmp;
+            }
+            for c in 0..50u32 {
+                prop_assert_eq!(seq.col(c), dense[c as usize]);
+                prop_assert_eq!(merged.col(c), dense[c as usize]);
+            }
+            prop_assert!(seq.iter().all(|(_, v)| v != 0));
+            prop_assert_eq!(seq.nnz(), dense.iter().filter(|v| **v != 0).count());
+            roundtrip(&seq, 50);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let mut s: &[u8] = &bytes;
+            let _ = <SparseRow<f32> as Row>::decode(&mut s, 0);
+            let mut s: &[u8] = &bytes;
+            let _ = <DenseRow<f64> as Row>::decode(&mut s, 3);
+            let _ = crate::wire::Msg::decode(bytes::Bytes::from(bytes.clone()));
+        }
+    }
+}

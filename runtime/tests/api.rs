@@ -1,0 +1,214 @@
+//! Public API behaviour: user-defined rows, misuse errors, table-config agreement, async mode.
+
+mod common;
+
+use bytes::{BufMut, BytesMut};
+use common::{demo, run_cluster, run_cluster_with};
+use ps_runtime::{
+    App, Consistency, DenseRow, PsContext, PsError, Result, Row, RowTypeRegistry, RowUpdate,
+    RuntimeConfig, TableConfig, Worker,
+};
+
+/// A user-defined row: running count, sum, min and max of observations. Its update is an
+/// observation summary, merged associatively and commutatively.
+#[derive(Clone, Debug, PartialEq)]
+struct Summary {
+    n: i64,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Summary {
+    fn of(x: f64) -> Self {
+        Summary {
+            n: 1,
+            sum: x,
+            min: x,
+            max: x,
+        }
+    }
+    fn put(&self, b: &mut BytesMut) {
+        b.put_i64_le(self.n);
+        b.put_f64_le(self.sum);
+        b.put_f64_le(self.min);
+        b.put_f64_le(self.max);
+    }
+    fn get(b: &mut &[u8]) -> Result<Self> {
+        if b.len() < 32 {
+            return Err(PsError::Codec("summary: truncated".into()));
+        }
+        let f = |i: usize| b[i * 8..i * 8 + 8].try_into().unwrap();
+        let s = Summary {
+            n: i64::from_le_bytes(f(0)),
+            sum: f64::from_le_bytes(f(1)),
+            min: f64::from_le_bytes(f(2)),
+            max: f64::from_le_bytes(f(3)),
+        };
+        *b = &b[32..];
+        Ok(s)
+    }
+}
+
+impl RowUpdate for Summary {
+    fn zero(_: usize) -> Self {
+        Summary {
+            n: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        }
+    }
+    fn merge(&mut self, o: &Self) {
+        self.n += o.n;
+        self.sum += o.sum;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+    fn encode(&self, b: &mut BytesMut) {
+        self.put(b)
+    }
+    fn decode(b: &mut &[u8], _: usize) -> Result<Self> {
+        Self::get(b)
+    }
+}
+
+impl Row for Summary {
+    type Update = Summary;
+    fn type_name() -> String {
+        "summary".into()
+    }
+    fn zero(c: usize) -> Self {
+        <Self as RowUpdate>::zero(c)
+    }
+    fn apply(&mut self, u: &Summary) {
+        self.merge(u)
+    }
+    fn encode(&self, b: &mut BytesMut) {
+        self.put(b)
+    }
+    fn decode(b: &mut &[u8], _: usize) -> Result<Self> {
+        Self::get(b)
+    }
+}
+
+struct Observe;
+
+impl App for Observe {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        ctx.create_table(TableConfig::new(3, "stats", "summary", 0))
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let mut t = w.table::<Summary>(3)?;
+        let g = w.global_thread_id() as f64;
+        for k in 0..5 {
+            t.inc(0, &Summary::of(g * 10.0 + k as f64));
+            // Read-my-updates on a user-defined row.
+            assert!(t.get(0)?.max >= g * 10.0 + k as f64);
+            w.clock()?;
+        }
+        w.global_barrier()?;
+        let total = w.total_threads() as f64;
+        let s = t.get(0)?.clone();
+        let want_sum: f64 = (0..total as i64)
+            .map(|g| (0..5).map(|k| g as f64 * 10.0 + k as f64).sum::<f64>())
+            .sum();
+        if s.n != 5 * total as i64
+            || s.sum != want_sum
+            || s.min != 0.0
+            || s.max != (total - 1.0) * 10.0 + 4.0
+        {
+            return Err(PsError::Violation(format!("summary after barrier: {s:?}")));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn user_defined_rows_aggregate_across_processes() {
+    let mut reg = RowTypeRegistry::with_builtins();
+    reg.register::<Summary>();
+    let cfg = RuntimeConfig {
+        consistency: Consistency::Ssp,
+        staleness: 2,
+        ..RuntimeConfig::default()
+    };
+    for r in run_cluster_with(3, &cfg, reg, |_| Box::new(Observe)) {
+        r.unwrap();
+    }
+}
+
+#[test]
+fn unregistered_row_type_is_a_config_error_naming_it() {
+    let res = run_cluster(2, &RuntimeConfig::default(), |_| Box::new(Observe));
+    for r in res {
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("summary") && e.contains("not registered"), "{e}");
+    }
+}
+
+struct Tables(usize);
+
+impl App for Tables {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        let cols = if ctx.process_id() == 1 { self.0 } else { 4 };
+        ctx.create_table(TableConfig::new(0, "t", "dense_f32", cols))
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        // Wrong row type: a usage error, not a crash.
+        let e = w
+            .table::<DenseRow<i64>>(0)
+            .err()
+            .expect("opened with the wrong type");
+        assert!(e.to_string().contains("dense_f32"), "{e}");
+        let e = w
+            .table::<DenseRow<f32>>(9)
+            .err()
+            .expect("opened a missing table");
+        assert!(e.to_string().contains("table 9"), "{e}");
+        let mut t = w.table::<DenseRow<f32>>(0)?;
+        let e = t.inc_col(0, 4, 1.0f32).unwrap_err();
+        assert!(e.to_string().contains("column 4 out of range"), "{e}");
+        w.clock()
+    }
+}
+
+#[test]
+fn misuse_gives_clear_errors() {
+    for r in run_cluster(2, &RuntimeConfig::default(), |_| Box::new(Tables(4))) {
+        r.unwrap();
+    }
+}
+
+#[test]
+fn processes_with_different_tables_are_refused_at_startup() {
+    let res = run_cluster(2, &RuntimeConfig::default(), |_| Box::new(Tables(5)));
+    let msgs: Vec<String> = res
+        .into_iter()
+        .map(|r| r.unwrap_err().to_string())
+        .collect();
+    assert!(
+        msgs.iter()
+            .all(|m| m.contains("process 1 created different tables")),
+        "{msgs:?}"
+    );
+}
+
+#[test]
+fn async_mode_keeps_read_my_updates_and_refreshes() {
+    let cfg = RuntimeConfig {
+        consistency: Consistency::Async,
+        ..RuntimeConfig::default()
+    };
+    let res = run_cluster(3, &cfg, |_| demo("--clocks 30 --jitter-ms 2"));
+    let mut fresh = 0;
+    for r in res {
+        let st = r.unwrap();
+        // Rows are refreshed, so some reads see data newer than the first fetch.
+        fresh += st.rows_recv;
+    }
+    assert!(
+        fresh > 3 * 10,
+        "async never refreshed rows ({fresh} received)"
+    );
+}
