@@ -276,7 +276,16 @@ impl<R: Row> TableHandle<R> {
         R: ColumnAdd<T>,
         R::Update: ColumnAdd<T>,
     {
-        self.batch_inc(row, &[(col, value)])
+        let mut t = self.inner.borrow_mut();
+        let cols = t.proc.cfg.columns;
+        if cols > 0 && col as usize >= cols {
+            return Err(PsError::Usage(format!(
+                "table {}: column {col} out of range ({cols} columns)",
+                t.proc.cfg.id
+            )));
+        }
+        t.inc_with(row, |p| p.add(col, value), |r| r.add(col, value));
+        Ok(())
     }
 
     /// Adds several `(column, value)` pairs to `row` in one call.
