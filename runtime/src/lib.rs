@@ -26,6 +26,7 @@ mod client;
 pub mod config;
 pub mod error;
 pub mod hostfile;
+pub mod input;
 pub mod local_cluster;
 pub mod logging;
 mod net;

@@ -1,0 +1,196 @@
+//! Corpora: the UCI bag-of-words format (`docword.*.txt`: lines `D`, `W`, `NNZ`, then
+//! `doc word count`, 1-based, sorted by doc; vocabulary `vocab.*.txt`, one word per line) and
+//! one-document-per-line token files. A document belongs to the split holding its first line, so
+//! documents are never cut between workers.
+
+use super::split::find_line_before;
+use super::{field, on_bad, plan_splits, storage_for, BadRecords, LineReader, ReadStats, Storage};
+use crate::error::{PsError, Result};
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+
+/// A document as a list of word ids, one per token.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Doc {
+    pub id: u64,
+    pub words: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Corpus {
+    pub docs: Vec<Doc>,
+    /// Vocabulary size (word ids are `0..vocab_size`).
+    pub vocab_size: usize,
+    /// Words by id, when known (for printing topics).
+    pub vocab: Option<Vec<String>>,
+}
+
+fn is_docword(storage: &dyn Storage, path: &str) -> Result<bool> {
+    let head = storage.read_at(path, 0, 256)?;
+    let text = String::from_utf8_lossy(&head);
+    let mut lines = text.lines();
+    Ok((0..3).all(|_| lines.next().is_some_and(|l| l.trim().parse::<u64>().is_ok())))
+}
+
+fn read_lines(storage: &dyn Storage, url: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (path, _) in storage.list(url)? {
+        for l in BufReader::new(storage.open(&path, 0)?).lines() {
+            out.push(l.map_err(|e| PsError::io(format!("reading {path}"), e))?.trim().to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// The vocabulary file that goes with a docword file, by the UCI and data-tools naming.
+fn sibling_vocab(path: &str) -> Option<String> {
+    let p = std::path::Path::new(path);
+    let name = p.file_name()?.to_str()?;
+    let cand = if let Some(rest) = name.strip_prefix("docword.") {
+        format!("vocab.{rest}")
+    } else if let Some(stem) = name.strip_suffix(".docword") {
+        format!("{stem}.vocab")
+    } else {
+        return None;
+    };
+    let v = p.with_file_name(cand);
+    v.exists().then(|| v.to_string_lossy().to_string())
+}
+
+fn parse_triple(t: &str) -> std::result::Result<(u64, u32, u32), String> {
+    let mut f = t.split_whitespace();
+    let d = field::<u64>(f.next(), "doc id")?;
+    let w = field::<u32>(f.next(), "word id")?;
+    let c = field::<u32>(f.next(), "count")?;
+    if d == 0 || w == 0 {
+        return Err("doc and word ids are 1-based".into());
+    }
+    Ok((d, w - 1, c))
+}
+
+/// Reads worker `k`'s share (of `n`) of the corpus at `url`. `vocab` overrides the vocabulary
+/// file (docword) or supplies one (token files; otherwise it is built from the whole input).
+pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadRecords) -> Result<(Corpus, ReadStats)> {
+    let storage = storage_for(url)?;
+    let st = storage.as_ref();
+    let files = st.list(url)?;
+    let mut stats = ReadStats::default();
+    let docword = is_docword(st, &files[0].0)?;
+    let words = match (vocab, docword) {
+        (Some(v), _) => Some(read_lines(storage_for(v)?.as_ref(), v)?),
+        (None, true) => match sibling_vocab(&files[0].0) {
+            Some(v) => Some(read_lines(st, &v)?),
+            None => None,
+        },
+        (None, false) => None,
+    };
+    let mut corpus = Corpus::default();
+    if docword {
+        let mut max_w = 0usize;
+        for split in plan_splits(&files, k, n) {
+            read_docword_split(st, &split, bad, &mut corpus, &mut stats, &mut max_w)?;
+        }
+        corpus.vocab_size = words.as_ref().map(|w| w.len()).unwrap_or(0).max(max_w);
+        corpus.vocab = words;
+    } else {
+        // Token files: ids from the given vocabulary, else from every word of the input (every
+        // process builds the same sorted vocabulary).
+        let vocab: Vec<String> = match words {
+            Some(w) => w,
+            None => {
+                let mut set = BTreeSet::new();
+                for (path, _) in &files {
+                    for l in BufReader::new(st.open(path, 0)?).lines() {
+                        let l = l.map_err(|e| PsError::io(format!("reading {path}"), e))?;
+                        set.extend(l.split_whitespace().map(str::to_string));
+                    }
+                }
+                set.into_iter().collect()
+            }
+        };
+        let index: std::collections::HashMap<&str, u32> = vocab.iter().enumerate().map(|(i, w)| (w.as_str(), i as u32)).collect();
+        for split in plan_splits(&files, k, n) {
+            let mut r = LineReader::new(st, &split)?;
+            while let Some((line, at)) = r.next_line()? {
+                let mut doc = Doc { id: (split.path.len() as u64) << 48 | at, words: Vec::new() };
+                for w in line.split_whitespace() {
+                    match index.get(w) {
+                        Some(&id) => doc.words.push(id),
+                        None => on_bad(bad, &mut stats, st, &split.path, at, &format!("word '{w}' not in the vocabulary"))?,
+                    }
+                }
+                if !doc.words.is_empty() {
+                    corpus.docs.push(doc);
+                    stats.records += 1;
+                }
+            }
+            stats.bytes += split.end - split.start;
+        }
+        corpus.vocab_size = vocab.len();
+        corpus.vocab = Some(vocab);
+    }
+    Ok((corpus, stats))
+}
+
+fn read_docword_split(
+    st: &dyn Storage,
+    split: &super::Split,
+    bad: BadRecords,
+    corpus: &mut Corpus,
+    stats: &mut ReadStats,
+    max_w: &mut usize,
+) -> Result<()> {
+    let mut r = LineReader::new(st, split)?;
+    if split.start == 0 {
+        for _ in 0..3 {
+            r.next_line()?; // D, W, NNZ
+        }
+    }
+    // A document whose first line lies in the previous split is skipped here.
+    let mut skip_doc = None;
+    if split.start > 0 && !r.past_end() {
+        if let Some((_, prev)) = find_line_before(st, &split.path, r.position(), |_| true)? {
+            skip_doc = parse_triple(prev.trim()).ok().map(|t| t.0);
+        }
+    }
+    let mut cur: Option<Doc> = None;
+    loop {
+        let past = r.past_end();
+        let Some((line, at)) = r.next_line_unbounded()? else { break };
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let (d, w, c) = match parse_triple(t) {
+            Ok(x) => x,
+            Err(why) => {
+                if past {
+                    break;
+                }
+                on_bad(bad, stats, st, &split.path, at, &why)?;
+                continue;
+            }
+        };
+        if Some(d) == skip_doc {
+            continue;
+        }
+        skip_doc = None;
+        if cur.as_ref().is_some_and(|doc| doc.id != d) {
+            if past {
+                break; // the next document starts past our end: it belongs to the next split
+            }
+            corpus.docs.push(cur.take().expect("checked"));
+        } else if cur.is_none() && past {
+            break;
+        }
+        let doc = cur.get_or_insert_with(|| Doc { id: d, words: Vec::new() });
+        doc.words.extend(std::iter::repeat_n(w, c as usize));
+        *max_w = (*max_w).max(w as usize + 1);
+        stats.records += 1;
+    }
+    if let Some(doc) = cur {
+        corpus.docs.push(doc);
+    }
+    stats.bytes += split.end - split.start;
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! Input layer: storage access by URL, line-aligned byte-range splits (like Hadoop's text input),
+//! and readers for the formats of the applications. Each worker reads only its share of the input:
+//! a line belongs to the split that holds its first byte, so any number of workers covers every
+//! line exactly once. Malformed lines are reported with file and line number.
+
+mod corpus;
+mod graph;
+mod ratings;
+mod split;
+mod storage;
+
+pub use corpus::{read_corpus, Corpus, Doc};
+pub use graph::{read_edges, Edges};
+pub use ratings::{read_ratings, Rating, RatingFormat};
+pub use split::{plan_splits, LineReader, Split};
+pub use storage::{storage_for, LocalFs, Storage};
+
+use crate::error::{PsError, Result};
+
+/// What to do with a malformed record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BadRecords {
+    /// Stop with an error naming the file and line.
+    #[default]
+    Fail,
+    /// Count and skip (`--skip-bad-records`).
+    Skip,
+}
+
+/// Counts kept while reading.
+#[derive(Clone, Debug, Default)]
+pub struct ReadStats {
+    pub records: u64,
+    pub skipped: u64,
+    pub bytes: u64,
+}
+
+/// Builds the error for a malformed record at byte `offset` of `path`, with its line number.
+pub(crate) fn bad_line(storage: &dyn Storage, path: &str, offset: u64, why: &str) -> PsError {
+    let line = storage.line_number(path, offset).map(|l| format!(":{l}")).unwrap_or_else(|_| format!(" (byte {offset})"));
+    PsError::Config(format!("{path}{line}: {why}"))
+}
+
+/// Parses one decimal field of a record.
+pub(crate) fn field<T: std::str::FromStr>(s: Option<&str>, what: &str) -> std::result::Result<T, String> {
+    let s = s.ok_or_else(|| format!("missing {what}"))?;
+    s.trim().parse::<T>().map_err(|_| format!("{what} '{s}' is not a valid number"))
+}
+
+/// Handles one bad record according to the policy.
+pub(crate) fn on_bad(
+    policy: BadRecords,
+    stats: &mut ReadStats,
+    storage: &dyn Storage,
+    path: &str,
+    offset: u64,
+    why: &str,
+) -> Result<()> {
+    match policy {
+        BadRecords::Fail => Err(bad_line(storage, path, offset, why)),
+        BadRecords::Skip => {
+            if stats.skipped < 5 {
+                log::warn!("skipping bad record: {}", bad_line(storage, path, offset, why));
+            }
+            stats.skipped += 1;
+            Ok(())
+        }
+    }
+}

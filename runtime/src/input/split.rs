@@ -1,0 +1,144 @@
+//! Byte-range splits over the concatenation of an input's files, and a line reader that applies
+//! the ownership rule: a line belongs to the split holding its first byte.
+
+use super::Storage;
+use crate::error::{PsError, Result};
+use std::io::{BufRead, BufReader, Read};
+
+/// Bytes `[start, end)` of one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Split {
+    pub path: String,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// The splits of worker `k` of `n`: an even share of the total bytes, cut at file boundaries.
+pub fn plan_splits(files: &[(String, u64)], k: usize, n: usize) -> Vec<Split> {
+    let total: u64 = files.iter().map(|f| f.1).sum();
+    let (lo, hi) = (total * k as u64 / n as u64, total * (k as u64 + 1) / n as u64);
+    let mut out = Vec::new();
+    let mut base = 0u64;
+    for (path, len) in files {
+        let (fs, fe) = (base, base + len);
+        let (s, e) = (lo.max(fs), hi.min(fe));
+        if s < e {
+            out.push(Split { path: path.clone(), start: s - fs, end: e - fs });
+        }
+        base = fe;
+    }
+    out
+}
+
+/// Reads the lines owned by a split, with their byte offsets.
+pub struct LineReader {
+    inner: BufReader<Box<dyn Read + Send>>,
+    pos: u64,
+    end: u64,
+    buf: Vec<u8>,
+    path: String,
+}
+
+impl LineReader {
+    pub fn new(storage: &dyn Storage, split: &Split) -> Result<Self> {
+        // Start one byte early: if that byte is a newline the first owned line starts at `start`;
+        // otherwise the partial line belongs to the previous split and is skipped.
+        let from = split.start.saturating_sub(1);
+        let mut r = LineReader {
+            inner: BufReader::with_capacity(1 << 16, storage.open(&split.path, from)?),
+            pos: from,
+            end: split.end,
+            buf: Vec::new(),
+            path: split.path.clone(),
+        };
+        if split.start > 0 {
+            r.raw_line()?;
+        }
+        Ok(r)
+    }
+
+    fn raw_line(&mut self) -> Result<usize> {
+        self.buf.clear();
+        let n = self
+            .inner
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| PsError::io(format!("reading {} at byte {}", self.path, self.pos), e))?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    /// Next owned line (without the line break) and its starting byte offset.
+    pub fn next_line(&mut self) -> Result<Option<(&str, u64)>> {
+        if self.pos >= self.end {
+            return Ok(None);
+        }
+        self.next_line_unbounded()
+    }
+
+    /// Next line even past the split end (for readers that finish a record started inside).
+    pub fn next_line_unbounded(&mut self) -> Result<Option<(&str, u64)>> {
+        let at = self.pos;
+        if self.raw_line()? == 0 {
+            return Ok(None);
+        }
+        while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
+            self.buf.pop();
+        }
+        let s = std::str::from_utf8(&self.buf)
+            .map_err(|_| PsError::Config(format!("{} (byte {at}): line is not UTF-8", self.path)))?;
+        Ok(Some((s, at)))
+    }
+
+    /// Offset of the next line to be read.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// True once the reader is at or past the split end.
+    pub fn past_end(&self) -> bool {
+        self.pos >= self.end
+    }
+}
+
+/// The last line that starts before byte `pos` of `path` and satisfies `pred`, with its start
+/// offset. `pos` must be the start of a line. Reads backwards in growing chunks.
+pub(crate) fn find_line_before(
+    storage: &dyn Storage,
+    path: &str,
+    pos: u64,
+    pred: impl Fn(&str) -> bool,
+) -> Result<Option<(u64, String)>> {
+    let mut hi = pos; // lines starting before `hi` and ending at or before `pos` remain to check
+    let mut chunk = 1u64 << 16;
+    while hi > 0 {
+        let lo = hi.saturating_sub(chunk);
+        let data = storage.read_at(path, lo, (pos - lo) as usize)?;
+        // Complete lines in data: those starting after a newline (or at byte 0 of the file).
+        let mut starts: Vec<usize> = data.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
+        if lo == 0 {
+            starts.insert(0, 0);
+        }
+        for w in (0..starts.len()).rev() {
+            let st = starts[w];
+            let abs = lo + st as u64;
+            if abs >= hi {
+                continue;
+            }
+            let end = data[st..].iter().position(|b| *b == b'\n').map(|e| st + e).unwrap_or(data.len());
+            let line = String::from_utf8_lossy(&data[st..end]).trim_end_matches('\r').to_string();
+            if pred(&line) {
+                return Ok(Some((abs, line)));
+            }
+        }
+        // Next round: lines starting before the first complete line found in this chunk.
+        hi = match starts.first() {
+            Some(&st) if lo + (st as u64) < hi => lo + st as u64,
+            _ => lo,
+        };
+        if lo == 0 {
+            break;
+        }
+        chunk *= 2;
+    }
+    Ok(None)
+}

@@ -1,0 +1,89 @@
+//! Storage access by URL. `file://` URLs and plain paths are local files; the storage issue adds
+//! `hdfs://` behind the same trait. A directory counts as one input made of its part files.
+
+use crate::error::{PsError, Result};
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::Arc;
+
+/// A file system holding inputs and outputs.
+pub trait Storage: Send + Sync {
+    /// The files of an input: the file itself, or the visible files of a directory (names not
+    /// starting with `_` or `.`, as Hadoop writes `_SUCCESS` beside `part-*`), sorted, with sizes.
+    fn list(&self, url: &str) -> Result<Vec<(String, u64)>>;
+    /// Reads from byte `start` of `path` to its end.
+    fn open(&self, path: &str, start: u64) -> Result<Box<dyn Read + Send>>;
+    /// Reads `len` bytes at `start` (short at end of file).
+    fn read_at(&self, path: &str, start: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = Vec::with_capacity(len);
+        self.open(path, start)?
+            .take(len as u64)
+            .read_to_end(&mut buf)
+            .map_err(|e| PsError::io(format!("reading {path} at byte {start}"), e))?;
+        Ok(buf)
+    }
+    /// 1-based number of the line holding byte `offset` (for error messages only).
+    fn line_number(&self, path: &str, offset: u64) -> Result<u64> {
+        let mut r = self.open(path, 0)?.take(offset);
+        let mut buf = vec![0u8; 1 << 16];
+        let mut lines = 1;
+        loop {
+            let n = r.read(&mut buf).map_err(|e| PsError::io(format!("reading {path}"), e))?;
+            if n == 0 {
+                return Ok(lines);
+            }
+            lines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
+        }
+    }
+}
+
+/// Local files.
+pub struct LocalFs;
+
+fn local_path(url: &str) -> &str {
+    url.strip_prefix("file://").unwrap_or(url)
+}
+
+impl Storage for LocalFs {
+    fn list(&self, url: &str) -> Result<Vec<(String, u64)>> {
+        let p = local_path(url);
+        let meta = std::fs::metadata(p).map_err(|e| PsError::io(format!("input {url}"), e))?;
+        if meta.is_file() {
+            return Ok(vec![(p.to_string(), meta.len())]);
+        }
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(p).map_err(|e| PsError::io(format!("listing {url}"), e))? {
+            let e = e.map_err(|e| PsError::io(format!("listing {url}"), e))?;
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with('_') || name.starts_with('.') {
+                continue;
+            }
+            let m = e.metadata().map_err(|err| PsError::io(format!("stat {}", e.path().display()), err))?;
+            if m.is_file() {
+                out.push((e.path().to_string_lossy().to_string(), m.len()));
+            }
+        }
+        if out.is_empty() {
+            return Err(PsError::Config(format!("input {url}: directory has no data files")));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn open(&self, path: &str, start: u64) -> Result<Box<dyn Read + Send>> {
+        let mut f = std::fs::File::open(path).map_err(|e| PsError::io(format!("opening {path}"), e))?;
+        if start > 0 {
+            f.seek(SeekFrom::Start(start)).map_err(|e| PsError::io(format!("seeking {path} to {start}"), e))?;
+        }
+        Ok(Box::new(f))
+    }
+}
+
+/// The storage serving `url` (local for plain paths and `file://`).
+pub fn storage_for(url: &str) -> Result<Arc<dyn Storage>> {
+    if url.starts_with("file://") || !url.contains("://") {
+        Ok(Arc::new(LocalFs))
+    } else {
+        let scheme = url.split("://").next().unwrap_or("");
+        Err(PsError::Config(format!("{url}: storage scheme '{scheme}' is not supported yet (use a local path)")))
+    }
+}

@@ -1,0 +1,183 @@
+//! Readers and splits: every record read exactly once for any number of workers, documents never
+//! cut, malformed input reported with file and line (or skipped and counted).
+
+use proptest::prelude::*;
+use ps_runtime::input::{plan_splits, read_corpus, read_edges, read_ratings, BadRecords, LineReader, LocalFs, RatingFormat};
+use std::path::{Path, PathBuf};
+
+fn dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ps-input-{tag}-{}-{}", std::process::id(), rand_tag()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rand_tag() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+fn write(p: &Path, s: &str) -> String {
+    std::fs::write(p, s).unwrap();
+    p.to_string_lossy().to_string()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any files, any line lengths (including empty lines and a missing final newline), any
+    /// number of workers: the union of the lines read is exactly the lines of the files.
+    #[test]
+    fn splits_cover_every_line_once(files in prop::collection::vec(prop::collection::vec("[a-z]{0,12}", 0..40), 1..4),
+                                    final_nl in any::<bool>(), n in 1usize..9) {
+        let d = dir("split");
+        let mut want = Vec::new();
+        let mut listed = Vec::new();
+        for (i, lines) in files.iter().enumerate() {
+            let mut text = lines.iter().enumerate().map(|(j, l)| format!("{i}:{j}:{l}")).collect::<Vec<_>>().join("\n");
+            if final_nl && !text.is_empty() { text.push('\n'); }
+            let p = write(&d.join(format!("part-{i:05}")), &text);
+            want.extend(lines.iter().enumerate().map(|(j, l)| format!("{i}:{j}:{l}")));
+            listed.push((p, text.len() as u64));
+        }
+        let mut got = Vec::new();
+        for k in 0..n {
+            for s in plan_splits(&listed, k, n) {
+                let mut r = LineReader::new(&LocalFs, &s).unwrap();
+                while let Some((l, _)) = r.next_line().unwrap() {
+                    got.push(l.to_string());
+                }
+            }
+        }
+        got.sort();
+        want.sort();
+        prop_assert_eq!(got, want);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// UCI docword: for any number of workers every document is read whole by exactly one worker.
+    #[test]
+    fn docword_documents_are_never_cut(docs in prop::collection::vec(prop::collection::vec((1u32..30, 1u32..4), 1..8), 1..30), n in 1usize..7) {
+        let d = dir("docword");
+        let mut body = String::new();
+        let mut nnz = 0;
+        for (i, ws) in docs.iter().enumerate() {
+            for (w, c) in ws {
+                body += &format!("{} {} {}\n", i + 1, w, c);
+                nnz += 1;
+            }
+        }
+        let p = write(&d.join("docword.t.txt"), &format!("{}\n30\n{nnz}\n{body}", docs.len()));
+        let mut seen = Vec::new();
+        for k in 0..n {
+            let (c, _) = read_corpus(&p, None, k, n, BadRecords::Fail).unwrap();
+            for doc in c.docs {
+                let want: Vec<u32> = docs[doc.id as usize - 1].iter().flat_map(|(w, c)| std::iter::repeat_n(w - 1, *c as usize)).collect();
+                prop_assert_eq!(&doc.words, &want, "doc {} incomplete", doc.id);
+                seen.push(doc.id);
+            }
+        }
+        seen.sort();
+        prop_assert_eq!(seen, (1..=docs.len() as u64).collect::<Vec<_>>());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+fn all_ratings(url: &str, n: usize, f: RatingFormat) -> Vec<(u32, u32, f32)> {
+    let mut v: Vec<_> = (0..n)
+        .flat_map(|k| read_ratings(url, k, n, f, BadRecords::Fail).unwrap().0)
+        .map(|r| (r.user, r.item, r.value))
+        .collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v
+}
+
+#[test]
+fn rating_formats_read_the_same_data() {
+    let d = dir("ratings");
+    let want = vec![(1, 10, 5.0), (1, 20, 3.0), (2, 10, 4.0), (3, 30, 1.5)];
+    let tsv = write(&d.join("r.tsv"), "1\t10\t5\t881250949\n1\t20\t3\t1\n2\t10\t4\t0\n\n3\t30\t1.5\t7\n");
+    let csv = write(&d.join("r.csv"), "userId,movieId,rating,timestamp\n1,10,5,1\n1,20,3,1\n2,10,4,1\n3,30,1.5,1\n");
+    let ml = write(&d.join("ratings.dat"), "1::10::5::978300760\n1::20::3::1\n2::10::4::1\n3::30::1.5::1\n");
+    std::fs::create_dir_all(d.join("netflix")).unwrap();
+    write(&d.join("netflix/mv_0000010.txt"), "10:\n1,5,2005-09-06\n2,4,2005-05-13\n");
+    write(&d.join("netflix/mv_0000020.txt"), "20:\n1,3,2005-09-06\n");
+    write(&d.join("netflix/mv_0000030.txt"), "30:\n3,1.5,2005-09-06\n");
+    let combined = write(&d.join("combined.txt"), "10:\n1,5,2005-09-06\n2,4,2005-05-13\n20:\n1,3,2005-09-06\n30:\n3,1.5,2005-09-06\n");
+    let nf_dir = d.join("netflix").to_string_lossy().to_string();
+    for n in 1..6 {
+        for url in [&tsv, &csv, &ml, &nf_dir, &combined] {
+            assert_eq!(all_ratings(url, n, RatingFormat::Auto), want, "{url} with {n} workers");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn netflix_splits_far_from_the_movie_header_know_the_movie() {
+    let d = dir("netflix-big");
+    let mut text = String::from("7:\n");
+    for u in 0..20_000 {
+        text += &format!("{u},{},2005-01-01\n", 1 + u % 5);
+    }
+    text += "8:\n1,2,2005-01-01\n";
+    let p = write(&d.join("combined_data_1.txt"), &text);
+    let all = all_ratings(&p, 7, RatingFormat::Netflix);
+    assert_eq!(all.len(), 20_001);
+    assert_eq!(all.iter().filter(|r| r.1 == 7).count(), 20_000);
+    assert!(all.contains(&(1, 8, 2.0)));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn malformed_lines_name_file_and_line_or_are_skipped() {
+    let d = dir("bad");
+    let p = write(&d.join("r.tsv"), "1\t2\t3\n4\tx\t5\n6\t7\t8\n9\t1\n");
+    let e = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("r.tsv:2") && e.contains("item id 'x'"), "{e}");
+    // The second worker of two owns line 3 onward and reports line 4 by its absolute number.
+    let e = read_ratings(&p, 1, 2, RatingFormat::Auto, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("r.tsv:4") && e.contains("missing rating"), "{e}");
+    let (ok, st) = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Skip).unwrap();
+    assert_eq!((ok.len(), st.skipped), (2, 2));
+
+    let g = write(&d.join("g.txt"), "# FromNodeId\tToNodeId\n0\t1\n1 2\n2\tfoo\n");
+    let e = read_edges(&g, 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("g.txt:4") && e.contains("target node 'foo'"), "{e}");
+    let (edges, st) = read_edges(&g, 0, 1, BadRecords::Skip).unwrap();
+    assert_eq!((edges.src, edges.dst, st.skipped), (vec![0, 1], vec![1, 2], 1));
+
+    let c = write(&d.join("docword.x.txt"), "2\n5\n3\n1 1 2\n1 9 x\n2 3 1\n");
+    let e = read_corpus(&c, None, 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("docword.x.txt:5") && e.contains("count 'x'"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn corpora_with_vocabularies() {
+    let d = dir("corpus");
+    write(&d.join("vocab.t.txt"), "apple\nbanana\ncherry\n");
+    let p = write(&d.join("docword.t.txt"), "2\n3\n3\n1 1 2\n1 3 1\n2 2 1\n");
+    let (c, _) = read_corpus(&p, None, 0, 1, BadRecords::Fail).unwrap();
+    assert_eq!(c.vocab_size, 3);
+    assert_eq!(c.vocab.unwrap()[2], "cherry");
+    assert_eq!(c.docs[0].words, vec![0, 0, 2]);
+    let t = write(&d.join("docs.txt"), "b a a\n\nc b\n");
+    let mut docs = Vec::new();
+    for k in 0..3 {
+        let (c, _) = read_corpus(&t, None, k, 3, BadRecords::Fail).unwrap();
+        assert_eq!(c.vocab.as_deref(), Some(&["a".to_string(), "b".into(), "c".into()][..]));
+        docs.extend(c.docs.into_iter().map(|d| d.words));
+    }
+    docs.sort();
+    assert_eq!(docs, vec![vec![1, 0, 0], vec![2, 1]]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn missing_input_names_the_path() {
+    let e = read_edges("/no/such/graph.txt", 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("/no/such/graph.txt"), "{e}");
+    let e = read_edges("s3://bucket/x", 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("not supported"), "{e}");
+}
