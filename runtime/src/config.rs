@@ -173,7 +173,22 @@ pub struct TableConfig {
     pub staleness: Option<u32>,
     #[serde(default)]
     pub placement: Placement,
+    /// Initial value of rows (default: zero). Applied by the server when it creates a row, so it
+    /// happens exactly once per row whichever worker touches it first.
+    #[serde(default)]
+    pub init: Option<RowInit>,
 }
+
+/// Deterministic random row initialisation: uniform in `[low, high)`, seeded per row.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RowInit {
+    pub low: f64,
+    pub high: f64,
+    pub seed: u64,
+}
+
+impl Eq for RowInit {}
 
 impl TableConfig {
     pub fn new(id: u32, name: &str, row_type: impl Into<String>, columns: usize) -> Self {
@@ -184,7 +199,12 @@ impl TableConfig {
             columns,
             staleness: None,
             placement: Placement::Hash,
+            init: None,
         }
+    }
+    pub fn with_init(mut self, low: f64, high: f64, seed: u64) -> Self {
+        self.init = Some(RowInit { low, high, seed });
+        self
     }
     pub fn with_staleness(mut self, s: u32) -> Self {
         self.staleness = Some(s);

@@ -29,14 +29,22 @@ fn is_docword(storage: &dyn Storage, path: &str) -> Result<bool> {
     let head = storage.read_at(path, 0, 256)?;
     let text = String::from_utf8_lossy(&head);
     let mut lines = text.lines();
-    Ok((0..3).all(|_| lines.next().is_some_and(|l| l.trim().parse::<u64>().is_ok())))
+    Ok((0..3).all(|_| {
+        lines
+            .next()
+            .is_some_and(|l| l.trim().parse::<u64>().is_ok())
+    }))
 }
 
 fn read_lines(storage: &dyn Storage, url: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for (path, _) in storage.list(url)? {
         for l in BufReader::new(storage.open(&path, 0)?).lines() {
-            out.push(l.map_err(|e| PsError::io(format!("reading {path}"), e))?.trim().to_string());
+            out.push(
+                l.map_err(|e| PsError::io(format!("reading {path}"), e))?
+                    .trim()
+                    .to_string(),
+            );
         }
     }
     Ok(out)
@@ -70,7 +78,13 @@ fn parse_triple(t: &str) -> std::result::Result<(u64, u32, u32), String> {
 
 /// Reads worker `k`'s share (of `n`) of the corpus at `url`. `vocab` overrides the vocabulary
 /// file (docword) or supplies one (token files; otherwise it is built from the whole input).
-pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadRecords) -> Result<(Corpus, ReadStats)> {
+pub fn read_corpus(
+    url: &str,
+    vocab: Option<&str>,
+    k: usize,
+    n: usize,
+    bad: BadRecords,
+) -> Result<(Corpus, ReadStats)> {
     let storage = storage_for(url)?;
     let st = storage.as_ref();
     let files = st.list(url)?;
@@ -108,15 +122,29 @@ pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadR
                 set.into_iter().collect()
             }
         };
-        let index: std::collections::HashMap<&str, u32> = vocab.iter().enumerate().map(|(i, w)| (w.as_str(), i as u32)).collect();
+        let index: std::collections::HashMap<&str, u32> = vocab
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.as_str(), i as u32))
+            .collect();
         for split in plan_splits(&files, k, n) {
             let mut r = LineReader::new(st, &split)?;
             while let Some((line, at)) = r.next_line()? {
-                let mut doc = Doc { id: (split.path.len() as u64) << 48 | at, words: Vec::new() };
+                let mut doc = Doc {
+                    id: (split.path.len() as u64) << 48 | at,
+                    words: Vec::new(),
+                };
                 for w in line.split_whitespace() {
                     match index.get(w) {
                         Some(&id) => doc.words.push(id),
-                        None => on_bad(bad, &mut stats, st, &split.path, at, &format!("word '{w}' not in the vocabulary"))?,
+                        None => on_bad(
+                            bad,
+                            &mut stats,
+                            st,
+                            &split.path,
+                            at,
+                            &format!("word '{w}' not in the vocabulary"),
+                        )?,
                     }
                 }
                 if !doc.words.is_empty() {
@@ -156,7 +184,9 @@ fn read_docword_split(
     let mut cur: Option<Doc> = None;
     loop {
         let past = r.past_end();
-        let Some((line, at)) = r.next_line_unbounded()? else { break };
+        let Some((line, at)) = r.next_line_unbounded()? else {
+            break;
+        };
         let t = line.trim();
         if t.is_empty() {
             continue;
@@ -183,7 +213,10 @@ fn read_docword_split(
         } else if cur.is_none() && past {
             break;
         }
-        let doc = cur.get_or_insert_with(|| Doc { id: d, words: Vec::new() });
+        let doc = cur.get_or_insert_with(|| Doc {
+            id: d,
+            words: Vec::new(),
+        });
         doc.words.extend(std::iter::repeat_n(w, c as usize));
         *max_w = (*max_w).max(w as usize + 1);
         stats.records += 1;

@@ -32,7 +32,9 @@ impl std::str::FromStr for RatingFormat {
             "tsv" | "csv" | "delimited" => Ok(Self::Delimited),
             "movielens" => Ok(Self::MovieLens),
             "netflix" => Ok(Self::Netflix),
-            _ => Err(PsError::Config(format!("--format: '{s}' is not auto, tsv, csv, movielens or netflix"))),
+            _ => Err(PsError::Config(format!(
+                "--format: '{s}' is not auto, tsv, csv, movielens or netflix"
+            ))),
         }
     }
 }
@@ -65,7 +67,13 @@ fn parse_fields<'a>(mut it: impl Iterator<Item = &'a str>) -> std::result::Resul
 }
 
 /// Reads worker `k`'s share (of `n`) of the ratings at `url`.
-pub fn read_ratings(url: &str, k: usize, n: usize, format: RatingFormat, bad: BadRecords) -> Result<(Vec<Rating>, ReadStats)> {
+pub fn read_ratings(
+    url: &str,
+    k: usize,
+    n: usize,
+    format: RatingFormat,
+    bad: BadRecords,
+) -> Result<(Vec<Rating>, ReadStats)> {
     let storage = storage_for(url)?;
     let st = storage.as_ref();
     let files = st.list(url)?;
@@ -100,7 +108,11 @@ pub fn read_ratings(url: &str, k: usize, n: usize, format: RatingFormat, bad: Ba
                             let mut f = t.split(',');
                             field::<u32>(f.next(), "user id").and_then(|u| {
                                 let v = field::<f32>(f.next(), "rating")?;
-                                Ok(Rating { user: u, item: m, value: v })
+                                Ok(Rating {
+                                    user: u,
+                                    item: m,
+                                    value: v,
+                                })
                             })
                         }
                     }

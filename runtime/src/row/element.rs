@@ -26,6 +26,7 @@ pub trait Element:
         self == Self::default()
     }
     fn to_f64(self) -> f64;
+    fn from_f64(x: f64) -> Self;
 }
 
 macro_rules! element {
@@ -46,6 +47,10 @@ macro_rules! element {
             #[inline]
             fn to_f64(self) -> f64 {
                 self as f64
+            }
+            #[inline]
+            fn from_f64(x: f64) -> Self {
+                x as $t
             }
         }
     };

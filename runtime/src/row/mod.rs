@@ -37,6 +37,9 @@ pub trait Row: Clone + Send + Sync + 'static {
     fn encode(&self, buf: &mut BytesMut);
     /// Decodes one row written by `encode`, advancing `buf`. Must not panic on malformed input.
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self>;
+    /// Sets a freshly created row to deterministic pseudo-random values uniform in `[low, high)`
+    /// derived from `seed` (tables with an `init`; rows that cannot be randomised ignore it).
+    fn randomize(&mut self, _seed: u64, _low: f64, _high: f64) {}
     /// Overwrites `self` with `other`, reusing allocations where possible (thread-cache refresh).
     fn copy_from(&mut self, other: &Self) {
         self.clone_from(other)

@@ -1,6 +1,6 @@
 //! Master copy of the rows of one table held by one server shard.
 
-use crate::config::TableConfig;
+use crate::config::{mix64, TableConfig};
 use crate::error::Result;
 use crate::row::{ReadExt, Row, RowUpdate, ServerTableOps};
 use bytes::BytesMut;
@@ -18,6 +18,22 @@ impl<R: Row> ServerTable<R> {
             rows: FxHashMap::default(),
         }
     }
+
+    /// The row, created on first touch: zero, or the table's deterministic random init.
+    fn row_mut(&mut self, row: u64) -> &mut R {
+        let (cols, init) = (self.cfg.columns, self.cfg.init);
+        self.rows.entry(row).or_insert_with(|| {
+            let mut r = R::zero(cols);
+            if let Some(i) = init {
+                r.randomize(
+                    mix64(i.seed ^ row.wrapping_mul(0x2545f4914f6cdd1d)),
+                    i.low,
+                    i.high,
+                );
+            }
+            r
+        })
+    }
 }
 
 impl<R: Row> ServerTableOps for ServerTable<R> {
@@ -26,20 +42,13 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
         while !data.is_empty() {
             let row = data.take_u64()?;
             let u = R::Update::decode(&mut data, cols)?;
-            self.rows
-                .entry(row)
-                .or_insert_with(|| R::zero(cols))
-                .apply(&u);
+            self.row_mut(row).apply(&u);
             touched(row);
         }
         Ok(())
     }
 
     fn encode_row(&mut self, row: u64, out: &mut BytesMut) {
-        let cols = self.cfg.columns;
-        self.rows
-            .entry(row)
-            .or_insert_with(|| R::zero(cols))
-            .encode(out);
+        self.row_mut(row).encode(out);
     }
 }

@@ -1,0 +1,315 @@
+//! What the applications share: the common options, objective tracking through a parameter-server
+//! table, stopping at a target quality, and committed (temp name, then rename) outputs.
+
+use crate::config::TableConfig;
+use crate::error::{PsError, Result};
+use crate::input::{storage_for, BadRecords, Storage};
+use crate::row::{ColumnGet, DenseRow};
+use crate::{PsContext, TableHandle, Worker};
+use serde_json::{json, Map, Value};
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Options every application takes (interface contract: names are fixed).
+#[derive(clap::Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Input URL (a file or a directory of part files).
+    #[arg(long)]
+    pub input: String,
+    /// Output URL (a directory; refused if it exists unless --overwrite).
+    #[arg(long)]
+    pub output: Option<String>,
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Passes over the data.
+    #[arg(long, default_value_t = 10)]
+    pub passes: i64,
+    /// Clocks per pass (work per clock = 1/C of a pass; C > 1 is A-BSP-style minibatching).
+    /// Default: the app's (mf 10, lda and pagerank 1).
+    #[arg(long)]
+    pub clocks_per_pass: Option<i64>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Stop once the objective reaches this value.
+    #[arg(long)]
+    pub target: Option<f64>,
+    /// Objective evaluations per run, evenly spaced.
+    #[arg(long, default_value_t = 16)]
+    pub samples: i64,
+    /// Count and skip malformed input lines instead of failing.
+    #[arg(long)]
+    pub skip_bad_records: bool,
+}
+
+impl CommonArgs {
+    pub fn bad_records(&self) -> BadRecords {
+        if self.skip_bad_records {
+            BadRecords::Skip
+        } else {
+            BadRecords::Fail
+        }
+    }
+    pub fn total_clocks(&self) -> i64 {
+        self.passes * self.cpp()
+    }
+    /// Clocks per pass.
+    pub fn cpp(&self) -> i64 {
+        self.clocks_per_pass.unwrap_or(1)
+    }
+    /// Fills in the app's default clocks per pass and checks ranges.
+    pub fn validate(&mut self, app: &str, default_cpp: i64) -> Result<()> {
+        self.clocks_per_pass.get_or_insert(default_cpp);
+        if self.passes <= 0 || self.cpp() <= 0 || self.samples < 0 {
+            return Err(PsError::Config(format!(
+                "{app}: --passes and --clocks-per-pass must be positive"
+            )));
+        }
+        Ok(())
+    }
+    /// True if the objective should be evaluated at the end of clock `c` (0-based).
+    pub fn is_sample_clock(&self, c: i64) -> bool {
+        let t = self.total_clocks();
+        let s = self.samples.min(t).max(1);
+        (0..s).any(|i| (i + 1) * t / s - 1 == c)
+    }
+}
+
+pub const OBJECTIVE_TABLE: u32 = 100;
+pub const CONTROL_TABLE: u32 = 101;
+/// Partial sums per evaluation: up to this many numbers, summed over workers.
+pub const OBJECTIVE_FIELDS: usize = 8;
+
+/// Objective tracking. Every worker adds its partial sums for evaluation `k` (row `k` of the
+/// objective table) at the end of the sampled clock; global thread 0 reads each row once the
+/// staleness bound guarantees every worker's contribution is in, turns the sums into values with
+/// `finish`, logs a progress line, records `{clock, time_s, value, ...}`, and on `--target` sets
+/// the stop clock in the control table, which every worker reads each clock.
+pub struct Objective {
+    /// Turns summed partials into named values; the first is the `value`.
+    finish: fn(&[f64]) -> Vec<(&'static str, f64)>,
+    /// Lower is better (RMSE, L1 change) or higher (log-likelihood).
+    lower_is_better: bool,
+    pub records: Mutex<Vec<Value>>,
+    started: Mutex<Option<Instant>>,
+}
+
+impl Objective {
+    pub fn new(finish: fn(&[f64]) -> Vec<(&'static str, f64)>, lower_is_better: bool) -> Arc<Self> {
+        Arc::new(Objective {
+            finish,
+            lower_is_better,
+            records: Mutex::new(Vec::new()),
+            started: Mutex::new(None),
+        })
+    }
+
+    pub fn create_tables(ctx: &mut PsContext) -> Result<()> {
+        ctx.create_table(TableConfig::new(
+            OBJECTIVE_TABLE,
+            "objective",
+            "dense_f64",
+            OBJECTIVE_FIELDS,
+        ))?;
+        ctx.create_table(TableConfig::new(CONTROL_TABLE, "control", "dense_i64", 1))
+    }
+
+    pub fn report(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert(
+            "objective".into(),
+            Value::Array(
+                self.records
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            ),
+        );
+        m
+    }
+}
+
+/// A worker's side of objective tracking.
+pub struct Tracker {
+    obj: Arc<Objective>,
+    table: TableHandle<DenseRow<f64>>,
+    control: TableHandle<DenseRow<i64>>,
+    reporter: bool,
+    /// Evaluations not yet read: (row, clocks completed, time).
+    pending: VecDeque<(u64, i64, f64)>,
+    next_row: u64,
+    slack: Option<i64>,
+    target: Option<f64>,
+    total: i64,
+    t0: Instant,
+}
+
+impl Tracker {
+    pub fn new(w: &mut Worker, obj: Arc<Objective>, args: &CommonArgs) -> Result<Self> {
+        let t0 = *obj
+            .started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(Instant::now);
+        Ok(Tracker {
+            table: w.table(OBJECTIVE_TABLE)?,
+            control: w.table(CONTROL_TABLE)?,
+            reporter: w.global_thread_id() == 0,
+            pending: VecDeque::new(),
+            next_row: 0,
+            slack: w.staleness(OBJECTIVE_TABLE)?,
+            target: args.target,
+            total: args.total_clocks(),
+            obj,
+            t0,
+        })
+    }
+
+    /// Adds this worker's partial sums of the next evaluation, taken after `clocks_done` clocks.
+    /// Every worker must call it at the same points.
+    pub fn contribute(&mut self, clocks_done: i64, partial: &[f64]) -> Result<()> {
+        let row = self.next_row;
+        self.next_row += 1;
+        let upd: Vec<(u32, f64)> = partial
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u32, *v))
+            .collect();
+        self.table.batch_inc(row, &upd)?;
+        if self.reporter {
+            self.pending
+                .push_back((row, clocks_done, self.t0.elapsed().as_secs_f64()));
+        }
+        Ok(())
+    }
+
+    /// Called by every worker at the start of each clock `c`: the reporter publishes evaluations
+    /// that are complete; returns true if the job should stop (target reached).
+    pub fn poll(&mut self, w: &Worker) -> Result<bool> {
+        let c = w.current_clock();
+        if self.reporter {
+            while let Some(&(row, done, t)) = self.pending.front() {
+                // Contributions were made during clock done-1; visible once c - s - 1 >= done - 1.
+                match self.slack {
+                    Some(s) if done - 1 <= c - s - 1 => {}
+                    _ => break,
+                }
+                self.pending.pop_front();
+                self.publish(row, done, t, c)?;
+            }
+        }
+        let stop = self.control.get(0)?.col(0);
+        Ok(stop > 0 && c + 1 >= stop)
+    }
+
+    fn publish(&mut self, row: u64, done: i64, t: f64, c: i64) -> Result<()> {
+        let sums: Vec<f64> = self.table.get(row)?.to_vec();
+        let vals = (self.obj.finish)(&sums);
+        let value = vals.first().map(|v| v.1).unwrap_or(f64::NAN);
+        if !value.is_finite() {
+            return Err(PsError::Usage(format!(
+                "the objective became {value} after clock {done}: training diverged (lower the step size or use more --clocks-per-pass)"
+            )));
+        }
+        let mut rec = json!({"clock": done, "time_s": t, "value": value});
+        let mut line = format!("clock {done}/{} ({t:.1}s):", self.total);
+        for (k, v) in &vals {
+            rec[*k] = json!(v);
+            line += &format!(" {k} {v:.6}");
+        }
+        log::info!("{line}");
+        self.obj
+            .records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(rec);
+        if let Some(target) = self.target {
+            let reached = if self.obj.lower_is_better {
+                value <= target
+            } else {
+                value >= target
+            };
+            if reached && self.control.get(0)?.col(0) == 0 {
+                log::info!("target {target} reached at clock {done}: stopping");
+                self.control.inc_col(0, 0, c + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// At the end of the run (every worker): a barrier, then the reporter publishes the rest.
+    pub fn finish(&mut self, w: &mut Worker) -> Result<()> {
+        w.global_barrier()?;
+        let c = w.current_clock();
+        while let Some((row, done, t)) = self.pending.pop_front() {
+            self.publish(row, done, t, c)?;
+        }
+        Ok(())
+    }
+}
+
+/// A committed output directory: parts go to `<out>/_temporary/<task>/...`; `commit` (by one
+/// worker, after all wrote) moves them into place and writes `_SUCCESS`, so a partial output never
+/// looks complete.
+pub struct Output {
+    storage: Arc<dyn Storage>,
+    pub url: String,
+}
+
+impl Output {
+    pub fn new(url: &str) -> Result<Self> {
+        Ok(Output {
+            storage: storage_for(url)?,
+            url: url.trim_end_matches('/').to_string(),
+        })
+    }
+
+    /// Refuses an existing output unless `overwrite` (then removes it). Call once, before work.
+    pub fn prepare(&self, overwrite: bool) -> Result<()> {
+        if self.storage.exists(&self.url)? {
+            if !overwrite {
+                return Err(PsError::Config(format!(
+                    "--output {} exists (use --overwrite to replace it)",
+                    self.url
+                )));
+            }
+            self.storage.delete(&self.url)?;
+        }
+        Ok(())
+    }
+
+    /// Writes part `part` of dataset `name` (e.g. "user_factors") for task `task`.
+    pub fn write_part(
+        &self,
+        task: usize,
+        name: &str,
+        part: usize,
+        body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let path = format!("{}/_temporary/{task}/{name}/part-{part:05}", self.url);
+        let mut f = self.storage.create(&path)?;
+        body(&mut f)
+            .and_then(|_| f.flush())
+            .map_err(|e| PsError::io(format!("writing {path}"), e))
+    }
+
+    /// Moves every task's parts into place and marks the output complete.
+    pub fn commit(&self) -> Result<()> {
+        let tmp = format!("{}/_temporary", self.url);
+        for task in self.storage.children(&tmp)? {
+            for name in self.storage.children(&format!("{tmp}/{task}"))? {
+                for part in self.storage.children(&format!("{tmp}/{task}/{name}"))? {
+                    self.storage.rename(
+                        &format!("{tmp}/{task}/{name}/{part}"),
+                        &format!("{}/{name}/{part}", self.url),
+                    )?;
+                }
+            }
+        }
+        self.storage.delete(&tmp)?;
+        let mut f = self.storage.create(&format!("{}/_SUCCESS", self.url))?;
+        f.flush()
+            .map_err(|e| PsError::io(format!("writing {}/_SUCCESS", self.url), e))
+    }
+}

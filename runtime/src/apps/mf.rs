@@ -1,0 +1,269 @@
+//! `mf`: matrix factorization by SGD (LazyTable §4, JBösen Appendix C, ESSP). Tables L (users x K)
+//! and R (items x K); each worker owns a shard of the ratings (its byte range of the input) and,
+//! per rating (u, i, x), reads L_u and R_i and adds the gradient step of
+//! `(x - L_u.R_i)^2 + lambda (|L_u|^2 + |R_i|^2)` to both. A clock is 1/C of a pass over the
+//! shard; the step size decays per pass. Quality: training RMSE, and held-out RMSE with
+//! `--test-fraction` (a fixed hash of (user, item, seed) picks the held-out ratings, so the split
+//! does not depend on the number of workers).
+
+use super::common::{CommonArgs, Objective, Output, Tracker};
+use crate::config::{mix64, TableConfig};
+use crate::error::{PsError, Result};
+use crate::input::{read_ratings, Rating, RatingFormat};
+use crate::row::DenseRow;
+use crate::{App, PsContext, Worker};
+use clap::Parser;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::sync::Arc;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "mf", about = "Matrix factorization by SGD")]
+pub struct MfArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[arg(long, default_value_t = 20)]
+    pub rank: usize,
+    #[arg(long, default_value_t = 0.05)]
+    pub lambda: f32,
+    /// Initial step size.
+    #[arg(long = "lr", default_value_t = 0.015)]
+    pub lr: f32,
+    /// Step size multiplier per pass.
+    #[arg(long, default_value_t = 0.95)]
+    pub lr_decay: f32,
+    /// Hold out this fraction of ratings for a test RMSE.
+    #[arg(long, default_value_t = 0.0)]
+    pub test_fraction: f64,
+    /// Initial factor entries are uniform in [0, init-scale / sqrt(rank)).
+    #[arg(long, default_value_t = 1.0)]
+    pub init_scale: f64,
+    /// auto, tsv/csv, movielens or netflix.
+    #[arg(long, default_value = "auto")]
+    pub format: RatingFormat,
+}
+
+pub const L: u32 = 0;
+pub const R: u32 = 1;
+pub const OWNER: u32 = 2;
+
+/// Whether a rating is held out (independent of how the input is split).
+pub fn held_out(r: &Rating, seed: u64, fraction: f64) -> bool {
+    fraction > 0.0
+        && (mix64(((r.user as u64) << 32 | r.item as u64) ^ seed) >> 11) as f64
+            / (1u64 << 53) as f64
+            <= fraction
+}
+
+/// SGD step for one rating on plain slices; returns the error before the step.
+#[inline]
+pub fn sgd_step(
+    l: &[f32],
+    r: &[f32],
+    x: f32,
+    lr: f32,
+    lambda: f32,
+    dl: &mut [f32],
+    dr: &mut [f32],
+) -> f32 {
+    let e = x - dot(l, r);
+    for k in 0..l.len() {
+        dl[k] = lr * (e * r[k] - lambda * l[k]);
+        dr[k] = lr * (e * l[k] - lambda * r[k]);
+    }
+    e
+}
+
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn finish(s: &[f64]) -> Vec<(&'static str, f64)> {
+    let mut v = vec![("rmse", (s[0] / s[1].max(1.0)).sqrt())];
+    if s[3] > 0.0 {
+        v.push(("test_rmse", (s[2] / s[3]).sqrt()));
+    }
+    v
+}
+
+pub struct Mf {
+    args: MfArgs,
+    obj: Arc<Objective>,
+    output: Option<Output>,
+}
+
+impl Mf {
+    pub fn from_args(args: &[String]) -> Result<Self> {
+        let mut args =
+            MfArgs::try_parse_from(std::iter::once("mf".to_string()).chain(args.iter().cloned()))
+                .map_err(|e| PsError::Config(format!("mf: {e}")))?;
+        args.common.validate("mf", 10)?;
+        if args.rank == 0 || !(0.0..1.0).contains(&args.test_fraction) {
+            return Err(PsError::Config(
+                "mf: --rank must be positive and --test-fraction in [0, 1)".into(),
+            ));
+        }
+        Ok(Mf {
+            args,
+            obj: Objective::new(finish, true),
+            output: None,
+        })
+    }
+}
+
+impl App for Mf {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        let k = self.args.rank;
+        let hi = self.args.init_scale / (k as f64).sqrt();
+        ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(
+            0.0,
+            hi,
+            self.args.common.seed,
+        ))?;
+        ctx.create_table(TableConfig::new(R, "items", "dense_f32", k).with_init(
+            0.0,
+            hi,
+            self.args.common.seed ^ 1,
+        ))?;
+        let workers = ctx.num_processes() * ctx.config().threads;
+        ctx.create_table(TableConfig::new(OWNER, "owner", "dense_i64", workers))?;
+        Objective::create_tables(ctx)?;
+        if let Some(url) = &self.args.common.output {
+            let out = Output::new(url)?;
+            if ctx.process_id() == 0 {
+                out.prepare(self.args.common.overwrite)?;
+            }
+            self.output = Some(out);
+        }
+        Ok(())
+    }
+
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let a = &self.args;
+        let c = &a.common;
+        let (gid, nw) = (w.global_thread_id(), w.total_threads());
+        let (ratings, st) = read_ratings(&c.input, gid, nw, a.format, c.bad_records())?;
+        let (mut train, test): (Vec<Rating>, Vec<Rating>) = ratings
+            .into_iter()
+            .partition(|r| !held_out(r, c.seed, a.test_fraction));
+        log::debug!(
+            "worker {gid}: {} training, {} held-out ratings ({} skipped)",
+            train.len(),
+            test.len(),
+            st.skipped
+        );
+        train.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(
+            c.seed ^ gid as u64,
+        ));
+        let mut lt = w.table::<DenseRow<f32>>(L)?;
+        let mut rt = w.table::<DenseRow<f32>>(R)?;
+        let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
+        let k = a.rank;
+        let (mut lu, mut ri) = (vec![0f32; k], vec![0f32; k]);
+        let (mut dl, mut dr) = (DenseRow(vec![0f32; k]), DenseRow(vec![0f32; k]));
+        let eval = |lt: &mut crate::TableHandle<DenseRow<f32>>,
+                    rt: &mut crate::TableHandle<DenseRow<f32>>|
+         -> Result<Vec<f64>> {
+            let mut s = vec![0f64; 4];
+            for (set, base) in [(&train, 0), (&test, 2)] {
+                for r in set {
+                    let p = dot(&lt.get(r.user as u64)?, &rt.get(r.item as u64)?);
+                    s[base] += ((r.value - p) as f64).powi(2);
+                    s[base + 1] += 1.0;
+                }
+            }
+            Ok(s)
+        };
+        let first = eval(&mut lt, &mut rt)?;
+        tracker.contribute(0, &first)?;
+        let cpp = c.cpp();
+        let per_clock = train.len().div_ceil(cpp as usize);
+        for clock in 0..c.total_clocks() {
+            if tracker.poll(w)? {
+                break;
+            }
+            let pass = clock / cpp;
+            let lr = a.lr * a.lr_decay.powi(pass as i32);
+            let part = (clock % cpp) as usize;
+            for r in train.iter().skip(part * per_clock).take(per_clock) {
+                lu.copy_from_slice(&lt.get(r.user as u64)?);
+                ri.copy_from_slice(&rt.get(r.item as u64)?);
+                sgd_step(&lu, &ri, r.value, lr, a.lambda, &mut dl, &mut dr);
+                lt.inc(r.user as u64, &dl);
+                rt.inc(r.item as u64, &dr);
+            }
+            if c.is_sample_clock(clock) {
+                let s = eval(&mut lt, &mut rt)?;
+                tracker.contribute(clock + 1, &s)?;
+            }
+            w.clock()?;
+        }
+        tracker.finish(w)?;
+        if let Some(out) = &self.output {
+            self.write_factors(w, out, &train, &test)?;
+        }
+        Ok(())
+    }
+
+    fn report(&self) -> Map<String, Value> {
+        self.obj.report()
+    }
+}
+
+impl Mf {
+    /// Writes `user_factors` and `item_factors` (`id<TAB>v1<TAB>...<TAB>vK`). Each id is written by
+    /// the lowest-numbered worker that has it, elected through the owner table.
+    fn write_factors(
+        &self,
+        w: &mut Worker,
+        out: &Output,
+        train: &[Rating],
+        test: &[Rating],
+    ) -> Result<()> {
+        let gid = w.global_thread_id();
+        let mut owner = w.table::<DenseRow<i64>>(OWNER)?;
+        let mut users: Vec<u64> = train.iter().chain(test).map(|r| r.user as u64).collect();
+        let mut items: Vec<u64> = train.iter().chain(test).map(|r| r.item as u64).collect();
+        for v in [&mut users, &mut items] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        // Owner rows: users at 2*id, items at 2*id+1.
+        for &u in &users {
+            owner.inc_col(2 * u, gid as u32, 1i64)?;
+        }
+        for &i in &items {
+            owner.inc_col(2 * i + 1, gid as u32, 1i64)?;
+        }
+        w.global_barrier()?;
+        for (name, ids, table, tag) in [
+            ("user_factors", &users, L, 0u64),
+            ("item_factors", &items, R, 1),
+        ] {
+            let mut t = w.table::<DenseRow<f32>>(table)?;
+            let mut text = Vec::new();
+            for &id in ids {
+                let first = owner.get(2 * id + tag)?.iter().position(|c| *c > 0);
+                if first != Some(gid) {
+                    continue;
+                }
+                let row = t.get(id)?;
+                write!(text, "{id}").ok();
+                for v in row.iter() {
+                    write!(text, "\t{v}").ok();
+                }
+                text.push(b'\n');
+            }
+            out.write_part(gid, name, gid, |f| f.write_all(&text))?;
+        }
+        w.global_barrier()?;
+        if gid == 0 {
+            out.commit()?;
+            log::info!("factors written to {}", out.url);
+        }
+        Ok(())
+    }
+}
