@@ -190,9 +190,10 @@ impl Tracker {
         let c = w.current_clock();
         if self.reporter {
             while let Some(&(row, done, t)) = self.pending.front() {
-                // Contributions were made during clock done-1; visible once c - s - 1 >= done - 1.
+                // Contributions were made during clock done-1; a read at clock c sees every clock
+                // <= c - s - 1, i.e. done <= c - s.
                 match self.slack {
-                    Some(s) if done - 1 <= c - s - 1 => {}
+                    Some(s) if done <= c - s => {}
                     _ => break,
                 }
                 self.pending.pop_front();
