@@ -25,6 +25,7 @@ pub mod apps;
 mod client;
 pub mod config;
 pub mod error;
+pub mod gen;
 pub mod hostfile;
 pub mod input;
 pub mod local_cluster;

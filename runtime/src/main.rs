@@ -31,6 +31,138 @@ enum Cmd {
     },
     /// List the built-in applications.
     Apps,
+    /// Generate synthetic inputs with a fixed seed.
+    #[command(subcommand)]
+    Gen(GenCmd),
+}
+
+#[derive(Subcommand)]
+enum GenCmd {
+    /// Netflix-shaped ratings (`user item rating` TSV): power-law items, planted low rank + noise.
+    Ratings {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 5_000_000)]
+        ratings: usize,
+        #[arg(long, default_value_t = 480_189)]
+        users: usize,
+        #[arg(long, default_value_t = 17_770)]
+        items: usize,
+        #[arg(long, default_value_t = 10)]
+        rank: usize,
+        #[arg(long, default_value_t = 0.5)]
+        noise: f64,
+        /// Zipf exponent of item popularity.
+        #[arg(long, default_value_t = 0.9)]
+        item_skew: f64,
+        /// Zipf exponent of user activity.
+        #[arg(long, default_value_t = 0.6)]
+        user_skew: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// NYTimes-shaped corpus from the LDA generative process (UCI docword + vocab).
+    Corpus {
+        /// Output directory (writes docword.NAME.txt and vocab.NAME.txt).
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "synth")]
+        name: String,
+        #[arg(long, default_value_t = 10_000)]
+        docs: usize,
+        #[arg(long, default_value_t = 10_000)]
+        vocab: usize,
+        #[arg(long, default_value_t = 50)]
+        topics: usize,
+        #[arg(long, default_value_t = 300)]
+        doc_len: usize,
+        #[arg(long, default_value_t = 0.1)]
+        alpha: f64,
+        #[arg(long, default_value_t = 0.01)]
+        beta: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Power-law directed graph (SNAP edge list).
+    Graph {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 1_000_000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 10)]
+        degree: usize,
+        #[arg(long, default_value_t = 0.8)]
+        skew: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+fn gen(cmd: GenCmd) -> Result<(), PsError> {
+    use ps_runtime::gen;
+    match cmd {
+        GenCmd::Ratings {
+            out,
+            ratings,
+            users,
+            items,
+            rank,
+            noise,
+            item_skew,
+            user_skew,
+            seed,
+        } => {
+            let spec = gen::RatingsSpec {
+                users,
+                items,
+                ratings,
+                rank,
+                noise,
+                item_skew,
+                user_skew,
+                seed,
+            };
+            gen::ratings(&spec, &out)
+        }
+        GenCmd::Corpus {
+            out,
+            name,
+            docs,
+            vocab,
+            topics,
+            doc_len,
+            alpha,
+            beta,
+            seed,
+        } => gen::corpus(
+            &gen::CorpusSpec {
+                docs,
+                vocab,
+                topics,
+                doc_len,
+                alpha,
+                beta,
+                seed,
+            },
+            &out,
+            &name,
+        ),
+        GenCmd::Graph {
+            out,
+            nodes,
+            degree,
+            skew,
+            seed,
+        } => gen::graph(
+            &gen::GraphSpec {
+                nodes,
+                degree,
+                skew,
+                seed,
+            },
+            &out,
+        ),
+    }
 }
 
 fn run(job: PathBuf, id: usize) -> Result<(), PsError> {
@@ -80,6 +212,12 @@ fn main() {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Apps => println!("{}", apps::NAMES.join("\n")),
+        Cmd::Gen(g) => {
+            if let Err(e) = gen(g) {
+                log::error!("{e}");
+                std::process::exit(1);
+            }
+        }
         Cmd::Run { job, id } => {
             if let Err(e) = run(job, id) {
                 log::error!("process {id} failed: {e}");

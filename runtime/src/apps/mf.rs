@@ -29,7 +29,7 @@ pub struct MfArgs {
     #[arg(long, default_value_t = 0.05)]
     pub lambda: f32,
     /// Initial step size.
-    #[arg(long = "lr", default_value_t = 0.015)]
+    #[arg(long = "lr", default_value_t = 0.01)]
     pub lr: f32,
     /// Step size multiplier per pass.
     #[arg(long, default_value_t = 0.95)]

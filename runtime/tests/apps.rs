@@ -1,0 +1,147 @@
+//! Each application converges on small generated data (asserting the objective itself) and writes
+//! complete, committed outputs.
+
+mod common;
+
+use common::run_cluster;
+use ps_runtime::{apps, gen, ProcessStats, RuntimeConfig};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ps-apps-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(app: &str, args: &[String], procs: usize, cfg: &RuntimeConfig) -> Vec<ProcessStats> {
+    run_cluster(procs, cfg, |_| apps::build(app, args).unwrap())
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// The objective records of process 0: (clock, value, extra key).
+fn objective(stats: &[ProcessStats], key: &str) -> Vec<(i64, f64)> {
+    let recs = stats[0]
+        .app
+        .get("objective")
+        .and_then(Value::as_array)
+        .expect("objective reported");
+    recs.iter()
+        .map(|r| (r["clock"].as_i64().unwrap(), r[key].as_f64().unwrap()))
+        .collect()
+}
+
+fn args(s: String) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+#[test]
+fn mf_converges_and_writes_factors() {
+    let d = tmp("mf");
+    let data = d.join("r.tsv");
+    let spec = gen::RatingsSpec {
+        users: 800,
+        items: 400,
+        ratings: 40_000,
+        rank: 5,
+        noise: 0.3,
+        item_skew: 0.5,
+        user_skew: 0.3,
+        seed: 3,
+    };
+    gen::ratings(&spec, &data).unwrap();
+    let out = d.join("out");
+    let a = args(format!(
+        "--input {} --output {} --passes 15 --rank 10 --test-fraction 0.2 --samples 5",
+        data.display(),
+        out.display()
+    ));
+    let st = run(
+        "mf",
+        &a,
+        2,
+        &RuntimeConfig {
+            threads: 2,
+            ..RuntimeConfig::default()
+        },
+    );
+    let rmse = objective(&st, "rmse");
+    let test = objective(&st, "test_rmse");
+    eprintln!("rmse {rmse:?}\ntest {test:?}");
+    assert_eq!(rmse.len(), 6, "initial + 5 samples");
+    assert_eq!(rmse.last().unwrap().0, 150);
+    let (first, last) = (rmse[0].1, rmse.last().unwrap().1);
+    assert!(first > 2.0, "initial RMSE {first} should be far off");
+    // Predicting the mean rating would give about 1.0 here; the planted noise floor is about 0.4.
+    assert!(last < 0.8, "final training RMSE {last}");
+    assert!(
+        test.last().unwrap().1 < 0.9,
+        "final held-out RMSE {:?}",
+        test.last()
+    );
+    assert!(
+        rmse.windows(2).all(|w| w[1].1 <= w[0].1 * 1.02),
+        "RMSE does not fall: {rmse:?}"
+    );
+    // Complete output: every user and item exactly once, rank values each, and _SUCCESS.
+    assert!(out.join("_SUCCESS").exists());
+    assert!(!out.join("_temporary").exists());
+    for (name, n) in [("user_factors", spec.users), ("item_factors", spec.items)] {
+        let mut ids = Vec::new();
+        for f in std::fs::read_dir(out.join(name)).unwrap() {
+            for line in std::fs::read_to_string(f.unwrap().path()).unwrap().lines() {
+                let cols: Vec<&str> = line.split('\t').collect();
+                assert_eq!(cols.len(), 11, "{line}");
+                assert!(cols[1..]
+                    .iter()
+                    .all(|v| v.parse::<f32>().unwrap().is_finite()));
+                ids.push(cols[0].parse::<u32>().unwrap());
+            }
+        }
+        let total = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), total, "{name}: an id was written twice");
+        assert!(
+            ids.len() <= n && ids.len() > n * 9 / 10,
+            "{name}: {} ids",
+            ids.len()
+        );
+    }
+    // Refuses to overwrite.
+    let res = run_cluster(1, &RuntimeConfig::default(), |_| {
+        apps::build("mf", &a).unwrap()
+    });
+    assert!(res[0].as_ref().unwrap_err().to_string().contains("exists"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn mf_target_stops_early() {
+    let d = tmp("mf-target");
+    let data = d.join("r.tsv");
+    let spec = gen::RatingsSpec {
+        users: 300,
+        items: 200,
+        ratings: 15_000,
+        rank: 3,
+        noise: 0.2,
+        item_skew: 0.3,
+        user_skew: 0.3,
+        seed: 5,
+    };
+    gen::ratings(&spec, &data).unwrap();
+    let a = args(format!(
+        "--input {} --passes 50 --samples 50 --target 1.0",
+        data.display()
+    ));
+    let st = run("mf", &a, 2, &RuntimeConfig::default());
+    let rmse = objective(&st, "rmse");
+    let last = rmse.last().unwrap();
+    assert!(last.0 < 500, "did not stop early: {rmse:?}");
+    assert!(rmse.iter().any(|r| r.1 <= 1.0), "{rmse:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
