@@ -19,29 +19,17 @@ use std::time::{Duration, Instant};
 /// Launcher messages get a timestamp; child lines are passed through under the `child` target
 /// (they carry their own).
 pub fn init_logging() {
-    let level = std::env::var("PS_LOG")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(LevelFilter::Info);
+    let level = std::env::var("PS_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(LevelFilter::Info);
     let own = ConsoleAppender::builder()
         .target(Target::Stderr)
-        .encoder(Box::new(PatternEncoder::new(
-            "{d(%H:%M:%S%.3f)} {h({l:5})} [submit] {m}{n}",
-        )))
+        .encoder(Box::new(PatternEncoder::new("{d(%H:%M:%S%.3f)} {h({l:5})} [submit] {m}{n}")))
         .build();
-    let child = ConsoleAppender::builder()
-        .target(Target::Stderr)
-        .encoder(Box::new(PatternEncoder::new("{m}{n}")))
-        .build();
+    let child =
+        ConsoleAppender::builder().target(Target::Stderr).encoder(Box::new(PatternEncoder::new("{m}{n}"))).build();
     let cfg = Config::builder()
         .appender(Appender::builder().build("own", Box::new(own)))
         .appender(Appender::builder().build("child", Box::new(child)))
-        .logger(
-            Logger::builder()
-                .appender("child")
-                .additive(false)
-                .build("child", LevelFilter::Trace),
-        )
+        .logger(Logger::builder().appender("child").additive(false).build("child", LevelFilter::Trace))
         .build(Root::builder().appender("own").build(level));
     if let Ok(cfg) = cfg {
         let _ = log4rs::init_config(cfg);
@@ -51,9 +39,7 @@ pub fn init_logging() {
 fn parse_master(m: &str) -> Result<usize, String> {
     let n = match m {
         "local" => return Ok(1),
-        "local[*]" => std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
+        "local[*]" => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         _ => m
             .strip_prefix("local[")
             .and_then(|r| r.strip_suffix(']'))
@@ -67,11 +53,7 @@ fn parse_master(m: &str) -> Result<usize, String> {
 }
 
 fn runtime_bin(cli: &Cli) -> Result<PathBuf, String> {
-    if let Some(p) = cli
-        .runtime_bin
-        .clone()
-        .or_else(|| std::env::var_os("PS_RUNTIME_BIN").map(PathBuf::from))
-    {
+    if let Some(p) = cli.runtime_bin.clone().or_else(|| std::env::var_os("PS_RUNTIME_BIN").map(PathBuf::from)) {
         return Ok(p);
     }
     let me = std::env::current_exe().map_err(|e| format!("locating yarn-submit: {e}"))?;
@@ -79,32 +61,20 @@ fn runtime_bin(cli: &Cli) -> Result<PathBuf, String> {
     if p.exists() {
         Ok(p)
     } else {
-        Err(format!(
-            "ps-runtime not found next to {} (use --runtime-bin)",
-            me.display()
-        ))
+        Err(format!("ps-runtime not found next to {} (use --runtime-bin)", me.display()))
     }
 }
 
 /// Picks `n` free loopback ports by binding them all at once, then releasing them.
 fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
-    let ls: Vec<_> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<_, _>>()?;
-    ls.iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect()
+    let ls: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
+    ls.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
 }
 
 fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
     f.write_all(data)
 }
 
@@ -133,12 +103,7 @@ fn prepare(cli: &Cli) -> Result<Job, String> {
     let io = |what: &str, e: std::io::Error| format!("{what} in {}: {e}", dir.display());
     std::fs::create_dir_all(&dir).map_err(|e| io("creating job directory", e))?;
     let ports = free_ports(n).map_err(|e| io("picking ports", e))?;
-    let hosts = Hostfile::new(
-        ports
-            .into_iter()
-            .map(|p| ("127.0.0.1".to_string(), p))
-            .collect(),
-    );
+    let hosts = Hostfile::new(ports.into_iter().map(|p| ("127.0.0.1".to_string(), p)).collect());
     let hostfile = dir.join("hostfile");
     std::fs::write(&hostfile, hosts.render()).map_err(|e| io("writing hostfile", e))?;
     let mut secret = [0u8; 32];
@@ -156,12 +121,7 @@ fn prepare(cli: &Cli) -> Result<Job, String> {
     let job_file = dir.join("job.json");
     let text = serde_json::to_string_pretty(&job).map_err(|e| e.to_string())?;
     std::fs::write(&job_file, text).map_err(|e| io("writing job config", e))?;
-    Ok(Job {
-        dir,
-        temp,
-        job_file,
-        n,
-    })
+    Ok(Job { dir, temp, job_file, n })
 }
 
 enum Event {
@@ -208,24 +168,13 @@ pub fn run(cli: &Cli) -> i32 {
             return 2;
         }
     };
-    log::info!(
-        "starting {} processes ({}) in {}",
-        job.n,
-        cli.app.join(" "),
-        job.dir.display()
-    );
+    log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
     let (tx, rx) = mpsc::channel();
     let mut pids = Vec::new();
     for k in 0..job.n {
         let mut cmd = Command::new(&bin);
-        cmd.arg("run")
-            .arg("--job")
-            .arg(&job.job_file)
-            .arg("--id")
-            .arg(k.to_string());
-        cmd.stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .stdin(Stdio::null());
+        cmd.arg("run").arg("--job").arg(&job.job_file).arg("--id").arg(k.to_string());
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
         // SAFETY: prctl in the child before exec; no allocation. Children die with the launcher.
         unsafe {
             cmd.pre_exec(|| {
@@ -255,10 +204,7 @@ pub fn run(cli: &Cli) -> i32 {
     {
         let tx = tx.clone();
         std::thread::spawn(move || {
-            if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
+            if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 rt.block_on(async {
                     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
                     tokio::select! {
@@ -278,22 +224,20 @@ pub fn run(cli: &Cli) -> i32 {
     let mut escalation: Vec<(Instant, libc::c_int)> = Vec::new();
     while running.iter().any(|r| *r) {
         let ev = match escalation.first().copied() {
-            Some((at, sig)) => {
-                match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
-                    Ok(ev) => ev,
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        escalation.remove(0);
-                        for (k, pid) in pids.iter().enumerate() {
-                            if running[k] {
-                                log::warn!("sending signal {sig} to process {k}");
-                                signal(*pid, sig);
-                            }
+            Some((at, sig)) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(ev) => ev,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    escalation.remove(0);
+                    for (k, pid) in pids.iter().enumerate() {
+                        if running[k] {
+                            log::warn!("sending signal {sig} to process {k}");
+                            signal(*pid, sig);
                         }
-                        continue;
                     }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    continue;
                 }
-            }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            },
             None => match rx.recv() {
                 Ok(ev) => ev,
                 Err(_) => break,
@@ -305,10 +249,7 @@ pub fn run(cli: &Cli) -> i32 {
                 if st.success() || failure.is_some() {
                     continue;
                 }
-                (
-                    format!("process {k} {}", describe(&st)),
-                    Duration::from_secs(5),
-                )
+                (format!("process {k} {}", describe(&st)), Duration::from_secs(5))
             }
             Event::Interrupted => {
                 if failure.is_some() {
@@ -320,16 +261,10 @@ pub fn run(cli: &Cli) -> i32 {
         log::error!("job failed: {reason}; stopping the other processes");
         failure = Some(reason);
         let now = Instant::now();
-        escalation = vec![
-            (now + grace, libc::SIGTERM),
-            (now + grace + Duration::from_secs(3), libc::SIGKILL),
-        ];
+        escalation = vec![(now + grace, libc::SIGTERM), (now + grace + Duration::from_secs(3), libc::SIGKILL)];
     }
     if let Some(f) = failure {
-        log::error!(
-            "job failed: {f} (job directory kept: {})",
-            job.dir.display()
-        );
+        log::error!("job failed: {f} (job directory kept: {})", job.dir.display());
         return 1;
     }
     let code = finish_stats(cli, &job);

@@ -47,12 +47,7 @@ pub struct Cli {
     #[arg(long)]
     pub runtime_bin: Option<PathBuf>,
     /// The application (demo) followed by its own options.
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "APP [APP ARGS]"
-    )]
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP [APP ARGS]")]
     pub app: Vec<String>,
 }
 
@@ -74,8 +69,7 @@ impl Cli {
     pub fn runtime_config(&self) -> Result<RuntimeConfig, String> {
         let mut cfg = match &self.conf {
             Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .map_err(|e| format!("reading {}: {e}", p.display()))?;
+                let text = std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?;
                 serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?
             }
             None => RuntimeConfig::default(),
@@ -110,10 +104,7 @@ fn main() {
         log::error!("--master yarn is not available yet: this build supports local[N] only");
         2
     } else {
-        log::error!(
-            "--master: '{}' is not local, local[N], local[*] or yarn",
-            cli.master
-        );
+        log::error!("--master: '{}' is not local, local[N], local[*] or yarn", cli.master);
         2
     };
     std::process::exit(code);

@@ -22,12 +22,7 @@ fn tmpdir(tag: &str) -> PathBuf {
 
 /// Starts a job and returns it with a channel of its log lines.
 fn spawn_job(args: &[&str]) -> (Child, mpsc::Receiver<String>) {
-    let mut child = submit()
-        .args(args)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = submit().args(args).stderr(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let (tx, rx) = mpsc::channel();
     for stream in [
         Box::new(child.stderr.take().unwrap()) as Box<dyn std::io::Read + Send>,
@@ -73,28 +68,14 @@ fn demo_job_succeeds_and_writes_stats() {
     let dir = tmpdir("stats");
     let stats = dir.join("stats.json");
     let out = submit()
-        .args([
-            "--master",
-            "local[3]",
-            "--threads",
-            "2",
-            "--consistency",
-            "essp",
-            "--staleness",
-            "2",
-        ])
+        .args(["--master", "local[3]", "--threads", "2", "--consistency", "essp", "--staleness", "2"])
         .arg("--stats")
         .arg(&stats)
         .args(["demo", "--clocks", "15", "--jitter-ms", "2"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     for k in [
         "clocks",
         "wall_s",
@@ -117,32 +98,19 @@ fn demo_job_succeeds_and_writes_stats() {
     assert!(v["bytes_sent"].as_u64().unwrap() > 0);
     let hist = v["staleness_hist"].as_object().unwrap();
     assert_eq!(hist.values().map(|c| c.as_u64().unwrap()).sum::<u64>(), 900);
-    assert!(
-        hist.keys()
-            .all(|k| (-3..=-1).contains(&k.parse::<i64>().unwrap())),
-        "{hist:?}"
-    );
+    assert!(hist.keys().all(|k| (-3..=-1).contains(&k.parse::<i64>().unwrap())), "{hist:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn bad_options_fail_fast_with_a_clear_message() {
-    let out = submit()
-        .args(["--master", "local[2]", "demo", "--clocks", "x"])
-        .output()
-        .unwrap();
+    let out = submit().args(["--master", "local[2]", "demo", "--clocks", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--clocks"));
-    let out = submit()
-        .args(["--master", "local[2]", "nosuchapp"])
-        .output()
-        .unwrap();
+    let out = submit().args(["--master", "local[2]", "nosuchapp"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown application 'nosuchapp'"));
-    let out = submit()
-        .args(["--consistency", "eventual", "demo"])
-        .output()
-        .unwrap();
+    let out = submit().args(["--consistency", "eventual", "demo"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bsp, ssp, essp, async"));
 }
@@ -151,26 +119,11 @@ fn bad_options_fail_fast_with_a_clear_message() {
 /// runtime process is left behind.
 #[test]
 fn killed_process_fails_the_job_naming_it() {
-    let (mut child, rx) = spawn_job(&[
-        "--master",
-        "local[3]",
-        "--threads",
-        "2",
-        "demo",
-        "--clocks",
-        "100000",
-        "--delay-ms",
-        "5",
-    ]);
+    let (mut child, rx) =
+        spawn_job(&["--master", "local[3]", "--threads", "2", "demo", "--clocks", "100000", "--delay-ms", "5"]);
     let mut log = Vec::new();
     let started = wait_for(&rx, "process 1 started (pid", &mut log);
-    let pid: i32 = started
-        .rsplit("pid ")
-        .next()
-        .unwrap()
-        .trim_end_matches(')')
-        .parse()
-        .unwrap();
+    let pid: i32 = started.rsplit("pid ").next().unwrap().trim_end_matches(')').parse().unwrap();
     wait_for(&rx, "job ready", &mut log);
     let t0 = Instant::now();
     unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -202,27 +155,13 @@ fn connection_without_secret_is_rejected_and_job_continues() {
     let mut log = Vec::new();
     wait_for(&rx, "job ready", &mut log);
     let hosts = std::fs::read_to_string(dir.join("hostfile")).unwrap();
-    let addr = hosts
-        .lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .skip(1)
-        .collect::<Vec<_>>()
-        .join(":");
+    let addr = hosts.lines().next().unwrap().split_whitespace().skip(1).collect::<Vec<_>>().join(":");
     // 1: garbage instead of a handshake.
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
-    let _ = s.write_all(
-        b"\x00\x00\x00\x44GET / HTTP/1.1\r\n\r\n"
-            .repeat(4)
-            .as_slice(),
-    );
+    let _ = s.write_all(b"\x00\x00\x00\x44GET / HTTP/1.1\r\n\r\n".repeat(4).as_slice());
     wait_for(&rx, "refused connection", &mut log);
     // 2: a well-formed handshake with the wrong secret.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let err = rt.block_on(async {
         let sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
         let mut conn = tokio_util::codec::Framed::new(sock, ps_runtime::wire::codec(1 << 20));
@@ -232,11 +171,7 @@ fn connection_without_secret_is_rejected_and_job_continues() {
     wait_for(&rx, "wrong job secret", &mut log);
     let st = wait_exit(&mut child, Duration::from_secs(120)).expect("job hung");
     log.extend(rx.try_iter());
-    assert!(
-        st.success(),
-        "job failed after the bad connections:\n{}",
-        log.join("\n")
-    );
+    assert!(st.success(), "job failed after the bad connections:\n{}", log.join("\n"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -260,27 +195,15 @@ fn silent_process_is_detected_by_heartbeat_timeout() {
     ]);
     let mut log = Vec::new();
     let started = wait_for(&rx, "process 2 started (pid", &mut log);
-    let pid: i32 = started
-        .rsplit("pid ")
-        .next()
-        .unwrap()
-        .trim_end_matches(')')
-        .parse()
-        .unwrap();
+    let pid: i32 = started.rsplit("pid ").next().unwrap().trim_end_matches(')').parse().unwrap();
     wait_for(&rx, "job ready", &mut log);
     let t0 = Instant::now();
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     let st = wait_exit(&mut child, Duration::from_secs(30)).expect("job hung on a silent process");
     assert!(!st.success());
-    assert!(
-        t0.elapsed() >= Duration::from_millis(1500),
-        "declared lost before the timeout"
-    );
+    assert!(t0.elapsed() >= Duration::from_millis(1500), "declared lost before the timeout");
     log.extend(rx.try_iter());
     let text = log.join("\n");
-    assert!(
-        text.contains("lost process 2") && text.contains("no message for 2000 ms"),
-        "{text}"
-    );
+    assert!(text.contains("lost process 2") && text.contains("no message for 2000 ms"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -28,9 +28,7 @@ impl std::str::FromStr for Consistency {
             "ssp" => Ok(Self::Ssp),
             "essp" => Ok(Self::Essp),
             "async" => Ok(Self::Async),
-            _ => Err(PsError::Config(format!(
-                "consistency: '{s}' is not one of bsp, ssp, essp, async"
-            ))),
+            _ => Err(PsError::Config(format!("consistency: '{s}' is not one of bsp, ssp, essp, async"))),
         }
     }
 }
@@ -124,10 +122,7 @@ impl RuntimeConfig {
             return bad("peer_timeout_ms", "must exceed twice heartbeat_ms");
         }
         if self.batch_bytes == 0 || self.batch_bytes * 2 > self.max_frame_bytes {
-            return bad(
-                "batch_bytes",
-                "must be positive and at most half of max_frame_bytes",
-            );
+            return bad("batch_bytes", "must be positive and at most half of max_frame_bytes");
         }
         if self.staleness > 1_000_000 {
             return bad("staleness", "is unreasonably large (use consistency async)");
@@ -140,9 +135,7 @@ impl RuntimeConfig {
         match self.consistency {
             Consistency::Bsp => Some(0),
             Consistency::Async => None,
-            Consistency::Ssp | Consistency::Essp => {
-                Some(table_override.unwrap_or(self.staleness) as i64)
-            }
+            Consistency::Ssp | Consistency::Essp => Some(table_override.unwrap_or(self.staleness) as i64),
         }
     }
 }
@@ -250,8 +243,8 @@ impl JobConfig {
     pub fn load(path: &std::path::Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| PsError::io(format!("reading job config {}", path.display()), e))?;
-        let cfg: JobConfig = serde_json::from_str(&text)
-            .map_err(|e| PsError::Config(format!("{}: {e}", path.display())))?;
+        let cfg: JobConfig =
+            serde_json::from_str(&text).map_err(|e| PsError::Config(format!("{}: {e}", path.display())))?;
         cfg.runtime.validate()?;
         Ok(cfg)
     }

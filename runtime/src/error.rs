@@ -8,11 +8,7 @@ use std::fmt;
 pub enum PsError {
     /// A peer process died, closed its connection or stopped answering.
     #[error("lost process {pid} ({addr}): {reason}")]
-    PeerLost {
-        pid: usize,
-        addr: String,
-        reason: String,
-    },
+    PeerLost { pid: usize, addr: String, reason: String },
     /// A message or stored blob could not be decoded.
     #[error("malformed data: {0}")]
     Codec(String),

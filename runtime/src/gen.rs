@@ -10,11 +10,9 @@ use std::path::Path;
 
 fn create(path: &Path) -> Result<std::io::BufWriter<std::fs::File>> {
     if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)
-            .map_err(|e| PsError::io(format!("creating {}", d.display()), e))?;
+        std::fs::create_dir_all(d).map_err(|e| PsError::io(format!("creating {}", d.display()), e))?;
     }
-    let f = std::fs::File::create(path)
-        .map_err(|e| PsError::io(format!("creating {}", path.display()), e))?;
+    let f = std::fs::File::create(path).map_err(|e| PsError::io(format!("creating {}", path.display()), e))?;
     Ok(std::io::BufWriter::with_capacity(1 << 20, f))
 }
 
@@ -85,32 +83,18 @@ impl RatingsSpec {
 /// Writes `user<TAB>item<TAB>rating` lines (ids 1-based, ratings 1..5). Deterministic per seed.
 pub fn ratings(spec: &RatingsSpec, path: &Path) -> Result<()> {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(spec.seed);
-    let normal = Normal::new(0.0, 1.0 / (spec.rank as f64).sqrt())
-        .map_err(|e| PsError::Config(e.to_string()))?;
-    let u: Vec<f32> = (0..spec.users * spec.rank)
-        .map(|_| normal.sample(&mut rng) as f32)
-        .collect();
-    let v: Vec<f32> = (0..spec.items * spec.rank)
-        .map(|_| normal.sample(&mut rng) as f32)
-        .collect();
+    let normal = Normal::new(0.0, 1.0 / (spec.rank as f64).sqrt()).map_err(|e| PsError::Config(e.to_string()))?;
+    let u: Vec<f32> = (0..spec.users * spec.rank).map(|_| normal.sample(&mut rng) as f32).collect();
+    let v: Vec<f32> = (0..spec.items * spec.rank).map(|_| normal.sample(&mut rng) as f32).collect();
     let items = Zipf::new(spec.items, spec.item_skew, &mut rng);
     let users = Zipf::new(spec.users, spec.user_skew, &mut rng);
     let noise = Normal::new(0.0, spec.noise).map_err(|e| PsError::Config(e.to_string()))?;
     let mut f = create(path)?;
     let k = spec.rank;
     for _ in 0..spec.ratings {
-        let (a, b) = (
-            users.sample(&mut rng) as usize,
-            items.sample(&mut rng) as usize,
-        );
-        let dot: f32 = u[a * k..a * k + k]
-            .iter()
-            .zip(&v[b * k..b * k + k])
-            .map(|(x, y)| x * y)
-            .sum();
-        let r = (3.6 + 1.5 * dot as f64 + noise.sample(&mut rng))
-            .round()
-            .clamp(1.0, 5.0);
+        let (a, b) = (users.sample(&mut rng) as usize, items.sample(&mut rng) as usize);
+        let dot: f32 = u[a * k..a * k + k].iter().zip(&v[b * k..b * k + k]).map(|(x, y)| x * y).sum();
+        let r = (3.6 + 1.5 * dot as f64 + noise.sample(&mut rng)).round().clamp(1.0, 5.0);
         writeln!(f, "{}\t{}\t{}", a + 1, b + 1, r as u8).map_err(io(path))?;
     }
     f.flush().map_err(io(path))
@@ -187,8 +171,7 @@ pub fn corpus(spec: &CorpusSpec, dir: &Path, name: &str) -> Result<()> {
     let path = dir.join(format!("docword.{name}.txt"));
     let mut f = create(&path)?;
     writeln!(f, "{}\n{}\n{}", spec.docs, spec.vocab, nnz).map_err(io(&path))?;
-    let mut b = std::fs::File::open(&body)
-        .map_err(|e| PsError::io(format!("reading {}", body.display()), e))?;
+    let mut b = std::fs::File::open(&body).map_err(|e| PsError::io(format!("reading {}", body.display()), e))?;
     std::io::copy(&mut b, &mut f).map_err(io(&path))?;
     f.flush().map_err(io(&path))?;
     let _ = std::fs::remove_file(&body);

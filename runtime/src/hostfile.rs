@@ -33,12 +33,8 @@ impl Hostfile {
             if f.len() != 3 {
                 return Err(bad("expected 'id host port'"));
             }
-            let id = f[0]
-                .parse::<usize>()
-                .map_err(|_| bad("id is not a number"))?;
-            let port = f[2]
-                .parse::<u16>()
-                .map_err(|_| bad("port is not a number in 0..65535"))?;
+            let id = f[0].parse::<usize>().map_err(|_| bad("id is not a number"))?;
+            let port = f[2].parse::<u16>().map_err(|_| bad("port is not a number in 0..65535"))?;
             entries.push((id, f[1].to_string(), port));
         }
         entries.sort_by_key(|e| e.0);
@@ -54,9 +50,7 @@ impl Hostfile {
         if entries.is_empty() {
             return Err(PsError::Config(format!("{source}: no processes listed")));
         }
-        Ok(Hostfile {
-            hosts: entries.into_iter().map(|(_, h, p)| (h, p)).collect(),
-        })
+        Ok(Hostfile { hosts: entries.into_iter().map(|(_, h, p)| (h, p)).collect() })
     }
 
     pub fn len(&self) -> usize {
@@ -70,11 +64,7 @@ impl Hostfile {
         format!("{h}:{p}")
     }
     pub fn render(&self) -> String {
-        self.hosts
-            .iter()
-            .enumerate()
-            .map(|(i, (h, p))| format!("{i} {h} {p}\n"))
-            .collect()
+        self.hosts.iter().enumerate().map(|(i, (h, p))| format!("{i} {h} {p}\n")).collect()
     }
 }
 
@@ -88,9 +78,7 @@ mod tests {
         assert_eq!(h.addr(0), "a:1");
         assert_eq!(h.addr(1), "b:2");
         assert_eq!(Hostfile::parse(&h.render(), "x").unwrap(), h);
-        let e = Hostfile::parse("0 a 1\n0 b 2\n", "hosts")
-            .unwrap_err()
-            .to_string();
+        let e = Hostfile::parse("0 a 1\n0 b 2\n", "hosts").unwrap_err().to_string();
         assert!(e.contains("hosts"), "{e}");
         let e = Hostfile::parse("0 a\n", "hosts").unwrap_err().to_string();
         assert!(e.contains("hosts:1"), "{e}");

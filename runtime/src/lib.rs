@@ -42,7 +42,5 @@ pub use config::{Consistency, JobConfig, Placement, PrefetchPolicy, RuntimeConfi
 pub use error::{PsError, Result};
 pub use hostfile::Hostfile;
 pub use process::{run_app, App, ProcessSpec, PsContext};
-pub use row::{
-    ColumnAdd, ColumnGet, DenseRow, Element, Row, RowTypeRegistry, RowUpdate, SparseRow,
-};
+pub use row::{ColumnAdd, ColumnGet, DenseRow, Element, Row, RowTypeRegistry, RowUpdate, SparseRow};
 pub use stats::ProcessStats;

@@ -2,10 +2,7 @@
 //! communication runtime, client and server, connected over loopback TCP exactly like separate
 //! processes. For tests, benchmarks and quick experiments; `yarn-submit` runs real processes.
 
-use crate::{
-    run_app, App, Hostfile, ProcessSpec, ProcessStats, PsError, Result, RowTypeRegistry,
-    RuntimeConfig,
-};
+use crate::{run_app, App, Hostfile, ProcessSpec, ProcessStats, PsError, Result, RowTypeRegistry, RuntimeConfig};
 use std::net::TcpListener;
 
 /// Runs `n` processes of a job; `make_app(pid)` builds each process's application.
@@ -45,9 +42,6 @@ pub fn run_local_cluster(
         .collect();
     Ok(handles
         .into_iter()
-        .map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(PsError::Aborted("process thread panicked".into())))
-        })
+        .map(|h| h.join().unwrap_or_else(|_| Err(PsError::Aborted("process thread panicked".into()))))
         .collect())
 }

@@ -7,15 +7,10 @@ use log4rs::config::{Appender, Config, Root};
 use log4rs::encode::pattern::PatternEncoder;
 
 pub fn init(default: LevelFilter) {
-    let level = std::env::var("PS_LOG")
-        .ok()
-        .and_then(|v| v.parse::<LevelFilter>().ok())
-        .unwrap_or(default);
+    let level = std::env::var("PS_LOG").ok().and_then(|v| v.parse::<LevelFilter>().ok()).unwrap_or(default);
     let stderr = ConsoleAppender::builder()
         .target(Target::Stderr)
-        .encoder(Box::new(PatternEncoder::new(
-            "{d(%H:%M:%S%.3f)} {h({l:5})} {m}{n}",
-        )))
+        .encoder(Box::new(PatternEncoder::new("{d(%H:%M:%S%.3f)} {h({l:5})} {m}{n}")))
         .build();
     let config = Config::builder()
         .appender(Appender::builder().build("stderr", Box::new(stderr)))

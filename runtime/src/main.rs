@@ -2,17 +2,11 @@
 //! YARN container).
 
 use clap::{Parser, Subcommand};
-use ps_runtime::{
-    apps, logging, run_app, Hostfile, JobConfig, ProcessSpec, PsError, RowTypeRegistry,
-};
+use ps_runtime::{apps, logging, run_app, Hostfile, JobConfig, ProcessSpec, PsError, RowTypeRegistry};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(
-    name = "ps-runtime",
-    version,
-    about = "One process of a parameter-server job"
-)]
+#[command(name = "ps-runtime", version, about = "One process of a parameter-server job")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -101,79 +95,24 @@ enum GenCmd {
 fn gen(cmd: GenCmd) -> Result<(), PsError> {
     use ps_runtime::gen;
     match cmd {
-        GenCmd::Ratings {
-            out,
-            ratings,
-            users,
-            items,
-            rank,
-            noise,
-            item_skew,
-            user_skew,
-            seed,
-        } => {
-            let spec = gen::RatingsSpec {
-                users,
-                items,
-                ratings,
-                rank,
-                noise,
-                item_skew,
-                user_skew,
-                seed,
-            };
+        GenCmd::Ratings { out, ratings, users, items, rank, noise, item_skew, user_skew, seed } => {
+            let spec = gen::RatingsSpec { users, items, ratings, rank, noise, item_skew, user_skew, seed };
             gen::ratings(&spec, &out)
         }
-        GenCmd::Corpus {
-            out,
-            name,
-            docs,
-            vocab,
-            topics,
-            doc_len,
-            alpha,
-            beta,
-            seed,
-        } => gen::corpus(
-            &gen::CorpusSpec {
-                docs,
-                vocab,
-                topics,
-                doc_len,
-                alpha,
-                beta,
-                seed,
-            },
-            &out,
-            &name,
-        ),
-        GenCmd::Graph {
-            out,
-            nodes,
-            degree,
-            skew,
-            seed,
-        } => gen::graph(
-            &gen::GraphSpec {
-                nodes,
-                degree,
-                skew,
-                seed,
-            },
-            &out,
-        ),
+        GenCmd::Corpus { out, name, docs, vocab, topics, doc_len, alpha, beta, seed } => {
+            gen::corpus(&gen::CorpusSpec { docs, vocab, topics, doc_len, alpha, beta, seed }, &out, &name)
+        }
+        GenCmd::Graph { out, nodes, degree, skew, seed } => {
+            gen::graph(&gen::GraphSpec { nodes, degree, skew, seed }, &out)
+        }
     }
 }
 
 fn run(job: PathBuf, id: usize) -> Result<(), PsError> {
     let job = JobConfig::load(&job)?;
     let hosts = Hostfile::load(&job.hostfile)?;
-    let secret = std::fs::read(&job.secret_file).map_err(|e| {
-        PsError::io(
-            format!("reading job secret {}", job.secret_file.display()),
-            e,
-        )
-    })?;
+    let secret = std::fs::read(&job.secret_file)
+        .map_err(|e| PsError::io(format!("reading job secret {}", job.secret_file.display()), e))?;
     let app = apps::build(&job.app, &job.app_args)?;
     let echo = serde_json::json!({
         "runtime": job.runtime,
@@ -192,8 +131,7 @@ fn run(job: PathBuf, id: usize) -> Result<(), PsError> {
     let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
     let path = job.stats_dir.join(format!("stats-{id}.json"));
     let tmp = path.with_extension("json.tmp");
-    let text =
-        serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
+    let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
     std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|e| PsError::io(format!("writing {}", path.display()), e))?;

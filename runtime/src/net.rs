@@ -37,8 +37,7 @@ pub(crate) fn start(
 ) -> Links {
     let n = core.nprocs;
     let me = core.pid;
-    let (mut to_server, mut server_rx, mut to_client, mut client_rx) =
-        (vec![], vec![], vec![], vec![]);
+    let (mut to_server, mut server_rx, mut to_client, mut client_rx) = (vec![], vec![], vec![], vec![]);
     for _ in 0..n {
         let (t, r) = unbounded_channel();
         to_server.push(t);
@@ -68,14 +67,7 @@ pub(crate) fn start(
     });
 
     let client_rx: Rxs = Arc::new(Mutex::new(client_rx));
-    tokio::spawn(accept_loop(
-        core.clone(),
-        hosts.clone(),
-        listener,
-        secret.clone(),
-        client_rx,
-        server_in,
-    ));
+    tokio::spawn(accept_loop(core.clone(), hosts.clone(), listener, secret.clone(), client_rx, server_in));
     for (q, rx) in server_rx.into_iter().enumerate() {
         if let Some(rx) = rx {
             let addr = hosts.addr(q);
@@ -83,22 +75,13 @@ pub(crate) fn start(
             let (core, secret) = (core.clone(), secret.clone());
             tokio::spawn(async move {
                 match connect(&core, q, &addr, &secret).await {
-                    Ok(conn) => run_conn(core, q, addr, conn, rx, move |m| {
-                        deliver.send((q, m)).is_ok()
-                    }),
-                    Err(e) => core.fail(PsError::PeerLost {
-                        pid: q,
-                        addr,
-                        reason: e.to_string(),
-                    }),
+                    Ok(conn) => run_conn(core, q, addr, conn, rx, move |m| deliver.send((q, m)).is_ok()),
+                    Err(e) => core.fail(PsError::PeerLost { pid: q, addr, reason: e.to_string() }),
                 }
             });
         }
     }
-    Links {
-        to_server,
-        to_client,
-    }
+    Links { to_server, to_client }
 }
 
 type Conn = Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>;
@@ -112,12 +95,9 @@ async fn connect(core: &Core, q: usize, addr: &str, secret: &[u8]) -> Result<Con
             Ok(s) => {
                 let _ = s.set_nodelay(true);
                 let mut conn = Framed::new(s, wire::codec(core.cfg.max_frame_bytes));
-                tokio::time::timeout(
-                    Duration::from_secs(10),
-                    auth::connect(&mut conn, secret, core.pid),
-                )
-                .await
-                .map_err(|_| PsError::Io("handshake timed out".into()))??;
+                tokio::time::timeout(Duration::from_secs(10), auth::connect(&mut conn, secret, core.pid))
+                    .await
+                    .map_err(|_| PsError::Io("handshake timed out".into()))??;
                 log::debug!("connected to process {q} at {addr}");
                 return Ok(conn);
             }
@@ -127,10 +107,7 @@ async fn connect(core: &Core, q: usize, addr: &str, secret: &[u8]) -> Result<Con
                 backoff = (backoff * 2).min(Duration::from_millis(500));
             }
             Err(e) => {
-                return Err(PsError::Io(format!(
-                    "could not connect within {} ms: {e}",
-                    core.cfg.connect_timeout_ms
-                )))
+                return Err(PsError::Io(format!("could not connect within {} ms: {e}", core.cfg.connect_timeout_ms)))
             }
         }
     }
@@ -153,22 +130,14 @@ async fn accept_loop(
                 continue;
             }
         };
-        let (core, secret, rxs, hosts, server_in) = (
-            core.clone(),
-            secret.clone(),
-            rxs.clone(),
-            hosts.clone(),
-            server_in.clone(),
-        );
+        let (core, secret, rxs, hosts, server_in) =
+            (core.clone(), secret.clone(), rxs.clone(), hosts.clone(), server_in.clone());
         tokio::spawn(async move {
             let _ = sock.set_nodelay(true);
             let mut conn = Framed::new(sock, wire::codec(core.cfg.max_frame_bytes));
-            let who = tokio::time::timeout(
-                Duration::from_secs(10),
-                auth::accept(&mut conn, &secret, core.nprocs),
-            )
-            .await
-            .unwrap_or_else(|_| Err(PsError::Io("handshake timed out".into())));
+            let who = tokio::time::timeout(Duration::from_secs(10), auth::accept(&mut conn, &secret, core.nprocs))
+                .await
+                .unwrap_or_else(|_| Err(PsError::Io("handshake timed out".into())));
             let q = match who {
                 Ok(q) => q,
                 Err(e) => {
@@ -182,9 +151,7 @@ async fn accept_loop(
                 return;
             };
             log::debug!("accepted process {q} from {peer}");
-            run_conn(core, q, hosts.addr(q), conn, rx, move |m| {
-                server_in.send(ServerIn::Net(q, m)).is_ok()
-            });
+            run_conn(core, q, hosts.addr(q), conn, rx, move |m| server_in.send(ServerIn::Net(q, m)).is_ok());
         });
     }
 }
@@ -214,9 +181,7 @@ fn run_conn(
                 Ok(None) => "connection closed".to_string(),
                 Ok(Some(Err(e))) => format!("read failed: {e}"),
                 Ok(Some(Ok(frame))) => {
-                    core.net
-                        .bytes_recv
-                        .fetch_add(frame.len() as u64 + 4, Ordering::Relaxed);
+                    core.net.bytes_recv.fetch_add(frame.len() as u64 + 4, Ordering::Relaxed);
                     match Msg::decode(frame.freeze()) {
                         Ok(Msg::Ping) => continue,
                         Ok(m) => {
@@ -232,11 +197,7 @@ fn run_conn(
             if core.closing.load(Ordering::SeqCst) {
                 core.update_ctl(|c| c.closed_peers += 1);
             } else {
-                core.fail(PsError::PeerLost {
-                    pid: q,
-                    addr,
-                    reason,
-                });
+                core.fail(PsError::PeerLost { pid: q, addr, reason });
             }
             return;
         }
@@ -263,9 +224,7 @@ async fn write_loop(
         let res: std::io::Result<()> = async {
             while let Some(m) = next.take() {
                 m.encode(&mut buf);
-                core.net
-                    .bytes_sent
-                    .fetch_add(buf.len() as u64 + 4, Ordering::Relaxed);
+                core.net.bytes_sent.fetch_add(buf.len() as u64 + 4, Ordering::Relaxed);
                 w.feed(buf.split().freeze()).await?;
                 batch += 1;
                 if batch < 256 {
@@ -277,11 +236,7 @@ async fn write_loop(
         .await;
         if let Err(e) = res {
             if !core.closing.load(Ordering::SeqCst) {
-                core.fail(PsError::PeerLost {
-                    pid: q,
-                    addr,
-                    reason: format!("write failed: {e}"),
-                });
+                core.fail(PsError::PeerLost { pid: q, addr, reason: format!("write failed: {e}") });
             }
             return;
         }

@@ -57,10 +57,7 @@ impl PsContext {
         spec.cfg.validate()?;
         let n = spec.hosts.len();
         if spec.pid >= n {
-            return Err(PsError::Config(format!(
-                "process id {} is not in the hostfile ({n} processes)",
-                spec.pid
-            )));
+            return Err(PsError::Config(format!("process id {} is not in the hostfile ({n} processes)", spec.pid)));
         }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(spec.cfg.comm_threads)
@@ -71,12 +68,9 @@ impl PsContext {
         let addr = spec.hosts.addr(spec.pid);
         let std_listener = match spec.listener {
             Some(l) => l,
-            None => std::net::TcpListener::bind(&addr)
-                .map_err(|e| PsError::io(format!("listening on {addr}"), e))?,
+            None => std::net::TcpListener::bind(&addr).map_err(|e| PsError::io(format!("listening on {addr}"), e))?,
         };
-        std_listener
-            .set_nonblocking(true)
-            .map_err(|e| PsError::io("configuring listener", e))?;
+        std_listener.set_nonblocking(true).map_err(|e| PsError::io("configuring listener", e))?;
         let (cmd_tx, cmd_rx) = unbounded_channel();
         let (client_tx, client_rx) = unbounded_channel();
         let (server_tx, server_rx) = unbounded_channel();
@@ -84,26 +78,16 @@ impl PsContext {
         let clock_log = match (&spec.stats_dir, spec.cfg.stats_per_clock) {
             (Some(d), true) => {
                 let p = d.join(format!("clocks-{}.jsonl", spec.pid));
-                Some(
-                    std::fs::File::create(&p)
-                        .map_err(|e| PsError::io(format!("creating {}", p.display()), e))?,
-                )
+                Some(std::fs::File::create(&p).map_err(|e| PsError::io(format!("creating {}", p.display()), e))?)
             }
             _ => None,
         };
         let secret = Arc::new(spec.secret);
         {
             let _g = rt.enter();
-            let listener = tokio::net::TcpListener::from_std(std_listener)
-                .map_err(|e| PsError::io("registering listener", e))?;
-            let links = net::start(
-                core.clone(),
-                &spec.hosts,
-                listener,
-                secret,
-                server_tx.clone(),
-                client_tx,
-            );
+            let listener =
+                tokio::net::TcpListener::from_std(std_listener).map_err(|e| PsError::io("registering listener", e))?;
+            let links = net::start(core.clone(), &spec.hosts, listener, secret, server_tx.clone(), client_tx);
             let client = ClientTask {
                 core: core.clone(),
                 to_server: links.to_server,
@@ -115,13 +99,7 @@ impl PsContext {
             rt.spawn(Server::new(core.clone(), links.to_client).run(server_rx));
         }
         log::info!("process {} of {n} listening on {addr}", spec.pid);
-        Ok(PsContext {
-            core,
-            rt,
-            registry,
-            server_in: server_tx,
-            tables: Vec::new(),
-        })
+        Ok(PsContext { core, rt, registry, server_in: server_tx, tables: Vec::new() })
     }
 
     pub fn process_id(&self) -> usize {
@@ -145,14 +123,7 @@ impl PsContext {
             .tables
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                cfg.id,
-                crate::client::core::TableSlot {
-                    cfg: cfg.clone(),
-                    ops,
-                    any,
-                },
-            );
+            .insert(cfg.id, crate::client::core::TableSlot { cfg: cfg.clone(), ops, any });
         let _ = self.server_in.send(ServerIn::AddTable(cfg.id, server));
         self.tables.push(cfg);
         Ok(())
@@ -166,20 +137,13 @@ impl PsContext {
         let fingerprint = u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"));
         self.core.send(ClientCmd::Register { fingerprint });
         let t = Duration::from_millis(self.core.cfg.connect_timeout_ms);
-        self.core.wait_ctl(
-            "every process to register with the name node",
-            Some(t),
-            |c| c.ready,
-        )
+        self.core.wait_ctl("every process to register with the name node", Some(t), |c| c.ready)
     }
 
     /// A worker handle for local thread `tid`; call it on the thread that will use it.
     pub fn worker(&self, tid: usize) -> Result<Worker> {
         if tid >= self.core.cfg.threads {
-            return Err(PsError::Usage(format!(
-                "thread id {tid} >= threads {}",
-                self.core.cfg.threads
-            )));
+            return Err(PsError::Usage(format!("thread id {tid} >= threads {}", self.core.cfg.threads)));
         }
         Ok(Worker::new(self.core.clone(), tid))
     }
@@ -192,20 +156,14 @@ impl PsContext {
     /// reports to the name node and keeps serving until every process is done.
     pub fn finish(self) -> Result<()> {
         let n = self.core.nprocs;
-        self.core
-            .wait_ctl("servers to apply the final updates", None, |c| {
-                c.final_acks >= n
-            })?;
+        self.core.wait_ctl("servers to apply the final updates", None, |c| c.final_acks >= n)?;
         self.core.send(ClientCmd::Done);
-        self.core
-            .wait_ctl("every process to finish", None, |c| c.exit)?;
+        self.core.wait_ctl("every process to finish", None, |c| c.exit)?;
         if self.core.pid == 0 {
             // Let the Exit messages reach the peers before this process (and its sockets) goes.
             let _ = self
                 .core
-                .wait_ctl("peers to disconnect", Some(Duration::from_secs(10)), |c| {
-                    c.closed_peers >= 2 * (n - 1)
-                });
+                .wait_ctl("peers to disconnect", Some(Duration::from_secs(10)), |c| c.closed_peers >= 2 * (n - 1));
         }
         self.rt.shutdown_timeout(Duration::from_millis(200));
         Ok(())
@@ -214,11 +172,7 @@ impl PsContext {
     /// Tells every process to stop because of `reason`, then waits briefly for the echo.
     pub fn abort(&self, reason: &str) {
         self.core.send(ClientCmd::Abort(reason.to_string()));
-        let _ = self.core.wait_ctl(
-            "the abort to propagate",
-            Some(Duration::from_secs(2)),
-            |_| false,
-        );
+        let _ = self.core.wait_ctl("the abort to propagate", Some(Duration::from_secs(2)), |_| false);
     }
 }
 

@@ -94,18 +94,8 @@ pub(crate) fn hist_of(staleness: &[u64]) -> (BTreeMap<i64, u64>, f64) {
 pub fn merge(procs: &[Value]) -> Value {
     let num = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
     let sum = |k: &str| procs.iter().map(|p| num(p, k)).sum::<f64>();
-    let threads: f64 = procs
-        .iter()
-        .map(|p| num(p, "threads"))
-        .sum::<f64>()
-        .max(1.0);
-    let wmean = |k: &str| {
-        procs
-            .iter()
-            .map(|p| num(p, k) * num(p, "threads"))
-            .sum::<f64>()
-            / threads
-    };
+    let threads: f64 = procs.iter().map(|p| num(p, "threads")).sum::<f64>().max(1.0);
+    let wmean = |k: &str| procs.iter().map(|p| num(p, k) * num(p, "threads")).sum::<f64>() / threads;
     let mut hist: BTreeMap<i64, u64> = BTreeMap::new();
     for p in procs {
         if let Some(h) = p.get("staleness_hist").and_then(Value::as_object) {
@@ -117,11 +107,7 @@ pub fn merge(procs: &[Value]) -> Value {
         }
     }
     let n: u64 = hist.values().sum();
-    let mean = if n > 0 {
-        hist.iter().map(|(k, v)| *k as f64 * *v as f64).sum::<f64>() / n as f64
-    } else {
-        0.0
-    };
+    let mean = if n > 0 { hist.iter().map(|(k, v)| *k as f64 * *v as f64).sum::<f64>() / n as f64 } else { 0.0 };
     let int = |k: &str| Value::from(sum(k) as u64);
     let mut out = json!({
         "processes_count": procs.len(),
@@ -144,10 +130,7 @@ pub fn merge(procs: &[Value]) -> Value {
         "config": procs.first().and_then(|p| p.get("config")).cloned().unwrap_or(Value::Null),
     });
     let known: Vec<String> = out.as_object().unwrap().keys().cloned().collect();
-    if let (Some(o), Some(first)) = (
-        out.as_object_mut(),
-        procs.first().and_then(Value::as_object),
-    ) {
+    if let (Some(o), Some(first)) = (out.as_object_mut(), procs.first().and_then(Value::as_object)) {
         for (k, v) in first {
             if !known.contains(k) && !matches!(k.as_str(), "process" | "threads") {
                 o.insert(k.clone(), v.clone());

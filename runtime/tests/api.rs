@@ -5,8 +5,8 @@ mod common;
 use bytes::{BufMut, BytesMut};
 use common::{demo, run_cluster, run_cluster_with};
 use ps_runtime::{
-    App, Consistency, DenseRow, PsContext, PsError, Result, Row, RowTypeRegistry, RowUpdate,
-    RuntimeConfig, TableConfig, Worker,
+    App, Consistency, DenseRow, PsContext, PsError, Result, Row, RowTypeRegistry, RowUpdate, RuntimeConfig,
+    TableConfig, Worker,
 };
 
 /// A user-defined row: running count, sum, min and max of observations. Its update is an
@@ -21,12 +21,7 @@ struct Summary {
 
 impl Summary {
     fn of(x: f64) -> Self {
-        Summary {
-            n: 1,
-            sum: x,
-            min: x,
-            max: x,
-        }
+        Summary { n: 1, sum: x, min: x, max: x }
     }
     fn put(&self, b: &mut BytesMut) {
         b.put_i64_le(self.n);
@@ -52,12 +47,7 @@ impl Summary {
 
 impl RowUpdate for Summary {
     fn zero(_: usize) -> Self {
-        Summary {
-            n: 0,
-            sum: 0.0,
-            min: f64::INFINITY,
-            max: f64::NEG_INFINITY,
-        }
+        Summary { n: 0, sum: 0.0, min: f64::INFINITY, max: f64::NEG_INFINITY }
     }
     fn merge(&mut self, o: &Self) {
         self.n += o.n;
@@ -110,14 +100,8 @@ impl App for Observe {
         w.global_barrier()?;
         let total = w.total_threads() as f64;
         let s = t.get(0)?.clone();
-        let want_sum: f64 = (0..total as i64)
-            .map(|g| (0..5).map(|k| g as f64 * 10.0 + k as f64).sum::<f64>())
-            .sum();
-        if s.n != 5 * total as i64
-            || s.sum != want_sum
-            || s.min != 0.0
-            || s.max != (total - 1.0) * 10.0 + 4.0
-        {
+        let want_sum: f64 = (0..total as i64).map(|g| (0..5).map(|k| g as f64 * 10.0 + k as f64).sum::<f64>()).sum();
+        if s.n != 5 * total as i64 || s.sum != want_sum || s.min != 0.0 || s.max != (total - 1.0) * 10.0 + 4.0 {
             return Err(PsError::Violation(format!("summary after barrier: {s:?}")));
         }
         Ok(())
@@ -128,11 +112,7 @@ impl App for Observe {
 fn user_defined_rows_aggregate_across_processes() {
     let mut reg = RowTypeRegistry::with_builtins();
     reg.register::<Summary>();
-    let cfg = RuntimeConfig {
-        consistency: Consistency::Ssp,
-        staleness: 2,
-        ..RuntimeConfig::default()
-    };
+    let cfg = RuntimeConfig { consistency: Consistency::Ssp, staleness: 2, ..RuntimeConfig::default() };
     for r in run_cluster_with(3, &cfg, reg, |_| Box::new(Observe)) {
         r.unwrap();
     }
@@ -156,15 +136,9 @@ impl App for Tables {
     }
     fn run_worker(&self, w: &mut Worker) -> Result<()> {
         // Wrong row type: a usage error, not a crash.
-        let e = w
-            .table::<DenseRow<i64>>(0)
-            .err()
-            .expect("opened with the wrong type");
+        let e = w.table::<DenseRow<i64>>(0).err().expect("opened with the wrong type");
         assert!(e.to_string().contains("dense_f32"), "{e}");
-        let e = w
-            .table::<DenseRow<f32>>(9)
-            .err()
-            .expect("opened a missing table");
+        let e = w.table::<DenseRow<f32>>(9).err().expect("opened a missing table");
         assert!(e.to_string().contains("table 9"), "{e}");
         let mut t = w.table::<DenseRow<f32>>(0)?;
         let e = t.inc_col(0, 4, 1.0f32).unwrap_err();
@@ -183,23 +157,13 @@ fn misuse_gives_clear_errors() {
 #[test]
 fn processes_with_different_tables_are_refused_at_startup() {
     let res = run_cluster(2, &RuntimeConfig::default(), |_| Box::new(Tables(5)));
-    let msgs: Vec<String> = res
-        .into_iter()
-        .map(|r| r.unwrap_err().to_string())
-        .collect();
-    assert!(
-        msgs.iter()
-            .all(|m| m.contains("process 1 created different tables")),
-        "{msgs:?}"
-    );
+    let msgs: Vec<String> = res.into_iter().map(|r| r.unwrap_err().to_string()).collect();
+    assert!(msgs.iter().all(|m| m.contains("process 1 created different tables")), "{msgs:?}");
 }
 
 #[test]
 fn async_mode_keeps_read_my_updates_and_refreshes() {
-    let cfg = RuntimeConfig {
-        consistency: Consistency::Async,
-        ..RuntimeConfig::default()
-    };
+    let cfg = RuntimeConfig { consistency: Consistency::Async, ..RuntimeConfig::default() };
     let res = run_cluster(3, &cfg, |_| demo("--clocks 30 --jitter-ms 2"));
     let mut fresh = 0;
     for r in res {
@@ -207,8 +171,5 @@ fn async_mode_keeps_read_my_updates_and_refreshes() {
         // Rows are refreshed, so some reads see data newer than the first fetch.
         fresh += st.rows_recv;
     }
-    assert!(
-        fresh > 3 * 10,
-        "async never refreshed rows ({fresh} received)"
-    );
+    assert!(fresh > 3 * 10, "async never refreshed rows ({fresh} received)");
 }

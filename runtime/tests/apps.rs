@@ -16,22 +16,13 @@ fn tmp(tag: &str) -> PathBuf {
 }
 
 fn run(app: &str, args: &[String], procs: usize, cfg: &RuntimeConfig) -> Vec<ProcessStats> {
-    run_cluster(procs, cfg, |_| apps::build(app, args).unwrap())
-        .into_iter()
-        .map(|r| r.unwrap())
-        .collect()
+    run_cluster(procs, cfg, |_| apps::build(app, args).unwrap()).into_iter().map(|r| r.unwrap()).collect()
 }
 
 /// The objective records of process 0: (clock, value, extra key).
 fn objective(stats: &[ProcessStats], key: &str) -> Vec<(i64, f64)> {
-    let recs = stats[0]
-        .app
-        .get("objective")
-        .and_then(Value::as_array)
-        .expect("objective reported");
-    recs.iter()
-        .map(|r| (r["clock"].as_i64().unwrap(), r[key].as_f64().unwrap()))
-        .collect()
+    let recs = stats[0].app.get("objective").and_then(Value::as_array).expect("objective reported");
+    recs.iter().map(|r| (r["clock"].as_i64().unwrap(), r[key].as_f64().unwrap())).collect()
 }
 
 fn args(s: String) -> Vec<String> {
@@ -59,15 +50,7 @@ fn mf_converges_and_writes_factors() {
         data.display(),
         out.display()
     ));
-    let st = run(
-        "mf",
-        &a,
-        2,
-        &RuntimeConfig {
-            threads: 2,
-            ..RuntimeConfig::default()
-        },
-    );
+    let st = run("mf", &a, 2, &RuntimeConfig { threads: 2, ..RuntimeConfig::default() });
     let rmse = objective(&st, "rmse");
     let test = objective(&st, "test_rmse");
     eprintln!("rmse {rmse:?}\ntest {test:?}");
@@ -77,15 +60,8 @@ fn mf_converges_and_writes_factors() {
     assert!(first > 2.0, "initial RMSE {first} should be far off");
     // Predicting the mean rating would give about 1.0 here; the planted noise floor is about 0.4.
     assert!(last < 0.8, "final training RMSE {last}");
-    assert!(
-        test.last().unwrap().1 < 0.9,
-        "final held-out RMSE {:?}",
-        test.last()
-    );
-    assert!(
-        rmse.windows(2).all(|w| w[1].1 <= w[0].1 * 1.02),
-        "RMSE does not fall: {rmse:?}"
-    );
+    assert!(test.last().unwrap().1 < 0.9, "final held-out RMSE {:?}", test.last());
+    assert!(rmse.windows(2).all(|w| w[1].1 <= w[0].1 * 1.02), "RMSE does not fall: {rmse:?}");
     // Complete output: every user and item exactly once, rank values each, and _SUCCESS.
     assert!(out.join("_SUCCESS").exists());
     assert!(!out.join("_temporary").exists());
@@ -95,9 +71,7 @@ fn mf_converges_and_writes_factors() {
             for line in std::fs::read_to_string(f.unwrap().path()).unwrap().lines() {
                 let cols: Vec<&str> = line.split('\t').collect();
                 assert_eq!(cols.len(), 11, "{line}");
-                assert!(cols[1..]
-                    .iter()
-                    .all(|v| v.parse::<f32>().unwrap().is_finite()));
+                assert!(cols[1..].iter().all(|v| v.parse::<f32>().unwrap().is_finite()));
                 ids.push(cols[0].parse::<u32>().unwrap());
             }
         }
@@ -105,16 +79,10 @@ fn mf_converges_and_writes_factors() {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), total, "{name}: an id was written twice");
-        assert!(
-            ids.len() <= n && ids.len() > n * 9 / 10,
-            "{name}: {} ids",
-            ids.len()
-        );
+        assert!(ids.len() <= n && ids.len() > n * 9 / 10, "{name}: {} ids", ids.len());
     }
     // Refuses to overwrite.
-    let res = run_cluster(1, &RuntimeConfig::default(), |_| {
-        apps::build("mf", &a).unwrap()
-    });
+    let res = run_cluster(1, &RuntimeConfig::default(), |_| apps::build("mf", &a).unwrap());
     assert!(res[0].as_ref().unwrap_err().to_string().contains("exists"));
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -134,10 +102,7 @@ fn mf_target_stops_early() {
         seed: 5,
     };
     gen::ratings(&spec, &data).unwrap();
-    let a = args(format!(
-        "--input {} --passes 50 --samples 50 --target 1.0",
-        data.display()
-    ));
+    let a = args(format!("--input {} --passes 50 --samples 50 --target 1.0", data.display()));
     let st = run("mf", &a, 2, &RuntimeConfig::default());
     let rmse = objective(&st, "rmse");
     let last = rmse.last().unwrap();

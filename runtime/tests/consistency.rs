@@ -9,19 +9,8 @@ use common::{demo, run_cluster, summary};
 use proptest::prelude::*;
 use ps_runtime::{Consistency, PrefetchPolicy, PsError, RuntimeConfig};
 
-fn cfg(
-    consistency: Consistency,
-    staleness: u32,
-    threads: usize,
-    prefetch: PrefetchPolicy,
-) -> RuntimeConfig {
-    RuntimeConfig {
-        consistency,
-        staleness,
-        threads,
-        prefetch,
-        ..RuntimeConfig::default()
-    }
+fn cfg(consistency: Consistency, staleness: u32, threads: usize, prefetch: PrefetchPolicy) -> RuntimeConfig {
+    RuntimeConfig { consistency, staleness, threads, prefetch, ..RuntimeConfig::default() }
 }
 
 /// One randomised job shape.
@@ -37,36 +26,21 @@ struct Shape {
 }
 
 fn check_job(j: Shape) {
-    let args = format!(
-        "--clocks {} --jitter-ms {} --seed {} --shared-rows 3",
-        j.clocks, j.jitter, j.seed
-    );
-    let res = run_cluster(
-        j.procs,
-        &cfg(j.consistency, j.s, j.threads, j.prefetch),
-        |_| demo(&args),
-    );
+    let args = format!("--clocks {} --jitter-ms {} --seed {} --shared-rows 3", j.clocks, j.jitter, j.seed);
+    let res = run_cluster(j.procs, &cfg(j.consistency, j.s, j.threads, j.prefetch), |_| demo(&args));
     let (mean, _, reads) = summary(&res);
     assert!(reads > 0);
     // Observed staleness (data age - reader clock) must lie in [-s-1, -1].
     for r in &res {
         for k in r.as_ref().unwrap().staleness_hist.keys() {
-            assert!(
-                *k <= -1 && *k >= -(j.s as i64) - 1,
-                "staleness {k} outside [-{}-1, -1]",
-                j.s
-            );
+            assert!(*k <= -1 && *k >= -(j.s as i64) - 1, "staleness {k} outside [-{}-1, -1]", j.s);
         }
     }
     assert!(mean <= -1.0);
 }
 
 fn prefetch_strategy() -> impl Strategy<Value = PrefetchPolicy> {
-    prop_oneof![
-        Just(PrefetchPolicy::Off),
-        Just(PrefetchPolicy::Conservative),
-        Just(PrefetchPolicy::Aggressive)
-    ]
+    prop_oneof![Just(PrefetchPolicy::Off), Just(PrefetchPolicy::Conservative), Just(PrefetchPolicy::Aggressive)]
 }
 
 proptest! {
@@ -106,16 +80,10 @@ fn every_staleness_in_both_modes() {
 
 #[test]
 fn bsp_observes_exactly_previous_clock() {
-    let res = run_cluster(3, &cfg(Consistency::Bsp, 5, 2, PrefetchPolicy::Off), |_| {
-        demo("--clocks 10 --jitter-ms 2")
-    });
+    let res = run_cluster(3, &cfg(Consistency::Bsp, 5, 2, PrefetchPolicy::Off), |_| demo("--clocks 10 --jitter-ms 2"));
     for r in res {
         let h = r.unwrap().staleness_hist;
-        assert_eq!(
-            h.keys().copied().collect::<Vec<_>>(),
-            vec![-1],
-            "BSP reads must be exactly one clock old"
-        );
+        assert_eq!(h.keys().copied().collect::<Vec<_>>(), vec![-1], "BSP reads must be exactly one clock old");
     }
 }
 
@@ -141,9 +109,8 @@ fn forced_stale_replies_are_caught() {
 #[test]
 fn global_barrier_makes_all_updates_visible() {
     for c in [Consistency::Ssp, Consistency::Essp] {
-        let res = run_cluster(3, &cfg(c, 5, 2, PrefetchPolicy::Off), |_| {
-            demo("--clocks 24 --jitter-ms 4 --barrier-every 6")
-        });
+        let res =
+            run_cluster(3, &cfg(c, 5, 2, PrefetchPolicy::Off), |_| demo("--clocks 24 --jitter-ms 4 --barrier-every 6"));
         for r in res {
             let st = r.unwrap();
             assert_eq!(st.clocks, 24);
@@ -156,24 +123,12 @@ fn global_barrier_makes_all_updates_visible() {
 #[test]
 fn essp_is_fresher_and_blocks_less_than_ssp() {
     let args = "--clocks 40 --delay-ms 3 --shared-rows 4";
-    let ssp = run_cluster(3, &cfg(Consistency::Ssp, 3, 2, PrefetchPolicy::Off), |_| {
-        demo(args)
-    });
-    let essp = run_cluster(
-        3,
-        &cfg(Consistency::Essp, 3, 2, PrefetchPolicy::Off),
-        |_| demo(args),
-    );
+    let ssp = run_cluster(3, &cfg(Consistency::Ssp, 3, 2, PrefetchPolicy::Off), |_| demo(args));
+    let essp = run_cluster(3, &cfg(Consistency::Essp, 3, 2, PrefetchPolicy::Off), |_| demo(args));
     let (ssp_mean, ssp_blocked, n1) = summary(&ssp);
     let (essp_mean, essp_blocked, n2) = summary(&essp);
     assert_eq!(n1, n2, "same workload, same number of reads");
     eprintln!("ssp: mean staleness {ssp_mean:.3}, blocked {ssp_blocked}; essp: {essp_mean:.3}, {essp_blocked}");
-    assert!(
-        essp_mean > ssp_mean,
-        "ESSP mean staleness {essp_mean} not fresher than SSP {ssp_mean}"
-    );
-    assert!(
-        essp_blocked < ssp_blocked,
-        "ESSP blocked {essp_blocked} times, SSP {ssp_blocked}"
-    );
+    assert!(essp_mean > ssp_mean, "ESSP mean staleness {essp_mean} not fresher than SSP {ssp_mean}");
+    assert!(essp_blocked < ssp_blocked, "ESSP blocked {essp_blocked} times, SSP {ssp_blocked}");
 }

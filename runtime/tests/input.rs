@@ -3,17 +3,12 @@
 
 use proptest::prelude::*;
 use ps_runtime::input::{
-    plan_splits, read_corpus, read_edges, read_ratings, BadRecords, LineReader, LocalFs,
-    RatingFormat,
+    plan_splits, read_corpus, read_edges, read_ratings, BadRecords, LineReader, LocalFs, RatingFormat,
 };
 use std::path::{Path, PathBuf};
 
 fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "ps-input-{tag}-{}-{}",
-        std::process::id(),
-        rand_tag()
-    ));
+    let d = std::env::temp_dir().join(format!("ps-input-{tag}-{}-{}", std::process::id(), rand_tag()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -103,23 +98,11 @@ fn all_ratings(url: &str, n: usize, f: RatingFormat) -> Vec<(u32, u32, f32)> {
 fn rating_formats_read_the_same_data() {
     let d = dir("ratings");
     let want = vec![(1, 10, 5.0), (1, 20, 3.0), (2, 10, 4.0), (3, 30, 1.5)];
-    let tsv = write(
-        &d.join("r.tsv"),
-        "1\t10\t5\t881250949\n1\t20\t3\t1\n2\t10\t4\t0\n\n3\t30\t1.5\t7\n",
-    );
-    let csv = write(
-        &d.join("r.csv"),
-        "userId,movieId,rating,timestamp\n1,10,5,1\n1,20,3,1\n2,10,4,1\n3,30,1.5,1\n",
-    );
-    let ml = write(
-        &d.join("ratings.dat"),
-        "1::10::5::978300760\n1::20::3::1\n2::10::4::1\n3::30::1.5::1\n",
-    );
+    let tsv = write(&d.join("r.tsv"), "1\t10\t5\t881250949\n1\t20\t3\t1\n2\t10\t4\t0\n\n3\t30\t1.5\t7\n");
+    let csv = write(&d.join("r.csv"), "userId,movieId,rating,timestamp\n1,10,5,1\n1,20,3,1\n2,10,4,1\n3,30,1.5,1\n");
+    let ml = write(&d.join("ratings.dat"), "1::10::5::978300760\n1::20::3::1\n2::10::4::1\n3::30::1.5::1\n");
     std::fs::create_dir_all(d.join("netflix")).unwrap();
-    write(
-        &d.join("netflix/mv_0000010.txt"),
-        "10:\n1,5,2005-09-06\n2,4,2005-05-13\n",
-    );
+    write(&d.join("netflix/mv_0000010.txt"), "10:\n1,5,2005-09-06\n2,4,2005-05-13\n");
     write(&d.join("netflix/mv_0000020.txt"), "20:\n1,3,2005-09-06\n");
     write(&d.join("netflix/mv_0000030.txt"), "30:\n3,1.5,2005-09-06\n");
     let combined = write(
@@ -129,11 +112,7 @@ fn rating_formats_read_the_same_data() {
     let nf_dir = d.join("netflix").to_string_lossy().to_string();
     for n in 1..6 {
         for url in [&tsv, &csv, &ml, &nf_dir, &combined] {
-            assert_eq!(
-                all_ratings(url, n, RatingFormat::Auto),
-                want,
-                "{url} with {n} workers"
-            );
+            assert_eq!(all_ratings(url, n, RatingFormat::Auto), want, "{url} with {n} workers");
         }
     }
     let _ = std::fs::remove_dir_all(&d);
@@ -159,43 +138,23 @@ fn netflix_splits_far_from_the_movie_header_know_the_movie() {
 fn malformed_lines_name_file_and_line_or_are_skipped() {
     let d = dir("bad");
     let p = write(&d.join("r.tsv"), "1\t2\t3\n4\tx\t5\n6\t7\t8\n9\t1\n");
-    let e = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Fail)
-        .unwrap_err()
-        .to_string();
+    let e = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Fail).unwrap_err().to_string();
     assert!(e.contains("r.tsv:2") && e.contains("item id 'x'"), "{e}");
     // The second worker of two owns line 3 onward and reports line 4 by its absolute number.
-    let e = read_ratings(&p, 1, 2, RatingFormat::Auto, BadRecords::Fail)
-        .unwrap_err()
-        .to_string();
+    let e = read_ratings(&p, 1, 2, RatingFormat::Auto, BadRecords::Fail).unwrap_err().to_string();
     assert!(e.contains("r.tsv:4") && e.contains("missing rating"), "{e}");
     let (ok, st) = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Skip).unwrap();
     assert_eq!((ok.len(), st.skipped), (2, 2));
 
-    let g = write(
-        &d.join("g.txt"),
-        "# FromNodeId\tToNodeId\n0\t1\n1 2\n2\tfoo\n",
-    );
-    let e = read_edges(&g, 0, 1, BadRecords::Fail)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("g.txt:4") && e.contains("target node 'foo'"),
-        "{e}"
-    );
+    let g = write(&d.join("g.txt"), "# FromNodeId\tToNodeId\n0\t1\n1 2\n2\tfoo\n");
+    let e = read_edges(&g, 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("g.txt:4") && e.contains("target node 'foo'"), "{e}");
     let (edges, st) = read_edges(&g, 0, 1, BadRecords::Skip).unwrap();
-    assert_eq!(
-        (edges.src, edges.dst, st.skipped),
-        (vec![0, 1], vec![1, 2], 1)
-    );
+    assert_eq!((edges.src, edges.dst, st.skipped), (vec![0, 1], vec![1, 2], 1));
 
     let c = write(&d.join("docword.x.txt"), "2\n5\n3\n1 1 2\n1 9 x\n2 3 1\n");
-    let e = read_corpus(&c, None, 0, 1, BadRecords::Fail)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("docword.x.txt:5") && e.contains("count 'x'"),
-        "{e}"
-    );
+    let e = read_corpus(&c, None, 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("docword.x.txt:5") && e.contains("count 'x'"), "{e}");
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -212,10 +171,7 @@ fn corpora_with_vocabularies() {
     let mut docs = Vec::new();
     for k in 0..3 {
         let (c, _) = read_corpus(&t, None, k, 3, BadRecords::Fail).unwrap();
-        assert_eq!(
-            c.vocab.as_deref(),
-            Some(&["a".to_string(), "b".into(), "c".into()][..])
-        );
+        assert_eq!(c.vocab.as_deref(), Some(&["a".to_string(), "b".into(), "c".into()][..]));
         docs.extend(c.docs.into_iter().map(|d| d.words));
     }
     docs.sort();
@@ -225,12 +181,8 @@ fn corpora_with_vocabularies() {
 
 #[test]
 fn missing_input_names_the_path() {
-    let e = read_edges("/no/such/graph.txt", 0, 1, BadRecords::Fail)
-        .unwrap_err()
-        .to_string();
+    let e = read_edges("/no/such/graph.txt", 0, 1, BadRecords::Fail).unwrap_err().to_string();
     assert!(e.contains("/no/such/graph.txt"), "{e}");
-    let e = read_edges("s3://bucket/x", 0, 1, BadRecords::Fail)
-        .unwrap_err()
-        .to_string();
+    let e = read_edges("s3://bucket/x", 0, 1, BadRecords::Fail).unwrap_err().to_string();
     assert!(e.contains("not supported"), "{e}");
 }

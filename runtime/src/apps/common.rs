@@ -62,9 +62,7 @@ impl CommonArgs {
     pub fn validate(&mut self, app: &str, default_cpp: i64) -> Result<()> {
         self.clocks_per_pass.get_or_insert(default_cpp);
         if self.passes <= 0 || self.cpp() <= 0 || self.samples < 0 {
-            return Err(PsError::Config(format!(
-                "{app}: --passes and --clocks-per-pass must be positive"
-            )));
+            return Err(PsError::Config(format!("{app}: --passes and --clocks-per-pass must be positive")));
         }
         Ok(())
     }
@@ -97,35 +95,17 @@ pub struct Objective {
 
 impl Objective {
     pub fn new(finish: fn(&[f64]) -> Vec<(&'static str, f64)>, lower_is_better: bool) -> Arc<Self> {
-        Arc::new(Objective {
-            finish,
-            lower_is_better,
-            records: Mutex::new(Vec::new()),
-            started: Mutex::new(None),
-        })
+        Arc::new(Objective { finish, lower_is_better, records: Mutex::new(Vec::new()), started: Mutex::new(None) })
     }
 
     pub fn create_tables(ctx: &mut PsContext) -> Result<()> {
-        ctx.create_table(TableConfig::new(
-            OBJECTIVE_TABLE,
-            "objective",
-            "dense_f64",
-            OBJECTIVE_FIELDS,
-        ))?;
+        ctx.create_table(TableConfig::new(OBJECTIVE_TABLE, "objective", "dense_f64", OBJECTIVE_FIELDS))?;
         ctx.create_table(TableConfig::new(CONTROL_TABLE, "control", "dense_i64", 1))
     }
 
     pub fn report(&self) -> Map<String, Value> {
         let mut m = Map::new();
-        m.insert(
-            "objective".into(),
-            Value::Array(
-                self.records
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone(),
-            ),
-        );
+        m.insert("objective".into(), Value::Array(self.records.lock().unwrap_or_else(|e| e.into_inner()).clone()));
         m
     }
 }
@@ -136,8 +116,8 @@ pub struct Tracker {
     table: TableHandle<DenseRow<f64>>,
     control: TableHandle<DenseRow<i64>>,
     reporter: bool,
-    /// Evaluations not yet read: (row, clocks completed, time).
-    pending: VecDeque<(u64, i64, f64)>,
+    /// Evaluations not yet read: (row, label, clock it was made in, time).
+    pending: VecDeque<(u64, i64, i64, f64)>,
     next_row: u64,
     slack: Option<i64>,
     target: Option<f64>,
@@ -147,11 +127,7 @@ pub struct Tracker {
 
 impl Tracker {
     pub fn new(w: &mut Worker, obj: Arc<Objective>, args: &CommonArgs) -> Result<Self> {
-        let t0 = *obj
-            .started
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert_with(Instant::now);
+        let t0 = *obj.started.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Instant::now);
         Ok(Tracker {
             table: w.table(OBJECTIVE_TABLE)?,
             control: w.table(CONTROL_TABLE)?,
@@ -166,20 +142,15 @@ impl Tracker {
         })
     }
 
-    /// Adds this worker's partial sums of the next evaluation, taken after `clocks_done` clocks.
-    /// Every worker must call it at the same points.
-    pub fn contribute(&mut self, clocks_done: i64, partial: &[f64]) -> Result<()> {
+    /// Adds this worker's partial sums of the next evaluation, labelled `label` (clocks or passes
+    /// of work done). Every worker must call it at the same points of its work.
+    pub fn contribute(&mut self, w: &Worker, label: i64, partial: &[f64]) -> Result<()> {
         let row = self.next_row;
         self.next_row += 1;
-        let upd: Vec<(u32, f64)> = partial
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i as u32, *v))
-            .collect();
+        let upd: Vec<(u32, f64)> = partial.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect();
         self.table.batch_inc(row, &upd)?;
         if self.reporter {
-            self.pending
-                .push_back((row, clocks_done, self.t0.elapsed().as_secs_f64()));
+            self.pending.push_back((row, label, w.current_clock(), self.t0.elapsed().as_secs_f64()));
         }
         Ok(())
     }
@@ -189,15 +160,14 @@ impl Tracker {
     pub fn poll(&mut self, w: &Worker) -> Result<bool> {
         let c = w.current_clock();
         if self.reporter {
-            while let Some(&(row, done, t)) = self.pending.front() {
-                // Contributions were made during clock done-1; a read at clock c sees every clock
-                // <= c - s - 1, i.e. done <= c - s.
+            while let Some(&(row, label, made_at, t)) = self.pending.front() {
+                // A read at clock c sees every update of clocks <= c - s - 1 from every worker.
                 match self.slack {
-                    Some(s) if done <= c - s => {}
+                    Some(s) if made_at < c - s => {}
                     _ => break,
                 }
                 self.pending.pop_front();
-                self.publish(row, done, t, c)?;
+                self.publish(row, label, t, c)?;
             }
         }
         let stop = self.control.get(0)?.col(0);
@@ -220,17 +190,9 @@ impl Tracker {
             line += &format!(" {k} {v:.6}");
         }
         log::info!("{line}");
-        self.obj
-            .records
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(rec);
+        self.obj.records.lock().unwrap_or_else(|e| e.into_inner()).push(rec);
         if let Some(target) = self.target {
-            let reached = if self.obj.lower_is_better {
-                value <= target
-            } else {
-                value >= target
-            };
+            let reached = if self.obj.lower_is_better { value <= target } else { value >= target };
             if reached && self.control.get(0)?.col(0) == 0 {
                 log::info!("target {target} reached at clock {done}: stopping");
                 self.control.inc_col(0, 0, c + 1)?;
@@ -243,8 +205,8 @@ impl Tracker {
     pub fn finish(&mut self, w: &mut Worker) -> Result<()> {
         w.global_barrier()?;
         let c = w.current_clock();
-        while let Some((row, done, t)) = self.pending.pop_front() {
-            self.publish(row, done, t, c)?;
+        while let Some((row, label, _, t)) = self.pending.pop_front() {
+            self.publish(row, label, t, c)?;
         }
         Ok(())
     }
@@ -260,20 +222,14 @@ pub struct Output {
 
 impl Output {
     pub fn new(url: &str) -> Result<Self> {
-        Ok(Output {
-            storage: storage_for(url)?,
-            url: url.trim_end_matches('/').to_string(),
-        })
+        Ok(Output { storage: storage_for(url)?, url: url.trim_end_matches('/').to_string() })
     }
 
     /// Refuses an existing output unless `overwrite` (then removes it). Call once, before work.
     pub fn prepare(&self, overwrite: bool) -> Result<()> {
         if self.storage.exists(&self.url)? {
             if !overwrite {
-                return Err(PsError::Config(format!(
-                    "--output {} exists (use --overwrite to replace it)",
-                    self.url
-                )));
+                return Err(PsError::Config(format!("--output {} exists (use --overwrite to replace it)", self.url)));
             }
             self.storage.delete(&self.url)?;
         }
@@ -290,9 +246,7 @@ impl Output {
     ) -> Result<()> {
         let path = format!("{}/_temporary/{task}/{name}/part-{part:05}", self.url);
         let mut f = self.storage.create(&path)?;
-        body(&mut f)
-            .and_then(|_| f.flush())
-            .map_err(|e| PsError::io(format!("writing {path}"), e))
+        body(&mut f).and_then(|_| f.flush()).map_err(|e| PsError::io(format!("writing {path}"), e))
     }
 
     /// Moves every task's parts into place and marks the output complete.
@@ -301,16 +255,13 @@ impl Output {
         for task in self.storage.children(&tmp)? {
             for name in self.storage.children(&format!("{tmp}/{task}"))? {
                 for part in self.storage.children(&format!("{tmp}/{task}/{name}"))? {
-                    self.storage.rename(
-                        &format!("{tmp}/{task}/{name}/{part}"),
-                        &format!("{}/{name}/{part}", self.url),
-                    )?;
+                    self.storage
+                        .rename(&format!("{tmp}/{task}/{name}/{part}"), &format!("{}/{name}/{part}", self.url))?;
                 }
             }
         }
         self.storage.delete(&tmp)?;
         let mut f = self.storage.create(&format!("{}/_SUCCESS", self.url))?;
-        f.flush()
-            .map_err(|e| PsError::io(format!("writing {}/_SUCCESS", self.url), e))
+        f.flush().map_err(|e| PsError::io(format!("writing {}/_SUCCESS", self.url), e))
     }
 }

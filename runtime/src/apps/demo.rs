@@ -15,10 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 #[derive(Parser, Debug, Clone)]
-#[command(
-    name = "demo",
-    about = "Per-worker counters that check the SSP guarantee on every read"
-)]
+#[command(name = "demo", about = "Per-worker counters that check the SSP guarantee on every read")]
 pub struct DemoArgs {
     /// Clocks each worker runs.
     #[arg(long, default_value_t = 20)]
@@ -49,17 +46,12 @@ pub struct Demo {
 
 impl Demo {
     pub fn from_args(args: &[String]) -> Result<Self> {
-        let args = DemoArgs::try_parse_from(
-            std::iter::once("demo".to_string()).chain(args.iter().cloned()),
-        )
-        .map_err(|e| PsError::Config(format!("demo: {e}")))?;
+        let args = DemoArgs::try_parse_from(std::iter::once("demo".to_string()).chain(args.iter().cloned()))
+            .map_err(|e| PsError::Config(format!("demo: {e}")))?;
         if args.clocks <= 0 {
             return Err(PsError::Config("demo: --clocks must be positive".into()));
         }
-        Ok(Demo {
-            args,
-            checks: AtomicU64::new(0),
-        })
+        Ok(Demo { args, checks: AtomicU64::new(0) })
     }
 }
 
@@ -77,15 +69,10 @@ impl App for Demo {
         let s = w.staleness(OWN)?;
         let mut own = w.table::<DenseRow<i64>>(OWN)?;
         let mut shared = w.table::<SparseRow<i32>>(SHARED)?;
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(
-            self.args.seed ^ (me + 1).wrapping_mul(0x9e3779b97f4a7c15),
-        );
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(self.args.seed ^ (me + 1).wrapping_mul(0x9e3779b97f4a7c15));
         let mut checks = 0u64;
-        let fail = |what: String, c: i64| {
-            PsError::Violation(format!(
-                "thread {me} at clock {c} (staleness {s:?}): {what}"
-            ))
-        };
+        let fail =
+            |what: String, c: i64| PsError::Violation(format!("thread {me} at clock {c} (staleness {s:?}): {what}"));
         while w.current_clock() < self.args.clocks {
             let c = w.current_clock();
             own.inc_col(me, c as u32, 1)?;
@@ -116,10 +103,7 @@ impl App for Demo {
                     let v = row.col(k as u32) as u64;
                     let lo = if k <= bound { n } else { 1 };
                     if v < lo || v > n {
-                        return Err(fail(
-                            format!("shared row {r} column {k} = {v}, expected {lo}..={n}"),
-                            c,
-                        ));
+                        return Err(fail(format!("shared row {r} column {k} = {v}, expected {lo}..={n}"), c));
                     }
                     checks += 1;
                 }
@@ -132,10 +116,7 @@ impl App for Demo {
                     let row = own.get(t)?;
                     for k in 0..=c {
                         if row.col(k as u32) != 1 {
-                            return Err(fail(
-                                format!("after barrier row {t} column {k} not visible"),
-                                c,
-                            ));
+                            return Err(fail(format!("after barrier row {t} column {k} not visible"), c));
                         }
                     }
                 }
@@ -149,10 +130,7 @@ impl App for Demo {
 
     fn report(&self) -> Map<String, Value> {
         let mut m = Map::new();
-        m.insert(
-            "checks".into(),
-            Value::from(self.checks.load(Ordering::Relaxed)),
-        );
+        m.insert("checks".into(), Value::from(self.checks.load(Ordering::Relaxed)));
         m
     }
 }

@@ -52,22 +52,12 @@ pub const OWNER: u32 = 2;
 /// Whether a rating is held out (independent of how the input is split).
 pub fn held_out(r: &Rating, seed: u64, fraction: f64) -> bool {
     fraction > 0.0
-        && (mix64(((r.user as u64) << 32 | r.item as u64) ^ seed) >> 11) as f64
-            / (1u64 << 53) as f64
-            <= fraction
+        && (mix64(((r.user as u64) << 32 | r.item as u64) ^ seed) >> 11) as f64 / (1u64 << 53) as f64 <= fraction
 }
 
 /// SGD step for one rating on plain slices; returns the error before the step.
 #[inline]
-pub fn sgd_step(
-    l: &[f32],
-    r: &[f32],
-    x: f32,
-    lr: f32,
-    lambda: f32,
-    dl: &mut [f32],
-    dr: &mut [f32],
-) -> f32 {
+pub fn sgd_step(l: &[f32], r: &[f32], x: f32, lr: f32, lambda: f32, dl: &mut [f32], dr: &mut [f32]) -> f32 {
     let e = x - dot(l, r);
     for k in 0..l.len() {
         dl[k] = lr * (e * r[k] - lambda * l[k]);
@@ -97,20 +87,13 @@ pub struct Mf {
 
 impl Mf {
     pub fn from_args(args: &[String]) -> Result<Self> {
-        let mut args =
-            MfArgs::try_parse_from(std::iter::once("mf".to_string()).chain(args.iter().cloned()))
-                .map_err(|e| PsError::Config(format!("mf: {e}")))?;
+        let mut args = MfArgs::try_parse_from(std::iter::once("mf".to_string()).chain(args.iter().cloned()))
+            .map_err(|e| PsError::Config(format!("mf: {e}")))?;
         args.common.validate("mf", 10)?;
         if args.rank == 0 || !(0.0..1.0).contains(&args.test_fraction) {
-            return Err(PsError::Config(
-                "mf: --rank must be positive and --test-fraction in [0, 1)".into(),
-            ));
+            return Err(PsError::Config("mf: --rank must be positive and --test-fraction in [0, 1)".into()));
         }
-        Ok(Mf {
-            args,
-            obj: Objective::new(finish, true),
-            output: None,
-        })
+        Ok(Mf { args, obj: Objective::new(finish, true), output: None })
     }
 }
 
@@ -118,16 +101,8 @@ impl App for Mf {
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
         let k = self.args.rank;
         let hi = self.args.init_scale / (k as f64).sqrt();
-        ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(
-            0.0,
-            hi,
-            self.args.common.seed,
-        ))?;
-        ctx.create_table(TableConfig::new(R, "items", "dense_f32", k).with_init(
-            0.0,
-            hi,
-            self.args.common.seed ^ 1,
-        ))?;
+        ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(0.0, hi, self.args.common.seed))?;
+        ctx.create_table(TableConfig::new(R, "items", "dense_f32", k).with_init(0.0, hi, self.args.common.seed ^ 1))?;
         let workers = ctx.num_processes() * ctx.config().threads;
         ctx.create_table(TableConfig::new(OWNER, "owner", "dense_i64", workers))?;
         Objective::create_tables(ctx)?;
@@ -146,18 +121,10 @@ impl App for Mf {
         let c = &a.common;
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         let (ratings, st) = read_ratings(&c.input, gid, nw, a.format, c.bad_records())?;
-        let (mut train, test): (Vec<Rating>, Vec<Rating>) = ratings
-            .into_iter()
-            .partition(|r| !held_out(r, c.seed, a.test_fraction));
-        log::debug!(
-            "worker {gid}: {} training, {} held-out ratings ({} skipped)",
-            train.len(),
-            test.len(),
-            st.skipped
-        );
-        train.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(
-            c.seed ^ gid as u64,
-        ));
+        let (mut train, test): (Vec<Rating>, Vec<Rating>) =
+            ratings.into_iter().partition(|r| !held_out(r, c.seed, a.test_fraction));
+        log::debug!("worker {gid}: {} training, {} held-out ratings ({} skipped)", train.len(), test.len(), st.skipped);
+        train.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(c.seed ^ gid as u64));
         let mut lt = w.table::<DenseRow<f32>>(L)?;
         let mut rt = w.table::<DenseRow<f32>>(R)?;
         let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
@@ -178,7 +145,7 @@ impl App for Mf {
             Ok(s)
         };
         let first = eval(&mut lt, &mut rt)?;
-        tracker.contribute(0, &first)?;
+        tracker.contribute(w, 0, &first)?;
         let cpp = c.cpp();
         let per_clock = train.len().div_ceil(cpp as usize);
         for clock in 0..c.total_clocks() {
@@ -197,7 +164,7 @@ impl App for Mf {
             }
             if c.is_sample_clock(clock) {
                 let s = eval(&mut lt, &mut rt)?;
-                tracker.contribute(clock + 1, &s)?;
+                tracker.contribute(w, clock + 1, &s)?;
             }
             w.clock()?;
         }
@@ -216,13 +183,7 @@ impl App for Mf {
 impl Mf {
     /// Writes `user_factors` and `item_factors` (`id<TAB>v1<TAB>...<TAB>vK`). Each id is written by
     /// the lowest-numbered worker that has it, elected through the owner table.
-    fn write_factors(
-        &self,
-        w: &mut Worker,
-        out: &Output,
-        train: &[Rating],
-        test: &[Rating],
-    ) -> Result<()> {
+    fn write_factors(&self, w: &mut Worker, out: &Output, train: &[Rating], test: &[Rating]) -> Result<()> {
         let gid = w.global_thread_id();
         let mut owner = w.table::<DenseRow<i64>>(OWNER)?;
         let mut users: Vec<u64> = train.iter().chain(test).map(|r| r.user as u64).collect();
@@ -239,10 +200,7 @@ impl Mf {
             owner.inc_col(2 * i + 1, gid as u32, 1i64)?;
         }
         w.global_barrier()?;
-        for (name, ids, table, tag) in [
-            ("user_factors", &users, L, 0u64),
-            ("item_factors", &items, R, 1),
-        ] {
+        for (name, ids, table, tag) in [("user_factors", &users, L, 0u64), ("item_factors", &items, R, 1)] {
             let mut t = w.table::<DenseRow<f32>>(table)?;
             let mut text = Vec::new();
             for &id in ids {

@@ -2,22 +2,22 @@
 
 pub mod common;
 pub mod demo;
+pub mod lda;
+pub mod lda_sampler;
 pub mod mf;
 
 use crate::error::{PsError, Result};
 use crate::App;
 
 /// Names of the built-in applications.
-pub const NAMES: &[&str] = &["demo", "mf"];
+pub const NAMES: &[&str] = &["demo", "mf", "lda"];
 
 /// Builds the application `name` from its command-line arguments.
 pub fn build(name: &str, args: &[String]) -> Result<Box<dyn App>> {
     match name {
         "demo" => Ok(Box::new(demo::Demo::from_args(args)?)),
         "mf" => Ok(Box::new(mf::Mf::from_args(args)?)),
-        other => Err(PsError::Config(format!(
-            "app: unknown application '{other}' (known: {})",
-            NAMES.join(", ")
-        ))),
+        "lda" => Ok(Box::new(lda::Lda::from_args(args)?)),
+        other => Err(PsError::Config(format!("app: unknown application '{other}' (known: {})", NAMES.join(", ")))),
     }
 }

@@ -8,8 +8,7 @@
 use clap::Parser;
 use ps_runtime::local_cluster::run_local_cluster;
 use ps_runtime::{
-    App, Consistency, DenseRow, PrefetchPolicy, PsContext, Result, RowTypeRegistry, RuntimeConfig,
-    TableConfig, Worker,
+    App, Consistency, DenseRow, PrefetchPolicy, PsContext, Result, RowTypeRegistry, RuntimeConfig, TableConfig, Worker,
 };
 use serde_json::json;
 use std::collections::HashMap;
@@ -144,8 +143,7 @@ fn main() {
     let a = Args::parse();
     let registry = RowTypeRegistry::with_builtins();
     let mut results = Vec::new();
-    let mut csv =
-        String::from("benchmark,processes,threads,value,unit,baseline,baseline_unit,ratio\n");
+    let mut csv = String::from("benchmark,processes,threads,value,unit,baseline,baseline_unit,ratio\n");
     for &p in &a.procs {
         // 1. cache-hit get + inc
         let cfg = RuntimeConfig {
@@ -158,14 +156,7 @@ fn main() {
         let r2 = rates.clone();
         let (rows, ops) = (a.hot_rows, a.ops);
         let res = run_local_cluster(p, &cfg, &registry, move |_| {
-            Box::new(Proxy(
-                HitLoop {
-                    rows,
-                    ops,
-                    rates: Mutex::new(Vec::new()),
-                },
-                r2.clone(),
-            ))
+            Box::new(Proxy(HitLoop { rows, ops, rates: Mutex::new(Vec::new()) }, r2.clone()))
         })
         .expect("start cluster");
         for r in res {
@@ -189,11 +180,9 @@ fn main() {
             a.threads,
             ps / map_rate
         );
-        results.push(
-            json!({"benchmark": "cache_hit_get_inc", "processes": p, "threads": a.threads,
+        results.push(json!({"benchmark": "cache_hit_get_inc", "processes": p, "threads": a.threads,
             "ps_ops_per_s_per_thread": ps, "vec_ops_per_s": vec_rate, "hashmap_ops_per_s": map_rate,
-            "ratio_vs_vec": ps / vec_rate, "ratio_vs_hashmap": ps / map_rate}),
-        );
+            "ratio_vs_vec": ps / vec_rate, "ratio_vs_hashmap": ps / map_rate}));
 
         // 2. remote row throughput
         let cfg = RuntimeConfig {
@@ -207,20 +196,10 @@ fn main() {
         let s2 = secs.clone();
         let (rows, clocks) = (a.rows, a.clocks);
         let res = run_local_cluster(p, &cfg, &registry, move |_| {
-            Box::new(Proxy(
-                ReadAll {
-                    rows,
-                    clocks,
-                    secs: Mutex::new(Vec::new()),
-                },
-                s2.clone(),
-            ))
+            Box::new(Proxy(ReadAll { rows, clocks, secs: Mutex::new(Vec::new()) }, s2.clone()))
         })
         .expect("start cluster");
-        let stats: Vec<_> = res
-            .into_iter()
-            .map(|r| r.expect("read job failed"))
-            .collect();
+        let stats: Vec<_> = res.into_iter().map(|r| r.expect("read job failed")).collect();
         let secs = secs.lock().unwrap().iter().copied().fold(0.0, f64::max);
         let measured_clocks = (a.clocks - 1) as f64;
         // Rows each process had to receive in the measured clocks (local ones skip the network).
@@ -234,36 +213,22 @@ fn main() {
             "remote rows (100 x f32), {p} processes: {:.0} rows/s, {:.1} MB/s payload, wire bytes / payload bytes = {:.3}",
             rows_per_s, rows_per_s * payload / 1e6, overhead
         );
-        csv += &format!(
-            "row_throughput,{p},{},{rows_per_s:.0},rows/s,,,\n",
-            a.threads
-        );
-        csv += &format!(
-            "wire_overhead,{p},{},{overhead:.4},wire/payload,,,\n",
-            a.threads
-        );
-        results.push(
-            json!({"benchmark": "remote_row_throughput", "processes": p, "threads": a.threads,
+        csv += &format!("row_throughput,{p},{},{rows_per_s:.0},rows/s,,,\n", a.threads);
+        csv += &format!("wire_overhead,{p},{},{overhead:.4},wire/payload,,,\n", a.threads);
+        results.push(json!({"benchmark": "remote_row_throughput", "processes": p, "threads": a.threads,
             "rows_per_s": rows_per_s, "payload_mb_per_s": rows_per_s * payload / 1e6,
-            "wire_bytes": wire, "remote_rows": remote_rows, "wire_over_payload": overhead}),
-        );
+            "wire_bytes": wire, "remote_rows": remote_rows, "wire_over_payload": overhead}));
     }
     if let Err(e) = std::fs::create_dir_all(&a.out)
         .and_then(|_| {
-            std::fs::write(
-                a.out.join("bench-runtime.json"),
-                serde_json::to_string_pretty(&results).unwrap_or_default(),
-            )
+            std::fs::write(a.out.join("bench-runtime.json"), serde_json::to_string_pretty(&results).unwrap_or_default())
         })
         .and_then(|_| std::fs::write(a.out.join("bench-runtime.csv"), csv))
     {
         eprintln!("writing results to {}: {e}", a.out.display());
         std::process::exit(1);
     }
-    println!(
-        "results written to {}/bench-runtime.{{json,csv}}",
-        a.out.display()
-    );
+    println!("results written to {}/bench-runtime.{{json,csv}}", a.out.display());
 }
 
 /// Wraps an app to hand its measurements back after the job (apps are moved into the runtime).

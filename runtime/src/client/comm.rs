@@ -21,11 +21,7 @@ pub(crate) struct ClientTask {
 }
 
 impl ClientTask {
-    pub async fn run(
-        mut self,
-        mut cmds: UnboundedReceiver<ClientCmd>,
-        mut inbox: UnboundedReceiver<(usize, Msg)>,
-    ) {
+    pub async fn run(mut self, mut cmds: UnboundedReceiver<ClientCmd>, mut inbox: UnboundedReceiver<(usize, Msg)>) {
         loop {
             tokio::select! {
                 c = cmds.recv() => match c {
@@ -72,10 +68,7 @@ impl ClientTask {
     fn flush_fetches(&self, fetches: &mut [Vec<FetchReq>]) {
         for (q, f) in fetches.iter_mut().enumerate() {
             if !f.is_empty() {
-                self.core
-                    .net
-                    .fetches_sent
-                    .fetch_add(f.len() as u64, Ordering::Relaxed);
+                self.core.net.fetches_sent.fetch_add(f.len() as u64, Ordering::Relaxed);
                 self.send(q, Msg::Fetch(std::mem::take(f)));
             }
         }
@@ -85,9 +78,7 @@ impl ClientTask {
         match cmd {
             ClientCmd::Fetch { .. } => unreachable!("handled in on_cmds"),
             ClientCmd::ProcessClock { completed } => self.ship(completed),
-            ClientCmd::Barrier { epoch, clock } => {
-                self.send(0, Msg::BarrierArrive { epoch, clock })
-            }
+            ClientCmd::Barrier { epoch, clock } => self.send(0, Msg::BarrierArrive { epoch, clock }),
             ClientCmd::Register { fingerprint } => self.send(0, Msg::Register { fingerprint }),
             ClientCmd::Done => self.send(0, Msg::Done),
             ClientCmd::Abort(reason) => self.send(0, Msg::Abort { reason }),
@@ -107,21 +98,12 @@ impl ClientTask {
             entries += out.entries;
             for (q, bufs) in out.per_server.into_iter().enumerate() {
                 for b in bufs {
-                    self.send(
-                        q,
-                        Msg::Oplog {
-                            table: *id,
-                            data: b.freeze(),
-                        },
-                    );
+                    self.send(q, Msg::Oplog { table: *id, data: b.freeze() });
                 }
             }
         }
         drop(tables);
-        self.core
-            .net
-            .updates_sent
-            .fetch_add(entries, Ordering::Relaxed);
+        self.core.net.updates_sent.fetch_add(entries, Ordering::Relaxed);
         for q in 0..self.core.nprocs {
             self.send(q, Msg::Clock { clock: upto });
         }
@@ -154,32 +136,22 @@ impl ClientTask {
 
     fn on_msg(&mut self, from: usize, msg: Msg) -> Result<()> {
         match msg {
-            Msg::Rows {
-                kind,
-                age,
-                rc,
-                data,
-            } => {
+            Msg::Rows { kind, age, rc, data } => {
                 let tables = self.core.tables.read().unwrap_or_else(|e| e.into_inner());
                 let mut s: &[u8] = &data;
                 let mut n = 0;
                 while !s.is_empty() {
                     let table = s.take_u32()?;
                     let row = s.take_u64()?;
-                    let slot = tables.get(&table).ok_or_else(|| {
-                        PsError::codec(format!(
-                            "process {from} sent a row of unknown table {table}"
-                        ))
-                    })?;
+                    let slot = tables
+                        .get(&table)
+                        .ok_or_else(|| PsError::codec(format!("process {from} sent a row of unknown table {table}")))?;
                     slot.ops.on_row(from, kind, age, rc, row, &mut s)?;
                     n += 1;
                 }
                 self.core.net.rows_recv.fetch_add(n, Ordering::Relaxed);
                 if from != self.core.pid {
-                    self.core
-                        .net
-                        .rows_recv_remote
-                        .fetch_add(n, Ordering::Relaxed);
+                    self.core.net.rows_recv_remote.fetch_add(n, Ordering::Relaxed);
                 }
                 if kind == RowsKind::PushDone {
                     self.core.push_clock[from].fetch_max(age, Ordering::AcqRel);
@@ -189,13 +161,7 @@ impl ClientTask {
                 }
             }
             Msg::ClockAck { clock } => {
-                for t in self
-                    .core
-                    .tables
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .values()
-                {
+                for t in self.core.tables.read().unwrap_or_else(|e| e.into_inner()).values() {
                     t.ops.on_ack(from, clock);
                 }
                 if clock >= CLOCK_FINISHED {
@@ -218,9 +184,7 @@ impl ClientTask {
                 self.core.fail(PsError::Aborted(reason));
             }
             other => {
-                return Err(PsError::codec(format!(
-                    "process {from} sent a client an unexpected {other:?}"
-                )));
+                return Err(PsError::codec(format!("process {from} sent a client an unexpected {other:?}")));
             }
         }
         Ok(())

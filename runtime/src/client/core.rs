@@ -101,12 +101,7 @@ pub(crate) struct Core {
 pub(crate) const NO_AGE: i64 = i64::MIN / 4;
 
 impl Core {
-    pub fn new(
-        pid: usize,
-        nprocs: usize,
-        cfg: RuntimeConfig,
-        cmd: UnboundedSender<ClientCmd>,
-    ) -> Self {
+    pub fn new(pid: usize, nprocs: usize, cfg: RuntimeConfig, cmd: UnboundedSender<ClientCmd>) -> Self {
         let threads = cfg.threads;
         Core {
             pid,
@@ -122,10 +117,7 @@ impl Core {
             failure: Mutex::new(None),
             ctl: Mutex::new(Ctl::default()),
             ctl_cv: Condvar::new(),
-            tracker: Mutex::new(Tracker {
-                clocks: vec![0; threads],
-                proc_clock: 0,
-            }),
+            tracker: Mutex::new(Tracker { clocks: vec![0; threads], proc_clock: 0 }),
             barrier: Mutex::new(LocalBarrier {
                 epoch: 0,
                 arrived: 0,
@@ -157,9 +149,7 @@ impl Core {
     #[inline]
     pub fn check(&self) -> Result<()> {
         if self.failed.load(Ordering::Relaxed) {
-            return Err(self
-                .failure()
-                .unwrap_or_else(|| PsError::Aborted("unknown failure".into())));
+            return Err(self.failure().unwrap_or_else(|| PsError::Aborted("unknown failure".into())));
         }
         Ok(())
     }
@@ -174,16 +164,10 @@ impl Core {
     }
 
     /// Blocks until `done(ctl)` holds, the process fails, or `timeout` passes (`what` names the wait).
-    pub fn wait_ctl(
-        &self,
-        what: &str,
-        timeout: Option<Duration>,
-        done: impl Fn(&Ctl) -> bool,
-    ) -> Result<()> {
+    pub fn wait_ctl(&self, what: &str, timeout: Option<Duration>, done: impl Fn(&Ctl) -> bool) -> Result<()> {
         let timeout = timeout.unwrap_or(Duration::from_secs(10 * 365 * 86400));
-        let deadline = Instant::now()
-            .checked_add(timeout)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86400));
+        let deadline =
+            Instant::now().checked_add(timeout).unwrap_or_else(|| Instant::now() + Duration::from_secs(86400));
         let mut g = lock(&self.ctl);
         loop {
             self.check()?;
@@ -192,16 +176,9 @@ impl Core {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(PsError::Aborted(format!(
-                    "timed out after {:?} waiting for {what}",
-                    timeout
-                )));
+                return Err(PsError::Aborted(format!("timed out after {:?} waiting for {what}", timeout)));
             }
-            g = self
-                .ctl_cv
-                .wait_timeout(g, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            g = self.ctl_cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
 
@@ -219,11 +196,7 @@ impl Core {
         if min > t.proc_clock {
             t.proc_clock = min;
             // Sent under the lock so the task sees process clocks in order.
-            let completed = if min > CLOCK_FINISHED {
-                CLOCK_FINISHED
-            } else {
-                min - 1
-            };
+            let completed = if min > CLOCK_FINISHED { CLOCK_FINISHED } else { min - 1 };
             self.send(ClientCmd::ProcessClock { completed });
         }
     }
@@ -245,10 +218,7 @@ impl Core {
         b.arrived += 1;
         b.max_clock = b.max_clock.max(clock);
         if b.arrived == self.cfg.threads {
-            self.send(ClientCmd::Barrier {
-                epoch: b.epoch,
-                clock: b.max_clock,
-            });
+            self.send(ClientCmd::Barrier { epoch: b.epoch, clock: b.max_clock });
             b.arrived = 0;
             b.max_clock = i64::MIN;
             b.epoch += 1;
@@ -272,9 +242,7 @@ impl Core {
 
     pub fn table_slot<T>(&self, id: u32, f: impl FnOnce(&TableSlot) -> Result<T>) -> Result<T> {
         let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        let slot = tables
-            .get(&id)
-            .ok_or_else(|| PsError::Usage(format!("table {id} was not created")))?;
+        let slot = tables.get(&id).ok_or_else(|| PsError::Usage(format!("table {id} was not created")))?;
         f(slot)
     }
 }

@@ -55,24 +55,10 @@ impl<R: Row> ProcessTable<R> {
     pub fn new(cfg: TableConfig, core: Arc<Core>) -> Self {
         let n = core.cfg.cache_shards;
         let shards = (0..n)
-            .map(|_| {
-                (
-                    Mutex::new(Shard {
-                        rows: FxHashMap::default(),
-                        oplog: BTreeMap::new(),
-                    }),
-                    Condvar::new(),
-                )
-            })
+            .map(|_| (Mutex::new(Shard { rows: FxHashMap::default(), oplog: BTreeMap::new() }), Condvar::new()))
             .collect();
         let subscribe = core.cfg.consistency == Consistency::Essp;
-        ProcessTable {
-            cfg,
-            core,
-            shards,
-            mask: n as u64 - 1,
-            subscribe,
-        }
+        ProcessTable { cfg, core, shards, mask: n as u64 - 1, subscribe }
     }
 
     pub fn core(&self) -> &Arc<Core> {
@@ -91,8 +77,7 @@ impl<R: Row> ProcessTable<R> {
 
     fn effective_age(&self, row: u64, r: &ProcRow<R>) -> i64 {
         if r.subscribed {
-            r.age
-                .max(self.core.push_clock[self.server(row)].load(Ordering::Acquire))
+            r.age.max(self.core.push_clock[self.server(row)].load(Ordering::Acquire))
         } else {
             r.age
         }
@@ -100,27 +85,13 @@ impl<R: Row> ProcessTable<R> {
 
     fn fetch(&self, row: u64, min_age: i64, r: &mut ProcRow<R>) {
         r.in_flight = min_age;
-        let req = FetchReq {
-            table: self.cfg.id,
-            row,
-            min_age,
-            subscribe: self.subscribe,
-        };
-        self.core.send(ClientCmd::Fetch {
-            server: self.server(row),
-            req,
-        });
+        let req = FetchReq { table: self.cfg.id, row, min_age, subscribe: self.subscribe };
+        self.core.send(ClientCmd::Fetch { server: self.server(row), req });
     }
 
     /// Copies `row` into a thread cache once the process cache holds a version with data age
     /// `>= req`, fetching it (or waiting for its push) and blocking otherwise.
-    pub fn read(
-        &self,
-        row: u64,
-        req: i64,
-        dst: CopyTarget<'_, R>,
-        st: &mut ThreadStats,
-    ) -> Result<()> {
+    pub fn read(&self, row: u64, req: i64, dst: CopyTarget<'_, R>, st: &mut ThreadStats) -> Result<()> {
         let (m, cv) = self.shard(row);
         let mut g = lock(m);
         let mut blocked: Option<Instant> = None;
@@ -186,16 +157,7 @@ impl<R: Row> ProcessTable<R> {
         let g = lock(&self.shard(row).0);
         g.rows
             .get(&row)
-            .map(|r| {
-                (
-                    if r.view.is_some() {
-                        self.effective_age(row, r)
-                    } else {
-                        NO_AGE
-                    },
-                    r.subscribed,
-                )
-            })
+            .map(|r| (if r.view.is_some() { self.effective_age(row, r) } else { NO_AGE }, r.subscribed))
             .unwrap_or((NO_AGE, false))
     }
 
@@ -224,15 +186,7 @@ impl<R: Row> ProcessTable<R> {
 }
 
 impl<R: Row> ProcessTableOps for ProcessTable<R> {
-    fn on_row(
-        &self,
-        _server: usize,
-        kind: RowsKind,
-        age: i64,
-        rc: i64,
-        row: u64,
-        buf: &mut &[u8],
-    ) -> Result<()> {
+    fn on_row(&self, _server: usize, kind: RowsKind, age: i64, rc: i64, row: u64, buf: &mut &[u8]) -> Result<()> {
         let mut data = R::decode(buf, self.cfg.columns)?;
         let (m, cv) = self.shard(row);
         let mut g = lock(m);

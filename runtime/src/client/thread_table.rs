@@ -34,14 +34,7 @@ pub(crate) struct Entry<R: Row> {
 
 impl<R: Row> Entry<R> {
     fn new() -> Self {
-        Entry {
-            view: None,
-            age: NO_AGE,
-            version: u64::MAX,
-            checked: NO_AGE,
-            touched: NO_AGE,
-            pending: None,
-        }
+        Entry { view: None, age: NO_AGE, version: u64::MAX, checked: NO_AGE, touched: NO_AGE, pending: None }
     }
 }
 
@@ -65,11 +58,7 @@ impl<R: Row> ThreadTable<R> {
             slack,
             // Async has no staleness bound to trigger fetches: without refresh a row would never
             // change, so it always refreshes aggressively.
-            prefetch: if slack.is_none() {
-                PrefetchPolicy::Aggressive
-            } else {
-                cfg.prefetch
-            },
+            prefetch: if slack.is_none() { PrefetchPolicy::Aggressive } else { cfg.prefetch },
             capacity: cfg.thread_cache_rows,
             proc,
             clock,
@@ -92,12 +81,7 @@ impl<R: Row> ThreadTable<R> {
 
     #[inline]
     fn try_hit(&mut self, row: u64, c: i64, req: i64) -> Option<&mut R> {
-        let ThreadTable {
-            cache,
-            stats,
-            touched,
-            ..
-        } = self;
+        let ThreadTable { cache, stats, touched, .. } = self;
         let e = cache.get_mut(&row)?;
         if e.checked != c || e.age < req {
             return None;
@@ -117,12 +101,7 @@ impl<R: Row> ThreadTable<R> {
         self.proc.read(
             row,
             req,
-            CopyTarget {
-                view: &mut e.view,
-                age: &mut e.age,
-                version: &mut e.version,
-                pending: e.pending.as_ref(),
-            },
+            CopyTarget { view: &mut e.view, age: &mut e.age, version: &mut e.version, pending: e.pending.as_ref() },
             &mut self.stats,
         )?;
         e.checked = c;
@@ -177,9 +156,7 @@ impl<R: Row> ThreadTable<R> {
                     PrefetchPolicy::Conservative if age < need => self.proc.prefetch(row, need),
                     // Aggressive: anything newer than what we have (the server parks the request
                     // until its clock moves, so this never asks twice for the same version).
-                    PrefetchPolicy::Aggressive if age < old => {
-                        self.proc.prefetch(row, need.max(age + 1))
-                    }
+                    PrefetchPolicy::Aggressive if age < old => self.proc.prefetch(row, need.max(age + 1)),
                     _ => {}
                 }
             }
@@ -203,9 +180,7 @@ pub struct TableHandle<R: Row> {
 
 impl<R: Row> Clone for TableHandle<R> {
     fn clone(&self) -> Self {
-        TableHandle {
-            inner: self.inner.clone(),
-        }
+        TableHandle { inner: self.inner.clone() }
     }
 }
 
@@ -234,10 +209,7 @@ impl<R: Row> TableHandle<R> {
             Err(mut t) => {
                 t.miss(row, c, req)?;
                 Ok(RowRef(RefMut::map(t, |t| {
-                    t.cache
-                        .get_mut(&row)
-                        .and_then(|e| e.view.as_mut())
-                        .expect("row was just filled")
+                    t.cache.get_mut(&row).and_then(|e| e.view.as_mut()).expect("row was just filled")
                 })))
             }
         }
@@ -247,9 +219,7 @@ impl<R: Row> TableHandle<R> {
     /// threads after the clock it belongs to is shipped.
     #[inline]
     pub fn inc(&mut self, row: u64, delta: &R::Update) {
-        self.inner
-            .borrow_mut()
-            .inc_with(row, |p| p.merge(delta), |v| v.apply(delta));
+        self.inner.borrow_mut().inc_with(row, |p| p.merge(delta), |v| v.apply(delta));
     }
 
     /// Non-blocking refresh: asks the server for a newer version of `row` than the cached one.
@@ -279,10 +249,7 @@ impl<R: Row> TableHandle<R> {
         let mut t = self.inner.borrow_mut();
         let cols = t.proc.cfg.columns;
         if cols > 0 && col as usize >= cols {
-            return Err(PsError::Usage(format!(
-                "table {}: column {col} out of range ({cols} columns)",
-                t.proc.cfg.id
-            )));
+            return Err(PsError::Usage(format!("table {}: column {col} out of range ({cols} columns)", t.proc.cfg.id)));
         }
         t.inc_with(row, |p| p.add(col, value), |r| r.add(col, value));
         Ok(())
@@ -321,9 +288,7 @@ pub(crate) trait ThreadTableOps {
 
 impl<R: Row> ThreadTableOps for RefCell<ThreadTable<R>> {
     fn end_clock(&self, old: i64) -> Result<()> {
-        self.try_borrow_mut()
-            .map_err(|_| PsError::Usage("a RowRef was held across clock()".into()))?
-            .end_clock(old);
+        self.try_borrow_mut().map_err(|_| PsError::Usage("a RowRef was held across clock()".into()))?.end_clock(old);
         Ok(())
     }
     fn stats(&self) -> ThreadStats {

@@ -39,10 +39,7 @@ impl Worker {
         Worker {
             core,
             tid,
-            clock: Rc::new(ThreadClock {
-                clock: Cell::new(0),
-                floor: Cell::new(i64::MIN / 4),
-            }),
+            clock: Rc::new(ThreadClock { clock: Cell::new(0), floor: Cell::new(i64::MIN / 4) }),
             tables: FxHashMap::default(),
             barrier_wait_ns: Cell::new(0),
             started: Instant::now(),
@@ -79,8 +76,7 @@ impl Worker {
     }
     /// Effective staleness of a table (`None`: unbounded, async).
     pub fn staleness(&self, table: u32) -> Result<Option<i64>> {
-        self.core
-            .table_slot(table, |s| Ok(self.core.cfg.slack(s.cfg.staleness)))
+        self.core.table_slot(table, |s| Ok(self.core.cfg.slack(s.cfg.staleness)))
     }
 
     /// This thread's handle on table `id` with row type `R` (must match the table's `row_type`).
@@ -133,8 +129,7 @@ impl Worker {
         let b = self.core.barrier_wait(self.clock.clock.get())?;
         self.clock.clock.set(b);
         self.clock.floor.set(b - 1);
-        self.barrier_wait_ns
-            .set(self.barrier_wait_ns.get() + t0.elapsed().as_nanos() as u64);
+        self.barrier_wait_ns.set(self.barrier_wait_ns.get() + t0.elapsed().as_nanos() as u64);
         Ok(())
     }
 

@@ -25,26 +25,26 @@ pub struct Corpus {
     pub vocab: Option<Vec<String>>,
 }
 
-fn is_docword(storage: &dyn Storage, path: &str) -> Result<bool> {
+/// For a docword file, its header `(D, W, NNZ)`.
+fn docword_header(storage: &dyn Storage, path: &str) -> Result<Option<[u64; 3]>> {
     let head = storage.read_at(path, 0, 256)?;
     let text = String::from_utf8_lossy(&head);
     let mut lines = text.lines();
-    Ok((0..3).all(|_| {
-        lines
-            .next()
-            .is_some_and(|l| l.trim().parse::<u64>().is_ok())
-    }))
+    let mut h = [0u64; 3];
+    for x in h.iter_mut() {
+        match lines.next().and_then(|l| l.trim().parse::<u64>().ok()) {
+            Some(v) => *x = v,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(h))
 }
 
 fn read_lines(storage: &dyn Storage, url: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for (path, _) in storage.list(url)? {
         for l in BufReader::new(storage.open(&path, 0)?).lines() {
-            out.push(
-                l.map_err(|e| PsError::io(format!("reading {path}"), e))?
-                    .trim()
-                    .to_string(),
-            );
+            out.push(l.map_err(|e| PsError::io(format!("reading {path}"), e))?.trim().to_string());
         }
     }
     Ok(out)
@@ -78,18 +78,13 @@ fn parse_triple(t: &str) -> std::result::Result<(u64, u32, u32), String> {
 
 /// Reads worker `k`'s share (of `n`) of the corpus at `url`. `vocab` overrides the vocabulary
 /// file (docword) or supplies one (token files; otherwise it is built from the whole input).
-pub fn read_corpus(
-    url: &str,
-    vocab: Option<&str>,
-    k: usize,
-    n: usize,
-    bad: BadRecords,
-) -> Result<(Corpus, ReadStats)> {
+pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadRecords) -> Result<(Corpus, ReadStats)> {
     let storage = storage_for(url)?;
     let st = storage.as_ref();
     let files = st.list(url)?;
     let mut stats = ReadStats::default();
-    let docword = is_docword(st, &files[0].0)?;
+    let header = docword_header(st, &files[0].0)?;
+    let docword = header.is_some();
     let words = match (vocab, docword) {
         (Some(v), _) => Some(read_lines(storage_for(v)?.as_ref(), v)?),
         (None, true) => match sibling_vocab(&files[0].0) {
@@ -104,7 +99,8 @@ pub fn read_corpus(
         for split in plan_splits(&files, k, n) {
             read_docword_split(st, &split, bad, &mut corpus, &mut stats, &mut max_w)?;
         }
-        corpus.vocab_size = words.as_ref().map(|w| w.len()).unwrap_or(0).max(max_w);
+        let declared = header.map(|h| h[1] as usize).unwrap_or(0);
+        corpus.vocab_size = words.as_ref().map(|w| w.len()).unwrap_or(0).max(max_w).max(declared);
         corpus.vocab = words;
     } else {
         // Token files: ids from the given vocabulary, else from every word of the input (every
@@ -122,29 +118,18 @@ pub fn read_corpus(
                 set.into_iter().collect()
             }
         };
-        let index: std::collections::HashMap<&str, u32> = vocab
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (w.as_str(), i as u32))
-            .collect();
+        let index: std::collections::HashMap<&str, u32> =
+            vocab.iter().enumerate().map(|(i, w)| (w.as_str(), i as u32)).collect();
         for split in plan_splits(&files, k, n) {
             let mut r = LineReader::new(st, &split)?;
             while let Some((line, at)) = r.next_line()? {
-                let mut doc = Doc {
-                    id: (split.path.len() as u64) << 48 | at,
-                    words: Vec::new(),
-                };
+                let mut doc = Doc { id: (split.path.len() as u64) << 48 | at, words: Vec::new() };
                 for w in line.split_whitespace() {
                     match index.get(w) {
                         Some(&id) => doc.words.push(id),
-                        None => on_bad(
-                            bad,
-                            &mut stats,
-                            st,
-                            &split.path,
-                            at,
-                            &format!("word '{w}' not in the vocabulary"),
-                        )?,
+                        None => {
+                            on_bad(bad, &mut stats, st, &split.path, at, &format!("word '{w}' not in the vocabulary"))?
+                        }
                     }
                 }
                 if !doc.words.is_empty() {
@@ -213,10 +198,7 @@ fn read_docword_split(
         } else if cur.is_none() && past {
             break;
         }
-        let doc = cur.get_or_insert_with(|| Doc {
-            id: d,
-            words: Vec::new(),
-        });
+        let doc = cur.get_or_insert_with(|| Doc { id: d, words: Vec::new() });
         doc.words.extend(std::iter::repeat_n(w, c as usize));
         *max_w = (*max_w).max(w as usize + 1);
         stats.records += 1;

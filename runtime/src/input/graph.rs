@@ -24,9 +24,7 @@ pub fn read_edges(url: &str, k: usize, n: usize, bad: BadRecords) -> Result<(Edg
                 continue;
             }
             let mut f = t.split_whitespace();
-            match field::<u32>(f.next(), "source node")
-                .and_then(|s| Ok((s, field::<u32>(f.next(), "target node")?)))
-            {
+            match field::<u32>(f.next(), "source node").and_then(|s| Ok((s, field::<u32>(f.next(), "target node")?))) {
                 Ok((s, d)) => {
                     out.src.push(s);
                     out.dst.push(d);

@@ -37,22 +37,15 @@ pub struct ReadStats {
 
 /// Builds the error for a malformed record at byte `offset` of `path`, with its line number.
 pub(crate) fn bad_line(storage: &dyn Storage, path: &str, offset: u64, why: &str) -> PsError {
-    let line = storage
-        .line_number(path, offset)
-        .map(|l| format!(":{l}"))
-        .unwrap_or_else(|_| format!(" (byte {offset})"));
+    let line =
+        storage.line_number(path, offset).map(|l| format!(":{l}")).unwrap_or_else(|_| format!(" (byte {offset})"));
     PsError::Config(format!("{path}{line}: {why}"))
 }
 
 /// Parses one decimal field of a record.
-pub(crate) fn field<T: std::str::FromStr>(
-    s: Option<&str>,
-    what: &str,
-) -> std::result::Result<T, String> {
+pub(crate) fn field<T: std::str::FromStr>(s: Option<&str>, what: &str) -> std::result::Result<T, String> {
     let s = s.ok_or_else(|| format!("missing {what}"))?;
-    s.trim()
-        .parse::<T>()
-        .map_err(|_| format!("{what} '{s}' is not a valid number"))
+    s.trim().parse::<T>().map_err(|_| format!("{what} '{s}' is not a valid number"))
 }
 
 /// Handles one bad record according to the policy.
@@ -68,10 +61,7 @@ pub(crate) fn on_bad(
         BadRecords::Fail => Err(bad_line(storage, path, offset, why)),
         BadRecords::Skip => {
             if stats.skipped < 5 {
-                log::warn!(
-                    "skipping bad record: {}",
-                    bad_line(storage, path, offset, why)
-                );
+                log::warn!("skipping bad record: {}", bad_line(storage, path, offset, why));
             }
             stats.skipped += 1;
             Ok(())

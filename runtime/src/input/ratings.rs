@@ -32,9 +32,7 @@ impl std::str::FromStr for RatingFormat {
             "tsv" | "csv" | "delimited" => Ok(Self::Delimited),
             "movielens" => Ok(Self::MovieLens),
             "netflix" => Ok(Self::Netflix),
-            _ => Err(PsError::Config(format!(
-                "--format: '{s}' is not auto, tsv, csv, movielens or netflix"
-            ))),
+            _ => Err(PsError::Config(format!("--format: '{s}' is not auto, tsv, csv, movielens or netflix"))),
         }
     }
 }
@@ -108,11 +106,7 @@ pub fn read_ratings(
                             let mut f = t.split(',');
                             field::<u32>(f.next(), "user id").and_then(|u| {
                                 let v = field::<f32>(f.next(), "rating")?;
-                                Ok(Rating {
-                                    user: u,
-                                    item: m,
-                                    value: v,
-                                })
+                                Ok(Rating { user: u, item: m, value: v })
                             })
                         }
                     }

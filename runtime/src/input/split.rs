@@ -16,21 +16,14 @@ pub struct Split {
 /// The splits of worker `k` of `n`: an even share of the total bytes, cut at file boundaries.
 pub fn plan_splits(files: &[(String, u64)], k: usize, n: usize) -> Vec<Split> {
     let total: u64 = files.iter().map(|f| f.1).sum();
-    let (lo, hi) = (
-        total * k as u64 / n as u64,
-        total * (k as u64 + 1) / n as u64,
-    );
+    let (lo, hi) = (total * k as u64 / n as u64, total * (k as u64 + 1) / n as u64);
     let mut out = Vec::new();
     let mut base = 0u64;
     for (path, len) in files {
         let (fs, fe) = (base, base + len);
         let (s, e) = (lo.max(fs), hi.min(fe));
         if s < e {
-            out.push(Split {
-                path: path.clone(),
-                start: s - fs,
-                end: e - fs,
-            });
+            out.push(Split { path: path.clone(), start: s - fs, end: e - fs });
         }
         base = fe;
     }
@@ -91,9 +84,8 @@ impl LineReader {
         while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
             self.buf.pop();
         }
-        let s = std::str::from_utf8(&self.buf).map_err(|_| {
-            PsError::Config(format!("{} (byte {at}): line is not UTF-8", self.path))
-        })?;
+        let s = std::str::from_utf8(&self.buf)
+            .map_err(|_| PsError::Config(format!("{} (byte {at}): line is not UTF-8", self.path)))?;
         Ok(Some((s, at)))
     }
 
@@ -122,12 +114,8 @@ pub(crate) fn find_line_before(
         let lo = hi.saturating_sub(chunk);
         let data = storage.read_at(path, lo, (pos - lo) as usize)?;
         // Complete lines in data: those starting after a newline (or at byte 0 of the file).
-        let mut starts: Vec<usize> = data
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| **b == b'\n')
-            .map(|(i, _)| i + 1)
-            .collect();
+        let mut starts: Vec<usize> =
+            data.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
         if lo == 0 {
             starts.insert(0, 0);
         }
@@ -137,14 +125,8 @@ pub(crate) fn find_line_before(
             if abs >= hi {
                 continue;
             }
-            let end = data[st..]
-                .iter()
-                .position(|b| *b == b'\n')
-                .map(|e| st + e)
-                .unwrap_or(data.len());
-            let line = String::from_utf8_lossy(&data[st..end])
-                .trim_end_matches('\r')
-                .to_string();
+            let end = data[st..].iter().position(|b| *b == b'\n').map(|e| st + e).unwrap_or(data.len());
+            let line = String::from_utf8_lossy(&data[st..end]).trim_end_matches('\r').to_string();
             if pred(&line) {
                 return Ok(Some((abs, line)));
             }

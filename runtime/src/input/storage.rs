@@ -36,9 +36,7 @@ pub trait Storage: Send + Sync {
         let mut buf = vec![0u8; 1 << 16];
         let mut lines = 1;
         loop {
-            let n = r
-                .read(&mut buf)
-                .map_err(|e| PsError::io(format!("reading {path}"), e))?;
+            let n = r.read(&mut buf).map_err(|e| PsError::io(format!("reading {path}"), e))?;
             if n == 0 {
                 return Ok(lines);
             }
@@ -68,17 +66,13 @@ impl Storage for LocalFs {
             if name.starts_with('_') || name.starts_with('.') {
                 continue;
             }
-            let m = e
-                .metadata()
-                .map_err(|err| PsError::io(format!("stat {}", e.path().display()), err))?;
+            let m = e.metadata().map_err(|err| PsError::io(format!("stat {}", e.path().display()), err))?;
             if m.is_file() {
                 out.push((e.path().to_string_lossy().to_string(), m.len()));
             }
         }
         if out.is_empty() {
-            return Err(PsError::Config(format!(
-                "input {url}: directory has no data files"
-            )));
+            return Err(PsError::Config(format!("input {url}: directory has no data files")));
         }
         out.sort();
         Ok(out)
@@ -87,8 +81,7 @@ impl Storage for LocalFs {
     fn create(&self, path: &str) -> Result<Box<dyn std::io::Write + Send>> {
         let p = std::path::Path::new(local_path(path));
         if let Some(d) = p.parent() {
-            std::fs::create_dir_all(d)
-                .map_err(|e| PsError::io(format!("creating directory {}", d.display()), e))?;
+            std::fs::create_dir_all(d).map_err(|e| PsError::io(format!("creating directory {}", d.display()), e))?;
         }
         let f = std::fs::File::create(p).map_err(|e| PsError::io(format!("creating {path}"), e))?;
         Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
@@ -97,11 +90,9 @@ impl Storage for LocalFs {
     fn rename(&self, from: &str, to: &str) -> Result<()> {
         let to_p = std::path::Path::new(local_path(to));
         if let Some(d) = to_p.parent() {
-            std::fs::create_dir_all(d)
-                .map_err(|e| PsError::io(format!("creating directory {}", d.display()), e))?;
+            std::fs::create_dir_all(d).map_err(|e| PsError::io(format!("creating directory {}", d.display()), e))?;
         }
-        std::fs::rename(local_path(from), to_p)
-            .map_err(|e| PsError::io(format!("renaming {from} to {to}"), e))
+        std::fs::rename(local_path(from), to_p).map_err(|e| PsError::io(format!("renaming {from} to {to}"), e))
     }
 
     fn exists(&self, path: &str) -> Result<bool> {
@@ -110,24 +101,16 @@ impl Storage for LocalFs {
 
     fn delete(&self, path: &str) -> Result<()> {
         let p = std::path::Path::new(local_path(path));
-        let r = if p.is_dir() {
-            std::fs::remove_dir_all(p)
-        } else {
-            std::fs::remove_file(p)
-        };
+        let r = if p.is_dir() { std::fs::remove_dir_all(p) } else { std::fs::remove_file(p) };
         match r {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(PsError::io(format!("deleting {path}"), e))
-            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(PsError::io(format!("deleting {path}"), e)),
             _ => Ok(()),
         }
     }
 
     fn children(&self, dir: &str) -> Result<Vec<String>> {
         let mut v = Vec::new();
-        for e in std::fs::read_dir(local_path(dir))
-            .map_err(|e| PsError::io(format!("listing {dir}"), e))?
-        {
+        for e in std::fs::read_dir(local_path(dir)).map_err(|e| PsError::io(format!("listing {dir}"), e))? {
             let e = e.map_err(|e| PsError::io(format!("listing {dir}"), e))?;
             v.push(e.file_name().to_string_lossy().to_string());
         }
@@ -136,11 +119,9 @@ impl Storage for LocalFs {
     }
 
     fn open(&self, path: &str, start: u64) -> Result<Box<dyn Read + Send>> {
-        let mut f =
-            std::fs::File::open(path).map_err(|e| PsError::io(format!("opening {path}"), e))?;
+        let mut f = std::fs::File::open(path).map_err(|e| PsError::io(format!("opening {path}"), e))?;
         if start > 0 {
-            f.seek(SeekFrom::Start(start))
-                .map_err(|e| PsError::io(format!("seeking {path} to {start}"), e))?;
+            f.seek(SeekFrom::Start(start)).map_err(|e| PsError::io(format!("seeking {path} to {start}"), e))?;
         }
         Ok(Box::new(f))
     }
@@ -152,8 +133,6 @@ pub fn storage_for(url: &str) -> Result<Arc<dyn Storage>> {
         Ok(Arc::new(LocalFs))
     } else {
         let scheme = url.split("://").next().unwrap_or("");
-        Err(PsError::Config(format!(
-            "{url}: storage scheme '{scheme}' is not supported yet (use a local path)"
-        )))
+        Err(PsError::Config(format!("{url}: storage scheme '{scheme}' is not supported yet (use a local path)")))
     }
 }

@@ -32,9 +32,7 @@ fn encode_dense<T: Element>(v: &[T], buf: &mut BytesMut) {
 fn decode_dense<T: Element>(buf: &mut &[u8], columns: usize) -> Result<Vec<T>> {
     let n = buf.take_u32()? as usize;
     if n != columns {
-        return Err(PsError::codec(format!(
-            "dense row has {n} columns, table has {columns}"
-        )));
+        return Err(PsError::codec(format!("dense row has {n} columns, table has {columns}")));
     }
     let mut out = Vec::with_capacity(n);
     read_array(buf, n, &mut out)?;
@@ -67,8 +65,7 @@ impl<T: Element> Row for DenseRow<T> {
     }
     fn randomize(&mut self, seed: u64, low: f64, high: f64) {
         for (i, x) in self.0.iter_mut().enumerate() {
-            let u = (crate::config::mix64(seed ^ (i as u64).wrapping_mul(0x9e3779b97f4a7c15)) >> 11)
-                as f64
+            let u = (crate::config::mix64(seed ^ (i as u64).wrapping_mul(0x9e3779b97f4a7c15)) >> 11) as f64
                 / (1u64 << 53) as f64;
             *x = T::from_f64(low + (high - low) * u);
         }

@@ -6,15 +6,7 @@ use bytes::{BufMut, BytesMut};
 
 /// A numeric element of a built-in row. Encoded little-endian on the wire.
 pub trait Element:
-    Copy
-    + Default
-    + PartialEq
-    + PartialOrd
-    + std::fmt::Debug
-    + std::ops::AddAssign
-    + Send
-    + Sync
-    + 'static
+    Copy + Default + PartialEq + PartialOrd + std::fmt::Debug + std::ops::AddAssign + Send + Sync + 'static
 {
     /// Short name used in row type names ("f32" in "dense_f32").
     const NAME: &'static str;
@@ -73,10 +65,7 @@ impl ReadExt for &[u8] {
     #[inline]
     fn take_bytes(&mut self, n: usize) -> Result<&[u8]> {
         if self.len() < n {
-            return Err(PsError::codec(format!(
-                "truncated: wanted {n} bytes, {} left",
-                self.len()
-            )));
+            return Err(PsError::codec(format!("truncated: wanted {n} bytes, {} left", self.len())));
         }
         let (head, tail) = self.split_at(n);
         *self = tail;
@@ -98,9 +87,7 @@ impl ReadExt for &[u8] {
 
 /// Reads a packed little-endian array of `n` elements.
 pub(crate) fn read_array<T: Element>(buf: &mut &[u8], n: usize, out: &mut Vec<T>) -> Result<()> {
-    let bytes = n
-        .checked_mul(T::SIZE)
-        .ok_or_else(|| PsError::codec("array length overflow"))?;
+    let bytes = n.checked_mul(T::SIZE).ok_or_else(|| PsError::codec("array length overflow"))?;
     let raw = buf.take_bytes(bytes)?;
     out.clear();
     out.extend(raw.chunks_exact(T::SIZE).map(T::read));

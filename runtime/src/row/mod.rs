@@ -80,10 +80,7 @@ mod tests {
         // Every strict prefix is an error, never a panic.
         for cut in 0..b.len() {
             let mut s: &[u8] = &b[..cut];
-            assert!(
-                <R as Row>::decode(&mut s, cols).is_err(),
-                "prefix of {cut} bytes decoded"
-            );
+            assert!(<R as Row>::decode(&mut s, cols).is_err(), "prefix of {cut} bytes decoded");
         }
     }
 

@@ -31,11 +31,7 @@ pub(crate) struct BatchOut {
 
 impl BatchOut {
     pub fn new(servers: usize, limit: usize) -> Self {
-        BatchOut {
-            per_server: (0..servers).map(|_| Vec::new()).collect(),
-            limit,
-            entries: 0,
-        }
+        BatchOut { per_server: (0..servers).map(|_| Vec::new()).collect(), limit, entries: 0 }
     }
     /// The buffer to append the next entry for `server` to (starts a new frame when full).
     pub fn buf(&mut self, server: usize) -> &mut BytesMut {
@@ -51,15 +47,7 @@ impl BatchOut {
 /// Client-side process cache of one table, type-erased for the communication task.
 pub(crate) trait ProcessTableOps: Send + Sync {
     /// Installs one row of a `Rows` message, advancing `buf` past it.
-    fn on_row(
-        &self,
-        server: usize,
-        kind: RowsKind,
-        age: i64,
-        rc: i64,
-        row: u64,
-        buf: &mut &[u8],
-    ) -> Result<()>;
+    fn on_row(&self, server: usize, kind: RowsKind, age: i64, rc: i64, row: u64, buf: &mut &[u8]) -> Result<()>;
     /// Encodes the process oplog of clocks in `(from, upto]` into per-server batches (kept for replay).
     fn collect_updates(&self, from: i64, upto: i64, out: &mut BatchOut);
     /// Server `server` has applied this process's updates up to `clock`: drop them from the oplog.
@@ -108,9 +96,7 @@ impl Default for RowTypeRegistry {
 impl RowTypeRegistry {
     /// A registry with dense and sparse rows over i32, i64, f32 and f64.
     pub fn with_builtins() -> Self {
-        let mut r = RowTypeRegistry {
-            map: HashMap::new(),
-        };
+        let mut r = RowTypeRegistry { map: HashMap::new() };
         r.register::<DenseRow<i32>>();
         r.register::<DenseRow<i64>>();
         r.register::<DenseRow<f32>>();
@@ -124,8 +110,7 @@ impl RowTypeRegistry {
 
     /// Registers a (user-defined) row type under `R::type_name()`.
     pub fn register<R: Row>(&mut self) {
-        self.map
-            .insert(R::type_name(), Arc::new(Factory::<R>(PhantomData)));
+        self.map.insert(R::type_name(), Arc::new(Factory::<R>(PhantomData)));
     }
 
     pub fn names(&self) -> Vec<String> {

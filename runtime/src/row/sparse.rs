@@ -15,10 +15,7 @@ pub struct SparseRow<T> {
 
 impl<T: Element> SparseRow<T> {
     pub fn new() -> Self {
-        SparseRow {
-            cols: Vec::new(),
-            vals: Vec::new(),
-        }
+        SparseRow { cols: Vec::new(), vals: Vec::new() }
     }
     /// Number of non-zero entries.
     pub fn nnz(&self) -> usize {
@@ -43,10 +40,8 @@ impl<T: Element> SparseRow<T> {
         let mut vals = Vec::with_capacity(cols.capacity());
         let (mut i, mut j) = (0, 0);
         while i < self.cols.len() || j < other.cols.len() {
-            let take_self =
-                j >= other.cols.len() || (i < self.cols.len() && self.cols[i] < other.cols[j]);
-            let take_other =
-                i >= self.cols.len() || (j < other.cols.len() && other.cols[j] < self.cols[i]);
+            let take_self = j >= other.cols.len() || (i < self.cols.len() && self.cols[i] < other.cols[j]);
+            let take_other = i >= self.cols.len() || (j < other.cols.len() && other.cols[j] < self.cols[i]);
             let (c, v) = if take_self {
                 i += 1;
                 (self.cols[i - 1], self.vals[i - 1])
@@ -80,23 +75,13 @@ impl<T: Element> SparseRow<T> {
     }
     fn decode_from(buf: &mut &[u8], columns: usize) -> Result<Self> {
         let n = buf.take_u32()? as usize;
-        let raw = buf.take_bytes(
-            n.checked_mul(4)
-                .ok_or_else(|| PsError::codec("sparse length overflow"))?,
-        )?;
-        let cols: Vec<u32> = raw
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-            .collect();
+        let raw = buf.take_bytes(n.checked_mul(4).ok_or_else(|| PsError::codec("sparse length overflow"))?)?;
+        let cols: Vec<u32> = raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
         if cols.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(PsError::codec(
-                "sparse row columns are not strictly increasing",
-            ));
+            return Err(PsError::codec("sparse row columns are not strictly increasing"));
         }
         if columns > 0 && cols.last().is_some_and(|&c| c as usize >= columns) {
-            return Err(PsError::codec(format!(
-                "sparse row column out of range (table has {columns})"
-            )));
+            return Err(PsError::codec(format!("sparse row column out of range (table has {columns})")));
         }
         let mut vals = Vec::with_capacity(n);
         read_array(buf, n, &mut vals)?;

@@ -34,11 +34,7 @@ struct RowsOut {
 
 impl RowsOut {
     fn new(limit: usize) -> Self {
-        RowsOut {
-            frames: Vec::new(),
-            cur: BytesMut::new(),
-            limit,
-        }
+        RowsOut { frames: Vec::new(), cur: BytesMut::new(), limit }
     }
     fn add(&mut self, table: u32, row: u64, encoded: &[u8]) {
         if self.cur.len() >= self.limit {
@@ -52,24 +48,12 @@ impl RowsOut {
         self.frames.is_empty() && self.cur.is_empty()
     }
     /// Sends all frames; the last one has kind `last`, earlier ones `part`.
-    fn send(
-        mut self,
-        to: &UnboundedSender<Msg>,
-        part: RowsKind,
-        last: RowsKind,
-        age: i64,
-        rc: i64,
-    ) {
+    fn send(mut self, to: &UnboundedSender<Msg>, part: RowsKind, last: RowsKind, age: i64, rc: i64) {
         self.frames.push(self.cur.freeze());
         let n = self.frames.len();
         for (i, data) in self.frames.into_iter().enumerate() {
             let kind = if i + 1 == n { last } else { part };
-            let _ = to.send(Msg::Rows {
-                kind,
-                age,
-                rc,
-                data,
-            });
+            let _ = to.send(Msg::Rows { kind, age, rc, data });
         }
     }
 }
@@ -138,9 +122,7 @@ impl Server {
         if msg.is_for_namenode() {
             return match self.namenode.as_mut() {
                 Some(nn) => nn.handle(from, msg, &self.to_client),
-                None => Err(PsError::codec(format!(
-                    "process {from} sent {msg:?} to a non-name-node"
-                ))),
+                None => Err(PsError::codec(format!("process {from} sent {msg:?} to a non-name-node"))),
             };
         }
         match msg {
@@ -155,34 +137,22 @@ impl Server {
                     }
                 }
                 if !out.is_empty() {
-                    out.send(
-                        &self.to_client[from],
-                        RowsKind::Reply,
-                        RowsKind::Reply,
-                        age,
-                        self.vc[from],
-                    );
+                    out.send(&self.to_client[from], RowsKind::Reply, RowsKind::Reply, age, self.vc[from]);
                 }
             }
             Msg::Oplog { table, data } => self.pending[from].push((table, data)),
             Msg::Clock { clock } => self.on_clock(from, clock)?,
             Msg::Ping => {}
-            other => {
-                return Err(PsError::codec(format!(
-                    "process {from} sent a server an unexpected {other:?}"
-                )))
-            }
+            other => return Err(PsError::codec(format!("process {from} sent a server an unexpected {other:?}"))),
         }
         Ok(())
     }
 
     fn serve(&mut self, client: usize, r: FetchReq, out: &mut RowsOut) -> Result<()> {
-        let t = self.tables.get_mut(&r.table).ok_or_else(|| {
-            PsError::codec(format!(
-                "process {client} asked for unknown table {}",
-                r.table
-            ))
-        })?;
+        let t = self
+            .tables
+            .get_mut(&r.table)
+            .ok_or_else(|| PsError::codec(format!("process {client} asked for unknown table {}", r.table)))?;
         self.scratch.clear();
         t.encode_row(r.row, &mut self.scratch);
         out.add(r.table, r.row, &self.scratch);
@@ -200,22 +170,17 @@ impl Server {
     /// answer parked reads and push subscribed rows.
     fn on_clock(&mut self, from: usize, clock: i64) -> Result<()> {
         for (table, data) in std::mem::take(&mut self.pending[from]) {
-            let t = self.tables.get_mut(&table).ok_or_else(|| {
-                PsError::codec(format!(
-                    "process {from} sent updates of unknown table {table}"
-                ))
-            })?;
+            let t = self
+                .tables
+                .get_mut(&table)
+                .ok_or_else(|| PsError::codec(format!("process {from} sent updates of unknown table {table}")))?;
             let (subs, dirty) = (&self.subs, &mut self.dirty);
             t.apply_batch(&data, &mut |row| {
                 if subs.contains_key(&(table, row)) {
                     dirty.insert((table, row));
                 }
             })
-            .map_err(|e| {
-                PsError::codec(format!(
-                    "updates from process {from} for table {table}: {e}"
-                ))
-            })?;
+            .map_err(|e| PsError::codec(format!("updates from process {from} for table {table}: {e}")))?;
         }
         self.vc[from] = self.vc[from].max(clock);
         let _ = self.to_client[from].send(Msg::ClockAck { clock });
@@ -236,20 +201,12 @@ impl Server {
         let ready = std::mem::replace(&mut self.parked, later);
         let mut outs: FxHashMap<usize, RowsOut> = FxHashMap::default();
         for (client, r) in ready.into_values().flatten() {
-            let mut out = outs
-                .remove(&client)
-                .unwrap_or_else(|| RowsOut::new(self.core.cfg.batch_bytes));
+            let mut out = outs.remove(&client).unwrap_or_else(|| RowsOut::new(self.core.cfg.batch_bytes));
             self.serve(client, r, &mut out)?;
             outs.insert(client, out);
         }
         for (client, out) in outs {
-            out.send(
-                &self.to_client[client],
-                RowsKind::Reply,
-                RowsKind::Reply,
-                age,
-                self.vc[client],
-            );
+            out.send(&self.to_client[client], RowsKind::Reply, RowsKind::Reply, age, self.vc[client]);
         }
         Ok(())
     }
@@ -259,33 +216,20 @@ impl Server {
     fn push_rows(&mut self) {
         let age = self.visible_age();
         let n = self.core.nprocs;
-        let mut outs: Vec<RowsOut> = (0..n)
-            .map(|_| RowsOut::new(self.core.cfg.batch_bytes))
-            .collect();
+        let mut outs: Vec<RowsOut> = (0..n).map(|_| RowsOut::new(self.core.cfg.batch_bytes)).collect();
         for (table, row) in std::mem::take(&mut self.dirty) {
             let Some(t) = self.tables.get_mut(&table) else {
                 continue;
             };
             self.scratch.clear();
             t.encode_row(row, &mut self.scratch);
-            for &c in self
-                .subs
-                .get(&(table, row))
-                .map(|v| v.as_slice())
-                .unwrap_or(&[])
-            {
+            for &c in self.subs.get(&(table, row)).map(|v| v.as_slice()).unwrap_or(&[]) {
                 outs[c].add(table, row, &self.scratch);
             }
         }
         for (c, out) in outs.into_iter().enumerate() {
             if self.has_subs[c] {
-                out.send(
-                    &self.to_client[c],
-                    RowsKind::PushPart,
-                    RowsKind::PushDone,
-                    age,
-                    self.vc[c],
-                );
+                out.send(&self.to_client[c], RowsKind::PushPart, RowsKind::PushDone, age, self.vc[c]);
             }
         }
     }

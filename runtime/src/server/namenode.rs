@@ -16,13 +16,7 @@ pub(crate) struct NameNode {
 
 impl NameNode {
     pub fn new(n: usize) -> Self {
-        NameNode {
-            n,
-            registered: vec![None; n],
-            barrier: vec![None; n],
-            done: vec![false; n],
-            byes: vec![false; n],
-        }
+        NameNode { n, registered: vec![None; n], barrier: vec![None; n], done: vec![false; n], byes: vec![false; n] }
     }
 
     fn broadcast(out: &[UnboundedSender<Msg>], m: Msg) {
@@ -39,14 +33,8 @@ impl NameNode {
                 if self.registered.iter().all(Option::is_some) {
                     let first = self.registered[0];
                     if let Some(bad) = self.registered.iter().position(|f| *f != first) {
-                        let reason =
-                            format!("process {bad} created different tables than process 0");
-                        Self::broadcast(
-                            out,
-                            Msg::Abort {
-                                reason: reason.clone(),
-                            },
-                        );
+                        let reason = format!("process {bad} created different tables than process 0");
+                        Self::broadcast(out, Msg::Abort { reason: reason.clone() });
                         return Err(PsError::Config(reason));
                     }
                     log::info!("name node: all {} processes registered; job ready", self.n);
@@ -56,13 +44,7 @@ impl NameNode {
             Msg::BarrierArrive { epoch, clock } => {
                 self.barrier[from] = Some(clock);
                 if self.barrier.iter().all(Option::is_some) {
-                    let b = self
-                        .barrier
-                        .iter()
-                        .flatten()
-                        .copied()
-                        .max()
-                        .unwrap_or(clock);
+                    let b = self.barrier.iter().flatten().copied().max().unwrap_or(clock);
                     self.barrier.iter_mut().for_each(|x| *x = None);
                     Self::broadcast(out, Msg::BarrierRelease { epoch, clock: b });
                 }
@@ -81,18 +63,9 @@ impl NameNode {
                 }
             }
             Msg::Abort { reason } => {
-                Self::broadcast(
-                    out,
-                    Msg::Abort {
-                        reason: format!("process {from} failed: {reason}"),
-                    },
-                );
+                Self::broadcast(out, Msg::Abort { reason: format!("process {from} failed: {reason}") });
             }
-            other => {
-                return Err(PsError::codec(format!(
-                    "name node got unexpected {other:?} from process {from}"
-                )))
-            }
+            other => return Err(PsError::codec(format!("name node got unexpected {other:?} from process {from}"))),
         }
         Ok(())
     }

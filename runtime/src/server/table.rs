@@ -13,10 +13,7 @@ pub(crate) struct ServerTable<R: Row> {
 
 impl<R: Row> ServerTable<R> {
     pub fn new(cfg: TableConfig) -> Self {
-        ServerTable {
-            cfg,
-            rows: FxHashMap::default(),
-        }
+        ServerTable { cfg, rows: FxHashMap::default() }
     }
 
     /// The row, created on first touch: zero, or the table's deterministic random init.
@@ -25,11 +22,7 @@ impl<R: Row> ServerTable<R> {
         self.rows.entry(row).or_insert_with(|| {
             let mut r = R::zero(cols);
             if let Some(i) = init {
-                r.randomize(
-                    mix64(i.seed ^ row.wrapping_mul(0x2545f4914f6cdd1d)),
-                    i.low,
-                    i.high,
-                );
+                r.randomize(mix64(i.seed ^ row.wrapping_mul(0x2545f4914f6cdd1d)), i.low, i.high);
             }
             r
         })

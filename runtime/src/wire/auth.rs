@@ -48,15 +48,10 @@ pub async fn accept(conn: &mut Conn, secret: &[u8], num_procs: usize) -> Result<
     let mut hello = BytesMut::with_capacity(38);
     hello.put_slice(MAGIC);
     hello.put_slice(&na);
-    conn.send(hello.freeze())
-        .await
-        .map_err(|e| PsError::io("handshake write", e))?;
+    conn.send(hello.freeze()).await.map_err(|e| PsError::io("handshake write", e))?;
     let f = next_frame(conn).await?;
     if f.len() != 4 + 32 + 32 {
-        return Err(PsError::Io(format!(
-            "handshake: bad reply length {}",
-            f.len()
-        )));
+        return Err(PsError::Io(format!("handshake: bad reply length {}", f.len())));
     }
     let pid = u32::from_le_bytes(f[..4].try_into().unwrap());
     let nc = &f[4..36];
@@ -64,14 +59,10 @@ pub async fn accept(conn: &mut Conn, secret: &[u8], num_procs: usize) -> Result<
         .verify_slice(&f[36..])
         .map_err(|_| PsError::Io("handshake: wrong job secret".into()))?;
     if pid as usize >= num_procs {
-        return Err(PsError::Io(format!(
-            "handshake: process id {pid} not in hostfile"
-        )));
+        return Err(PsError::Io(format!("handshake: process id {pid} not in hostfile")));
     }
     let proof = mac(secret, b"accept", &na, nc, pid).finalize().into_bytes();
-    conn.send(Bytes::copy_from_slice(&proof))
-        .await
-        .map_err(|e| PsError::io("handshake write", e))?;
+    conn.send(Bytes::copy_from_slice(&proof)).await.map_err(|e| PsError::io("handshake write", e))?;
     Ok(pid as usize)
 }
 
@@ -79,23 +70,17 @@ pub async fn accept(conn: &mut Conn, secret: &[u8], num_procs: usize) -> Result<
 pub async fn connect(conn: &mut Conn, secret: &[u8], pid: usize) -> Result<()> {
     let f = next_frame(conn).await?;
     if f.len() != 38 || &f[..6] != MAGIC {
-        return Err(PsError::Io(
-            "handshake: peer is not a ps-runtime process".into(),
-        ));
+        return Err(PsError::Io("handshake: peer is not a ps-runtime process".into()));
     }
     let na = &f[6..];
     let nc = nonce();
     let pid = pid as u32;
-    let tag = mac(secret, b"connect", na, &nc, pid)
-        .finalize()
-        .into_bytes();
+    let tag = mac(secret, b"connect", na, &nc, pid).finalize().into_bytes();
     let mut out = BytesMut::with_capacity(68);
     out.put_u32_le(pid);
     out.put_slice(&nc);
     out.put_slice(&tag);
-    conn.send(out.freeze())
-        .await
-        .map_err(|e| PsError::io("handshake write", e))?;
+    conn.send(out.freeze()).await.map_err(|e| PsError::io("handshake write", e))?;
     let proof = next_frame(conn).await?;
     mac(secret, b"accept", na, &nc, pid)
         .verify_slice(&proof)

@@ -9,7 +9,5 @@ use tokio_util::codec::LengthDelimitedCodec;
 
 /// The frame codec used on every connection: 4-byte big-endian length, then the message.
 pub fn codec(max_frame_bytes: usize) -> LengthDelimitedCodec {
-    LengthDelimitedCodec::builder()
-        .max_frame_length(max_frame_bytes)
-        .new_codec()
+    LengthDelimitedCodec::builder().max_frame_length(max_frame_bytes).new_codec()
 }

@@ -84,14 +84,7 @@ pub enum Msg {
 impl Msg {
     /// True for messages handled by the name node (process 0).
     pub fn is_for_namenode(&self) -> bool {
-        matches!(
-            self,
-            Msg::Register { .. }
-                | Msg::BarrierArrive { .. }
-                | Msg::Done
-                | Msg::Bye
-                | Msg::Abort { .. }
-        )
+        matches!(self, Msg::Register { .. } | Msg::BarrierArrive { .. } | Msg::Done | Msg::Bye | Msg::Abort { .. })
     }
 
     pub fn encode(&self, b: &mut BytesMut) {
@@ -117,12 +110,7 @@ impl Msg {
                 b.put_u8(3);
                 b.put_i64_le(*clock);
             }
-            Msg::Rows {
-                kind,
-                age,
-                rc,
-                data,
-            } => {
+            Msg::Rows { kind, age, rc, data } => {
                 b.reserve(18 + data.len());
                 b.put_u8(4);
                 b.put_u8(*kind as u8);
@@ -169,10 +157,7 @@ impl Msg {
             1 => {
                 let n = s.take_u32()? as usize;
                 if n.checked_mul(21) != Some(s.len()) {
-                    return Err(PsError::codec(format!(
-                        "fetch of {n} rows has {} bytes",
-                        s.len()
-                    )));
+                    return Err(PsError::codec(format!("fetch of {n} rows has {} bytes", s.len())));
                 }
                 let mut reqs = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -187,14 +172,9 @@ impl Msg {
             }
             2 => {
                 let table = s.take_u32()?;
-                Msg::Oplog {
-                    table,
-                    data: frame.slice(5..),
-                }
+                Msg::Oplog { table, data: frame.slice(5..) }
             }
-            3 => Msg::Clock {
-                clock: s.take_i64()?,
-            },
+            3 => Msg::Clock { clock: s.take_i64()? },
             4 => {
                 let kind = match s.take_u8()? {
                     0 => RowsKind::Reply,
@@ -204,35 +184,18 @@ impl Msg {
                 };
                 let age = s.take_i64()?;
                 let rc = s.take_i64()?;
-                Msg::Rows {
-                    kind,
-                    age,
-                    rc,
-                    data: frame.slice(18..),
-                }
+                Msg::Rows { kind, age, rc, data: frame.slice(18..) }
             }
-            5 => Msg::ClockAck {
-                clock: s.take_i64()?,
-            },
-            6 => Msg::Register {
-                fingerprint: s.take_u64()?,
-            },
-            7 => Msg::BarrierArrive {
-                epoch: s.take_u64()?,
-                clock: s.take_i64()?,
-            },
+            5 => Msg::ClockAck { clock: s.take_i64()? },
+            6 => Msg::Register { fingerprint: s.take_u64()? },
+            7 => Msg::BarrierArrive { epoch: s.take_u64()?, clock: s.take_i64()? },
             8 => Msg::Done,
             9 => Msg::Bye,
             10 => Msg::Ready,
-            11 => Msg::BarrierRelease {
-                epoch: s.take_u64()?,
-                clock: s.take_i64()?,
-            },
+            11 => Msg::BarrierRelease { epoch: s.take_u64()?, clock: s.take_i64()? },
             12 => Msg::Shutdown,
             13 => Msg::Exit,
-            14 => Msg::Abort {
-                reason: String::from_utf8_lossy(s).into_owned(),
-            },
+            14 => Msg::Abort { reason: String::from_utf8_lossy(s).into_owned() },
             15 => Msg::Ping,
             t => return Err(PsError::codec(format!("unknown message tag {t}"))),
         };
@@ -253,51 +216,20 @@ mod tests {
     #[test]
     fn messages_roundtrip() {
         roundtrip(Msg::Fetch(vec![
-            FetchReq {
-                table: 1,
-                row: 7,
-                min_age: -1,
-                subscribe: true,
-            },
-            FetchReq {
-                table: 2,
-                row: u64::MAX,
-                min_age: 9,
-                subscribe: false,
-            },
+            FetchReq { table: 1, row: 7, min_age: -1, subscribe: true },
+            FetchReq { table: 2, row: u64::MAX, min_age: 9, subscribe: false },
         ]));
-        roundtrip(Msg::Oplog {
-            table: 3,
-            data: Bytes::from_static(b"abc"),
-        });
-        roundtrip(Msg::Rows {
-            kind: RowsKind::PushDone,
-            age: 4,
-            rc: 3,
-            data: Bytes::from_static(b"x"),
-        });
-        roundtrip(Msg::Clock {
-            clock: CLOCK_FINISHED,
-        });
-        roundtrip(Msg::BarrierRelease {
-            epoch: 2,
-            clock: 11,
-        });
-        roundtrip(Msg::Abort {
-            reason: "boom".into(),
-        });
+        roundtrip(Msg::Oplog { table: 3, data: Bytes::from_static(b"abc") });
+        roundtrip(Msg::Rows { kind: RowsKind::PushDone, age: 4, rc: 3, data: Bytes::from_static(b"x") });
+        roundtrip(Msg::Clock { clock: CLOCK_FINISHED });
+        roundtrip(Msg::BarrierRelease { epoch: 2, clock: 11 });
+        roundtrip(Msg::Abort { reason: "boom".into() });
         roundtrip(Msg::Ping);
     }
 
     #[test]
     fn malformed_frames_are_errors_not_panics() {
-        for bad in [
-            &b""[..],
-            b"\x01\x05\x00\x00\x00",
-            b"\x04\x07",
-            b"\xff",
-            b"\x03\x01",
-        ] {
+        for bad in [&b""[..], b"\x01\x05\x00\x00\x00", b"\x04\x07", b"\xff", b"\x03\x01"] {
             assert!(Msg::decode(Bytes::copy_from_slice(bad)).is_err(), "{bad:?}");
         }
     }

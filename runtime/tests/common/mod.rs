@@ -20,8 +20,7 @@ pub fn run_cluster_with(
     make_app: impl Fn(usize) -> Box<dyn App>,
 ) -> Vec<Result<ProcessStats>> {
     ps_runtime::logging::init(log::LevelFilter::Warn);
-    ps_runtime::local_cluster::run_local_cluster(n, cfg, &registry, make_app)
-        .expect("cluster start")
+    ps_runtime::local_cluster::run_local_cluster(n, cfg, &registry, make_app).expect("cluster start")
 }
 
 pub fn demo(args: &str) -> Box<dyn App> {
