@@ -235,7 +235,7 @@ mod tests {
         assert!((lgamma(1.0)).abs() < 1e-12);
         assert!((lgamma(5.0) - 24f64.ln()).abs() < 1e-12);
         assert!((lgamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-12);
-        assert!((lgamma(100.5) - 359.134_205_369_575_4).abs() < 1e-9);
+        assert!((lgamma(100.5) - 361.435_540_467_777_6).abs() < 1e-9);
         assert!((lgamma(0.01) - 4.599_479_878_042_022).abs() < 1e-10);
     }
 }
