@@ -110,3 +110,73 @@ fn mf_target_stops_early() {
     assert!(rmse.iter().any(|r| r.1 <= 1.0), "{rmse:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn lda_likelihood_rises_and_topics_are_written() {
+    let d = tmp("lda");
+    let spec = gen::CorpusSpec { docs: 300, vocab: 400, topics: 5, doc_len: 60, alpha: 0.1, beta: 0.05, seed: 2 };
+    gen::corpus(&spec, &d, "t").unwrap();
+    let out = d.join("out");
+    let a = args(format!(
+        "--input {} --output {} --topics 5 --passes 12 --samples 4",
+        d.join("docword.t.txt").display(),
+        out.display()
+    ));
+    let st = run("lda", &a, 2, &RuntimeConfig { threads: 2, ..RuntimeConfig::default() });
+    let ll = objective(&st, "loglik");
+    eprintln!("loglik {ll:?}");
+    assert_eq!(ll.len(), 5);
+    // Rising in trend: Gibbs sampling is noisy, and samples read counts up to s clocks stale.
+    assert!(ll.windows(2).filter(|w| w[1].1 <= w[0].1).count() <= 1, "log-likelihood must rise: {ll:?}");
+    assert!(ll.last().unwrap().1 > ll[0].1 * 0.85, "too little progress: {ll:?}");
+    // Every token is counted exactly once in the word-topic output.
+    let total_tokens: u64 = std::fs::read_to_string(d.join("docword.t.txt"))
+        .unwrap()
+        .lines()
+        .skip(3)
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    let mut counted = 0u64;
+    for f in std::fs::read_dir(out.join("word_topic")).unwrap() {
+        for line in std::fs::read_to_string(f.unwrap().path()).unwrap().lines() {
+            counted +=
+                line.split('\t').skip(1).map(|tc| tc.split(':').nth(1).unwrap().parse::<u64>().unwrap()).sum::<u64>();
+        }
+    }
+    assert_eq!(counted, total_tokens);
+    let topics = std::fs::read_to_string(out.join("topics/part-00000")).unwrap();
+    assert_eq!(topics.lines().count(), 5);
+    assert!(topics.lines().all(|l| l.split('\t').nth(2).unwrap().split(' ').count() == 20));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn pagerank_converges_to_the_sequential_reference() {
+    let d = tmp("pr");
+    let g = d.join("g.tsv");
+    gen::graph(&gen::GraphSpec { nodes: 2000, degree: 5, skew: 0.8, seed: 4 }, &g).unwrap();
+    let out = d.join("out");
+    // Staleness slows the asynchronous iteration down (about 0.9 per clock instead of 0.85 here).
+    for (consistency, s, passes) in [(ps_runtime::Consistency::Bsp, 0, 90), (ps_runtime::Consistency::Ssp, 2, 170)] {
+        let _ = std::fs::remove_dir_all(&out);
+        let a = args(format!(
+            "--input {} --output {} --passes {passes} --samples 6 --reference",
+            g.display(),
+            out.display()
+        ));
+        let cfg = RuntimeConfig { consistency, staleness: s, threads: 2, ..RuntimeConfig::default() };
+        let st = run("pagerank", &a, 2, &cfg);
+        let err = objective(&st, "ref_l1");
+        let l1 = objective(&st, "l1_delta");
+        eprintln!("{consistency:?}: ref {err:?} l1 {l1:?}");
+        assert!(err.last().unwrap().1 < 1e-6, "{consistency:?}: not converged: {err:?}");
+        assert!(l1.last().unwrap().1 < 1e-6);
+        // Scores: every node once, sorted descending, summing to 1.
+        let text = std::fs::read_to_string(out.join("ranks/part-00000")).unwrap();
+        let scores: Vec<f64> = text.lines().map(|l| l.split('\t').nth(1).unwrap().parse().unwrap()).collect();
+        assert_eq!(scores.len(), 2000);
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]));
+        assert!((scores.iter().sum::<f64>() - 1.0).abs() < 1e-6);
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -187,7 +187,7 @@ impl Tracker {
         let mut line = format!("clock {done}/{} ({t:.1}s):", self.total);
         for (k, v) in &vals {
             rec[*k] = json!(v);
-            line += &format!(" {k} {v:.6}");
+            line += &if v.abs() < 1e-3 && *v != 0.0 { format!(" {k} {v:.4e}") } else { format!(" {k} {v:.6}") };
         }
         log::info!("{line}");
         self.obj.records.lock().unwrap_or_else(|e| e.into_inner()).push(rec);

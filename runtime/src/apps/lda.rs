@@ -118,7 +118,8 @@ impl App for Lda {
             }
         }
         flush_totals(&mut ts, &mut sampler)?;
-        w.clock()?;
+        // Every sweep starts from the complete initial counts.
+        w.global_barrier()?;
         let eval = |wt: &mut TableHandle<SparseRow<i32>>, sampler: &Sampler, z: &[Vec<u32>]| -> Result<Vec<f64>> {
             let mut ll = sampler.doc_loglik(z);
             let mine: Vec<u64> = (gid as u64..v as u64).step_by(nw).collect();
