@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace
-exec ./target/release/ps-bench --out results "$@"
+./target/release/ps-bench runtime --out results
+exec ./target/release/ps-bench apps --out results "$@"

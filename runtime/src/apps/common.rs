@@ -91,11 +91,19 @@ pub struct Objective {
     lower_is_better: bool,
     pub records: Mutex<Vec<Value>>,
     started: Mutex<Option<Instant>>,
+    /// Worker 0's training time without evaluations, and the clocks it ran.
+    train: Mutex<Option<(f64, i64)>>,
 }
 
 impl Objective {
     pub fn new(finish: fn(&[f64]) -> Vec<(&'static str, f64)>, lower_is_better: bool) -> Arc<Self> {
-        Arc::new(Objective { finish, lower_is_better, records: Mutex::new(Vec::new()), started: Mutex::new(None) })
+        Arc::new(Objective {
+            finish,
+            lower_is_better,
+            records: Mutex::new(Vec::new()),
+            started: Mutex::new(None),
+            train: Mutex::new(None),
+        })
     }
 
     pub fn create_tables(ctx: &mut PsContext) -> Result<()> {
@@ -106,6 +114,10 @@ impl Objective {
     pub fn report(&self) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("objective".into(), Value::Array(self.records.lock().unwrap_or_else(|e| e.into_inner()).clone()));
+        if let Some((s, clocks)) = *self.train.lock().unwrap_or_else(|e| e.into_inner()) {
+            m.insert("train_s".into(), json!(s));
+            m.insert("train_clocks".into(), json!(clocks));
+        }
         m
     }
 }
@@ -123,6 +135,9 @@ pub struct Tracker {
     target: Option<f64>,
     total: i64,
     t0: Instant,
+    /// Start of the training loop (first poll) and time spent evaluating since.
+    train_start: Option<(Instant, i64)>,
+    eval_s: f64,
 }
 
 impl Tracker {
@@ -139,6 +154,8 @@ impl Tracker {
             total: args.total_clocks(),
             obj,
             t0,
+            train_start: None,
+            eval_s: 0.0,
         })
     }
 
@@ -159,6 +176,7 @@ impl Tracker {
     /// that are complete; returns true if the job should stop (target reached).
     pub fn poll(&mut self, w: &Worker) -> Result<bool> {
         let c = w.current_clock();
+        self.train_start.get_or_insert((Instant::now(), c));
         if self.reporter {
             while let Some(&(row, label, made_at, t)) = self.pending.front() {
                 // A read at clock c sees every update of clocks <= c - s - 1 from every worker.
@@ -201,8 +219,26 @@ impl Tracker {
         Ok(())
     }
 
+    /// Runs an evaluation (`f` returns this worker's partial sums) and contributes it; its time
+    /// is kept out of the training time.
+    pub fn evaluate(&mut self, w: &Worker, label: i64, f: impl FnOnce() -> Result<Vec<f64>>) -> Result<()> {
+        let t = Instant::now();
+        let partial = f()?;
+        self.eval_s += t.elapsed().as_secs_f64();
+        self.contribute(w, label, &partial)
+    }
+
+    /// Keeps `secs` spent on quality measurement out of the training time.
+    pub fn add_eval_time(&mut self, secs: f64) {
+        self.eval_s += secs;
+    }
+
     /// At the end of the run (every worker): a barrier, then the reporter publishes the rest.
     pub fn finish(&mut self, w: &mut Worker) -> Result<()> {
+        if let (true, Some((t, c0))) = (self.reporter, self.train_start) {
+            let s = (t.elapsed().as_secs_f64() - self.eval_s).max(0.0);
+            *self.obj.train.lock().unwrap_or_else(|e| e.into_inner()) = Some((s, w.current_clock() - c0));
+        }
         w.global_barrier()?;
         let c = w.current_clock();
         while let Some((row, label, _, t)) = self.pending.pop_front() {

@@ -143,8 +143,7 @@ impl App for Lda {
             let totals = ts.get(0)?.to_vec();
             sampler.set_totals(&totals);
             if clock == 0 {
-                let s = eval(&mut wt, &sampler, &z)?;
-                tracker.contribute(w, 0, &s)?;
+                tracker.evaluate(w, 0, || eval(&mut wt, &sampler, &z))?;
             }
             let part = clock as usize % cpp;
             let range = (part * per_clock).min(docs.len())..((part + 1) * per_clock).min(docs.len());
@@ -154,8 +153,7 @@ impl App for Lda {
             }
             flush_totals(&mut ts, &mut sampler)?;
             if c.is_sample_clock(clock) {
-                let s = eval(&mut wt, &sampler, &z)?;
-                tracker.contribute(w, clock + 1, &s)?;
+                tracker.evaluate(w, clock + 1, || eval(&mut wt, &sampler, &z))?;
             }
             w.clock()?;
         }

@@ -163,8 +163,7 @@ impl App for Mf {
                 rt.inc(r.item as u64, &dr);
             }
             if c.is_sample_clock(clock) {
-                let s = eval(&mut lt, &mut rt)?;
-                tracker.contribute(w, clock + 1, &s)?;
+                tracker.evaluate(w, clock + 1, || eval(&mut lt, &mut rt))?;
             }
             w.clock()?;
         }

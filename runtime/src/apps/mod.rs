@@ -1,5 +1,6 @@
 //! Built-in applications, written only against the public API.
 
+pub mod baseline;
 pub mod common;
 pub mod demo;
 pub mod lda;

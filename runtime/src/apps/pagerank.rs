@@ -259,6 +259,7 @@ impl App for PageRank {
             // Quality: owned ranks before and at sample clocks.
             let sample = c.is_sample_clock(it);
             if sample || c.is_sample_clock(it + 1) {
+                let t_eval = std::time::Instant::now();
                 for &v in &owned {
                     rank.refresh(v);
                 }
@@ -268,17 +269,13 @@ impl App for PageRank {
                         .as_ref()
                         .map(|p| p.iter().zip(&vals).map(|(a, b)| (a - b).abs()).sum())
                         .unwrap_or(f64::NAN);
-                    let refr = self.reference.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    let (err, has) = match refr {
-                        Some(_) if gid != 0 => (0.0, 1.0),
-                        Some(_) => (self.ref_error(&mut rank, g, n)?, 1.0),
-                        None if a.reference => (0.0, 1.0),
-                        None => (0.0, 0.0),
-                    };
+                    // Worker 0 holds the reference and measures the error; the others add 0.
+                    let err = if a.reference && gid == 0 { self.ref_error(&mut rank, g, n)? } else { 0.0 };
                     let l1 = if l1.is_nan() { 1.0 } else { l1 };
-                    tracker.contribute(w, it + 1, &[l1, err, has])?;
+                    tracker.contribute(w, it + 1, &[l1, err, if a.reference { 1.0 } else { 0.0 }])?;
                 }
                 prev_owned = Some(vals);
+                tracker.add_eval_time(t_eval.elapsed().as_secs_f64());
             }
             w.clock()?;
         }

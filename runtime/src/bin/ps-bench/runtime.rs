@@ -1,11 +1,10 @@
-//! `ps-bench`: runtime micro-benchmarks, each printed as a ratio against a baseline measured in the
-//! same run, and written to `<out>/bench-runtime.{json,csv}`.
+//! Runtime micro-benchmarks, each printed as a ratio against a baseline measured in the same run,
+//! and written to `<out>/bench-runtime.{json,csv}`.
 //!
 //! 1. Cache-hit `get` + `inc` per thread vs the same loop on a plain `Vec` and `HashMap`.
 //! 2. Remote row throughput over loopback for rows of 100 f32: rows/s, MB/s, and bytes on the
 //!    wire per payload byte.
 
-use clap::Parser;
 use ps_runtime::local_cluster::run_local_cluster;
 use ps_runtime::{
     App, Consistency, DenseRow, PrefetchPolicy, PsContext, Result, RowTypeRegistry, RuntimeConfig, TableConfig, Worker,
@@ -17,9 +16,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
-#[derive(Parser)]
-#[command(about = "Parameter-server runtime benchmarks")]
-struct Args {
+#[derive(clap::Args, Debug)]
+pub struct Args {
     /// Process counts to run.
     #[arg(long, value_delimiter = ',', default_value = "2,4")]
     procs: Vec<usize>,
@@ -138,9 +136,7 @@ impl App for ReadAll {
     }
 }
 
-fn main() {
-    ps_runtime::logging::init(log::LevelFilter::Warn);
-    let a = Args::parse();
+pub fn run(a: Args) {
     let registry = RowTypeRegistry::with_builtins();
     let mut results = Vec::new();
     let mut csv = String::from("benchmark,processes,threads,value,unit,baseline,baseline_unit,ratio\n");

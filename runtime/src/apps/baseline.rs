@@ -1,0 +1,138 @@
+//! Single-process baselines: the same algorithms as the apps as plain loops over in-memory arrays
+//! (no parameter server), sharing the apps' numerical kernels. Used by `ps-bench apps` to price the
+//! parameter server, and as the single-process reference runs of the experiments.
+
+use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
+use super::mf::{dot, sgd_step};
+use super::pagerank::Csr;
+use crate::error::Result;
+use crate::input::{Edges, Rating};
+use crate::row::{ColumnAdd, DenseRow, Row, SparseRow};
+use rand::{Rng, SeedableRng};
+use std::time::Instant;
+
+/// Outcome of a baseline run.
+#[derive(Clone, Debug)]
+pub struct BaselineRun {
+    /// Seconds per pass (mean over passes).
+    pub pass_s: f64,
+    /// The objective after each pass.
+    pub objective: Vec<f64>,
+}
+
+/// Plain SGD matrix factorization; objective: training RMSE after each pass.
+pub fn mf(
+    ratings: &[Rating],
+    rank: usize,
+    lr: f32,
+    decay: f32,
+    lambda: f32,
+    passes: usize,
+    init_scale: f64,
+    seed: u64,
+) -> BaselineRun {
+    let users = ratings.iter().map(|r| r.user as usize + 1).max().unwrap_or(0);
+    let items = ratings.iter().map(|r| r.item as usize + 1).max().unwrap_or(0);
+    let hi = init_scale / (rank as f64).sqrt();
+    let init = |n: usize, s: u64| -> Vec<f32> {
+        let mut v = Vec::with_capacity(n * rank);
+        for i in 0..n {
+            let mut r = <DenseRow<f32> as Row>::zero(rank);
+            r.randomize(crate::config::mix64(s ^ (i as u64).wrapping_mul(0x2545f4914f6cdd1d)), 0.0, hi);
+            v.extend_from_slice(&r);
+        }
+        v
+    };
+    let (mut l, mut r) = (init(users, seed), init(items, seed ^ 1));
+    let mut order: Vec<usize> = (0..ratings.len()).collect();
+    rand::seq::SliceRandom::shuffle(order.as_mut_slice(), &mut rand::rngs::SmallRng::seed_from_u64(seed));
+    let (mut dl, mut dr) = (vec![0f32; rank], vec![0f32; rank]);
+    let mut objective = Vec::new();
+    let mut secs = 0.0;
+    for p in 0..passes {
+        let t0 = Instant::now();
+        let step = lr * decay.powi(p as i32);
+        for &i in &order {
+            let x = &ratings[i];
+            let (u, v) = (x.user as usize * rank, x.item as usize * rank);
+            sgd_step(&l[u..u + rank], &r[v..v + rank], x.value, step, lambda, &mut dl, &mut dr);
+            l[u..u + rank].iter_mut().zip(&dl).for_each(|(a, b)| *a += b);
+            r[v..v + rank].iter_mut().zip(&dr).for_each(|(a, b)| *a += b);
+        }
+        secs += t0.elapsed().as_secs_f64();
+        let sse: f64 = ratings
+            .iter()
+            .map(|x| {
+                let (u, v) = (x.user as usize * rank, x.item as usize * rank);
+                ((x.value - dot(&l[u..u + rank], &r[v..v + rank])) as f64).powi(2)
+            })
+            .sum();
+        objective.push((sse / ratings.len().max(1) as f64).sqrt());
+    }
+    BaselineRun { pass_s: secs / passes.max(1) as f64, objective }
+}
+
+struct LocalCounts(Vec<SparseRow<i32>>);
+
+impl WordTopics for LocalCounts {
+    fn with_row(&mut self, word: u32, f: &mut dyn FnMut(&SparseRow<i32>)) -> Result<()> {
+        f(&self.0[word as usize]);
+        Ok(())
+    }
+    fn add(&mut self, word: u32, topic: u32, delta: i32) -> Result<()> {
+        self.0[word as usize].add(topic, delta);
+        Ok(())
+    }
+}
+
+/// Plain SparseLDA; objective: collapsed log-likelihood after each sweep (initial one first).
+pub fn lda(
+    docs: &[Vec<u32>],
+    vocab: usize,
+    k: usize,
+    alpha: f64,
+    beta: f64,
+    passes: usize,
+    seed: u64,
+) -> Result<BaselineRun> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let mut counts = LocalCounts(vec![SparseRow::new(); vocab]);
+    let mut s = Sampler::new(k, alpha, beta, vocab);
+    let mut z: Vec<Vec<u32>> = docs.iter().map(|d| d.iter().map(|_| rng.gen_range(0..k as u32)).collect()).collect();
+    let mut nk = vec![0i64; k];
+    for (d, zd) in docs.iter().zip(&z) {
+        for (&w, &t) in d.iter().zip(zd) {
+            counts.0[w as usize].add(t, 1);
+            nk[t as usize] += 1;
+        }
+    }
+    s.set_totals(&nk);
+    let ll = |s: &Sampler, z: &[Vec<u32>], c: &LocalCounts| {
+        s.doc_loglik(z) + c.0.iter().map(|r| word_loglik(r, beta)).sum::<f64>() + topic_loglik(&s.nk, s.vbeta)
+    };
+    let mut objective = vec![ll(&s, &z, &counts)];
+    let mut secs = 0.0;
+    for _ in 0..passes {
+        let t0 = Instant::now();
+        for (d, zd) in docs.iter().zip(z.iter_mut()) {
+            s.sweep_doc(d, zd, &mut counts, &mut rng)?;
+        }
+        secs += t0.elapsed().as_secs_f64();
+        objective.push(ll(&s, &z, &counts));
+    }
+    Ok(BaselineRun { pass_s: secs / passes.max(1) as f64, objective })
+}
+
+/// Plain CSR PageRank (pull); objective: L1 change per iteration.
+pub fn pagerank(edges: &Edges, n: usize, d: f64, passes: usize) -> BaselineRun {
+    let csr = Csr::new(n, &edges.src, &edges.dst);
+    let mut r = vec![1.0 / n as f64; n];
+    let mut next = vec![0.0; n];
+    let mut objective = Vec::new();
+    let t0 = Instant::now();
+    for _ in 0..passes {
+        objective.push(csr.step(&r, &mut next, d));
+        std::mem::swap(&mut r, &mut next);
+    }
+    BaselineRun { pass_s: t0.elapsed().as_secs_f64() / passes.max(1) as f64, objective }
+}

@@ -1,0 +1,32 @@
+//! `ps-bench`: benchmarks that print ratios against baselines measured in the same run and write
+//! CSV/JSON into `results/`.
+//!   ps-bench runtime   cache-hit get+inc vs Vec/HashMap; remote row throughput
+//!   ps-bench apps      MF / LDA / PageRank through the parameter server vs plain loops
+
+mod apps;
+mod runtime;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "Parameter-server benchmarks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Runtime micro-benchmarks.
+    Runtime(runtime::Args),
+    /// Applications through the parameter server vs single-process loops.
+    Apps(apps::Args),
+}
+
+fn main() {
+    ps_runtime::logging::init(log::LevelFilter::Warn);
+    match Cli::parse().cmd {
+        Cmd::Runtime(a) => runtime::run(a),
+        Cmd::Apps(a) => apps::run(a),
+    }
+}
