@@ -20,17 +20,21 @@ pub struct BaselineRun {
     pub objective: Vec<f64>,
 }
 
+/// Hyper-parameters of SGD matrix factorization.
+#[derive(Clone, Debug)]
+pub struct MfParams {
+    pub rank: usize,
+    pub lr: f32,
+    pub decay: f32,
+    pub lambda: f32,
+    pub passes: usize,
+    pub init_scale: f64,
+    pub seed: u64,
+}
+
 /// Plain SGD matrix factorization; objective: training RMSE after each pass.
-pub fn mf(
-    ratings: &[Rating],
-    rank: usize,
-    lr: f32,
-    decay: f32,
-    lambda: f32,
-    passes: usize,
-    init_scale: f64,
-    seed: u64,
-) -> BaselineRun {
+pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
+    let MfParams { rank, lr, decay, lambda, passes, init_scale, seed } = *p;
     let users = ratings.iter().map(|r| r.user as usize + 1).max().unwrap_or(0);
     let items = ratings.iter().map(|r| r.item as usize + 1).max().unwrap_or(0);
     let hi = init_scale / (rank as f64).sqrt();
@@ -49,9 +53,9 @@ pub fn mf(
     let (mut dl, mut dr) = (vec![0f32; rank], vec![0f32; rank]);
     let mut objective = Vec::new();
     let mut secs = 0.0;
-    for p in 0..passes {
+    for pass in 0..passes {
         let t0 = Instant::now();
-        let step = lr * decay.powi(p as i32);
+        let step = lr * decay.powi(pass as i32);
         for &i in &order {
             let x = &ratings[i];
             let (u, v) = (x.user as usize * rank, x.item as usize * rank);

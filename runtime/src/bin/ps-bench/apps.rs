@@ -92,7 +92,16 @@ pub fn run(a: Args) {
             1.0,
         );
         let (ratings, _) = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Fail).expect("read");
-        let b = baseline::mf(&ratings, a.mf_rank, 0.01, 0.95, 0.05, a.mf_passes, 1.0, 1);
+        let params = baseline::MfParams {
+            rank: a.mf_rank,
+            lr: 0.01,
+            decay: 0.95,
+            lambda: 0.05,
+            passes: a.mf_passes,
+            init_scale: 1.0,
+            seed: 1,
+        };
+        let b = baseline::mf(&ratings, &params);
         let input = format!("{} ratings rank {}", a.mf_ratings, a.mf_rank);
         report(
             "mf",
