@@ -11,7 +11,7 @@ use super::common::{CommonArgs, Objective, Output, Tracker};
 use crate::config::TableConfig;
 use crate::error::{PsError, Result};
 use crate::input::read_edges;
-use crate::row::{ColumnGet, DenseRow};
+use crate::row::{ColumnGet, DenseRow, Element};
 use crate::{App, PsContext, TableHandle, Worker};
 use clap::Parser;
 use serde_json::{Map, Value};
@@ -28,6 +28,9 @@ pub struct PageRankArgs {
     /// Also compute a converged sequential run and report the L1 error against it.
     #[arg(long)]
     pub reference: bool,
+    /// Nodes per table row (ranks travel in blocks of consecutive ids).
+    #[arg(long, default_value_t = 1024)]
+    pub block: usize,
 }
 
 pub const RANK: u32 = 0;
@@ -116,6 +119,9 @@ impl PageRank {
             PageRankArgs::try_parse_from(std::iter::once("pagerank".to_string()).chain(args.iter().cloned()))
                 .map_err(|e| PsError::Config(format!("pagerank: {e}")))?;
         args.common.validate("pagerank", 1)?;
+        if args.block == 0 {
+            return Err(PsError::Config("pagerank: --block must be positive".into()));
+        }
         if !(0.0..1.0).contains(&args.damping) {
             return Err(PsError::Config("pagerank: --damping must be in [0, 1)".into()));
         }
@@ -129,8 +135,9 @@ impl PageRank {
 impl App for PageRank {
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
         let workers = ctx.num_processes() * ctx.config().threads;
-        ctx.create_table(TableConfig::new(RANK, "rank", "dense_f64", 1))?;
-        ctx.create_table(TableConfig::new(DEGREE, "outdegree", "dense_i64", 1))?;
+        let b = self.args.block;
+        ctx.create_table(TableConfig::new(RANK, "rank", "dense_f64", b))?;
+        ctx.create_table(TableConfig::new(DEGREE, "outdegree", "dense_i64", b))?;
         ctx.create_table(TableConfig::new(META, "meta", "dense_i64", workers))?;
         ctx.create_table(TableConfig::new(GLOBAL, "dangling", "dense_f64", 1))?;
         Objective::create_tables(ctx)?;
@@ -148,55 +155,39 @@ impl App for PageRank {
         let a = &self.args;
         let c = &a.common;
         let d = a.damping;
+        let b = a.block;
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         let (edges, _) = read_edges(&c.input, gid, nw, c.bad_records())?;
         let mut rank = w.table::<DenseRow<f64>>(RANK)?;
         let mut deg = w.table::<DenseRow<i64>>(DEGREE)?;
         let mut meta = w.table::<DenseRow<i64>>(META)?;
         let mut global = w.table::<DenseRow<f64>>(GLOBAL)?;
-        // Set-up: out-degrees and the node count (largest id + 1 over all workers).
+        // Set-up: the node count (largest id + 1 over all workers) and out-degrees.
         let local_max = edges.src.iter().chain(&edges.dst).map(|&x| x as i64 + 1).max().unwrap_or(0);
         meta.inc_col(0, gid as u32, local_max)?;
-        let mut sources: Vec<u32> = edges.src.clone();
-        sources.sort_unstable();
-        sources.dedup();
-        {
-            let mut counts = vec![0i64; sources.len()];
-            for s in &edges.src {
-                counts[sources.binary_search(s).expect("present")] += 1;
-            }
-            for (u, k) in sources.iter().zip(counts) {
-                deg.inc_col(*u as u64, 0, k)?;
-            }
-        }
         w.global_barrier()?;
         let n = meta.get(0)?.iter().copied().max().unwrap_or(0) as usize;
         if n == 0 {
             return Err(PsError::Config(format!("pagerank: {} has no edges", c.input)));
         }
+        let blocks = n.div_ceil(b);
+        let mut counts = vec![0i64; n];
+        for &s in &edges.src {
+            counts[s as usize] += 1;
+        }
+        push_blocks(&mut deg, &mut counts, b, |x| x != 0)?;
+        w.global_barrier()?;
         if a.reference && gid == 0 {
             let (all, _) = read_edges(&c.input, 0, 1, c.bad_records())?;
             *self.reference.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(pagerank_sequential(n, &all.src, &all.dst, d, 10_000, 1e-14));
         }
-        for &u in &sources {
-            deg.refresh(u as u64);
-        }
-        let out_deg: Vec<f64> =
-            sources.iter().map(|&u| deg.get(u as u64).map(|r| r.col(0) as f64)).collect::<Result<_>>()?;
-        // Nodes this worker owns (base rank, dangling bookkeeping, quality): v = gid mod workers.
-        let owned: Vec<u64> = (gid as u64..n as u64).step_by(nw).collect();
-        for &v in &owned {
-            deg.refresh(v);
-        }
-        let mut dangling = Vec::new();
-        for &v in &owned {
-            if deg.get(v)?.col(0) == 0 {
-                dangling.push(v);
-            }
-            rank.inc_col(v, 0, (1.0 - d) / n as f64)?;
-        }
-        // Edges grouped by source index for the push loop.
+        // This worker's sources, their blocks, and the edges grouped by source.
+        let mut sources: Vec<u32> = edges.src.clone();
+        sources.sort_unstable();
+        sources.dedup();
+        let mut src_blocks: Vec<u64> = sources.iter().map(|&u| u as u64 / b as u64).collect();
+        src_blocks.dedup();
         let mut by_src: Vec<(u32, u32)> = edges
             .src
             .iter()
@@ -204,74 +195,82 @@ impl App for PageRank {
             .map(|(s, t)| (sources.binary_search(s).expect("present") as u32, *t))
             .collect();
         by_src.sort_unstable();
+        drop(edges);
+        // Blocks this worker owns (base rank, dangling nodes, quality): block = gid mod workers.
+        let owned: Vec<u64> = (gid as u64..blocks as u64).step_by(nw).collect();
+        let mut out_deg = vec![0f64; n];
+        let deg_blocks: Vec<u64> = {
+            let mut v: Vec<u64> = src_blocks.iter().chain(&owned).copied().collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        read_blocks(&mut deg, &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
+        let mut dangling: Vec<u32> = Vec::new();
+        let mut base = vec![0f64; n];
+        for &blk in &owned {
+            for v in blk as usize * b..((blk as usize + 1) * b).min(n) {
+                base[v] = (1.0 - d) / n as f64;
+                if out_deg[v] == 0.0 {
+                    dangling.push(v as u32);
+                }
+            }
+        }
+        push_blocks(&mut rank, &mut base, b, |x| x != 0.0)?;
+        drop(base);
+        let mut local = vec![0f64; n];
         let mut pushed = vec![0f64; sources.len()];
         let mut pushed_dangling = vec![0f64; dangling.len()];
         let mut acc = vec![0f64; n];
-        let mut touched: Vec<u32> = Vec::new();
         let mut prev_owned: Option<Vec<f64>> = None;
         let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
         w.clock()?;
-        let current =
-            |rank: &mut TableHandle<DenseRow<f64>>, g: f64, v: u64| -> Result<f64> { Ok(rank.get(v)?.col(0) + g) };
         for it in 0..c.total_clocks() {
             if tracker.poll(w)? {
                 break;
             }
             let g = d * global.get(0)?.col(0) / n as f64;
-            for &u in &sources {
-                rank.refresh(u as u64);
-            }
-            // Push rank changes along this worker's edges.
+            read_blocks(&mut rank, &src_blocks, b, n, |i, x| local[i] = x)?;
+            // Push rank changes along this worker's edges, aggregated per destination.
             let mut i = 0;
             while i < by_src.len() {
                 let si = by_src[i].0 as usize;
-                let u = sources[si] as u64;
-                let r = current(&mut rank, g, u)?;
-                let delta = r - pushed[si];
+                let u = sources[si] as usize;
+                let r = local[u] + g;
+                let share = d * (r - pushed[si]) / out_deg[u];
                 pushed[si] = r;
-                let share = d * delta / out_deg[si];
                 while i < by_src.len() && by_src[i].0 as usize == si {
-                    let t = by_src[i].1 as usize;
-                    if acc[t] == 0.0 {
-                        touched.push(t as u32);
-                    }
-                    acc[t] += share;
+                    acc[by_src[i].1 as usize] += share;
                     i += 1;
                 }
             }
-            for &t in &touched {
-                if acc[t as usize] != 0.0 {
-                    rank.inc_col(t as u64, 0, acc[t as usize])?;
-                }
-                acc[t as usize] = 0.0;
-            }
-            touched.clear();
+            push_blocks(&mut rank, &mut acc, b, |x| x != 0.0)?;
             // Dangling nodes owned here: fold their rank changes into the global term.
-            let mut dsum = 0.0;
-            for (j, &v) in dangling.iter().enumerate() {
-                let r = current(&mut rank, g, v)?;
-                dsum += r - pushed_dangling[j];
-                pushed_dangling[j] = r;
+            if !dangling.is_empty() {
+                read_blocks(&mut rank, &owned, b, n, |i, x| local[i] = x)?;
+                let mut dsum = 0.0;
+                for (j, &v) in dangling.iter().enumerate() {
+                    let r = local[v as usize] + g;
+                    dsum += r - pushed_dangling[j];
+                    pushed_dangling[j] = r;
+                }
+                if dsum != 0.0 {
+                    global.inc_col(0, 0, dsum)?;
+                }
             }
-            if dsum != 0.0 {
-                global.inc_col(0, 0, dsum)?;
-            }
-            // Quality: owned ranks before and at sample clocks.
+            // Quality: owned ranks just before and at sample clocks.
             let sample = c.is_sample_clock(it);
             if sample || c.is_sample_clock(it + 1) {
                 let t_eval = std::time::Instant::now();
-                for &v in &owned {
-                    rank.refresh(v);
-                }
-                let vals: Vec<f64> = owned.iter().map(|&v| current(&mut rank, g, v)).collect::<Result<_>>()?;
+                let mut vals = Vec::new();
+                read_blocks(&mut rank, &owned, b, n, |_, x| vals.push(x + g))?;
                 if sample {
                     let l1 = prev_owned
                         .as_ref()
                         .map(|p| p.iter().zip(&vals).map(|(a, b)| (a - b).abs()).sum())
-                        .unwrap_or(f64::NAN);
+                        .unwrap_or(1.0);
                     // Worker 0 holds the reference and measures the error; the others add 0.
                     let err = if a.reference && gid == 0 { self.ref_error(&mut rank, g, n)? } else { 0.0 };
-                    let l1 = if l1.is_nan() { 1.0 } else { l1 };
                     tracker.contribute(w, it + 1, &[l1, err, if a.reference { 1.0 } else { 0.0 }])?;
                 }
                 prev_owned = Some(vals);
@@ -280,25 +279,19 @@ impl App for PageRank {
             w.clock()?;
         }
         tracker.finish(w)?;
-        if let Some(out) = &self.output {
+        if let (Some(out), 0) = (&self.output, gid) {
             let g = d * global.get(0)?.col(0) / n as f64;
-            if gid == 0 {
-                let mut scores: Vec<(f64, u64)> = Vec::with_capacity(n);
-                for v in 0..n as u64 {
-                    rank.refresh(v);
-                }
-                for v in 0..n as u64 {
-                    scores.push((current(&mut rank, g, v)?, v));
-                }
-                scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-                let mut text = Vec::new();
-                for (s, v) in scores {
-                    writeln!(text, "{v}\t{s:.12e}").ok();
-                }
-                out.write_part(0, "ranks", 0, |f| f.write_all(&text))?;
-                out.commit()?;
-                log::info!("ranks written to {}", out.url);
+            let all: Vec<u64> = (0..blocks as u64).collect();
+            let mut scores: Vec<(f64, u64)> = Vec::with_capacity(n);
+            read_blocks(&mut rank, &all, b, n, |i, x| scores.push((x + g, i as u64)))?;
+            scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut text = Vec::new();
+            for (s, v) in scores {
+                writeln!(text, "{v}\t{s:.12e}").ok();
             }
+            out.write_part(0, "ranks", 0, |f| f.write_all(&text))?;
+            out.commit()?;
+            log::info!("ranks written to {}", out.url);
         }
         Ok(())
     }
@@ -308,17 +301,54 @@ impl App for PageRank {
     }
 }
 
+/// Adds `vals[v]` to node `v` for every node, one dense row update per block with a non-zero
+/// entry, and resets `vals` to zero.
+fn push_blocks<T: Element>(
+    t: &mut TableHandle<DenseRow<T>>,
+    vals: &mut [T],
+    b: usize,
+    nonzero: impl Fn(T) -> bool,
+) -> Result<()> {
+    let mut upd = DenseRow(vec![T::default(); b]);
+    for (blk, chunk) in vals.chunks_mut(b).enumerate() {
+        if chunk.iter().any(|x| nonzero(*x)) {
+            upd.0[..chunk.len()].copy_from_slice(chunk);
+            upd.0[chunk.len()..].iter_mut().for_each(|x| *x = T::default());
+            t.inc(blk as u64, &upd);
+            chunk.iter_mut().for_each(|x| *x = T::default());
+        }
+    }
+    Ok(())
+}
+
+/// Reads the given blocks (prefetched together) and calls `f(node, value)` for each node.
+fn read_blocks<T: Element>(
+    t: &mut TableHandle<DenseRow<T>>,
+    blocks: &[u64],
+    b: usize,
+    n: usize,
+    mut f: impl FnMut(usize, T),
+) -> Result<()> {
+    for &blk in blocks {
+        t.refresh(blk);
+    }
+    for &blk in blocks {
+        let row = t.get(blk)?;
+        let start = blk as usize * b;
+        for (j, x) in row.iter().take(n.saturating_sub(start).min(b)).enumerate() {
+            f(start + j, *x);
+        }
+    }
+    Ok(())
+}
+
 impl PageRank {
     fn ref_error(&self, rank: &mut TableHandle<DenseRow<f64>>, g: f64, n: usize) -> Result<f64> {
         let guard = self.reference.lock().unwrap_or_else(|e| e.into_inner());
         let Some(r) = guard.as_ref() else { return Ok(0.0) };
-        for v in 0..n as u64 {
-            rank.refresh(v);
-        }
+        let all: Vec<u64> = (0..n.div_ceil(self.args.block) as u64).collect();
         let mut err = 0.0;
-        for (v, want) in r.iter().enumerate() {
-            err += (rank.get(v as u64)?.col(0) + g - want).abs();
-        }
+        read_blocks(rank, &all, self.args.block, n, |i, x| err += (x + g - r[i]).abs())?;
         Ok(err)
     }
 }
