@@ -48,16 +48,15 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
         v
     };
     let (mut l, mut r) = (init(users, seed), init(items, seed ^ 1));
-    let mut order: Vec<usize> = (0..ratings.len()).collect();
-    rand::seq::SliceRandom::shuffle(order.as_mut_slice(), &mut rand::rngs::SmallRng::seed_from_u64(seed));
+    let mut order = ratings.to_vec();
+    super::mf::sgd_order(&mut order, seed);
     let (mut dl, mut dr) = (vec![0f32; rank], vec![0f32; rank]);
     let mut objective = Vec::new();
     let mut secs = 0.0;
     for pass in 0..passes {
         let t0 = Instant::now();
         let step = lr * decay.powi(pass as i32);
-        for &i in &order {
-            let x = &ratings[i];
+        for x in &order {
             let (u, v) = (x.user as usize * rank, x.item as usize * rank);
             sgd_step(&l[u..u + rank], &r[v..v + rank], x.value, step, lambda, &mut dl, &mut dr);
             l[u..u + rank].iter_mut().zip(&dl).for_each(|(a, b)| *a += b);

@@ -49,8 +49,10 @@ impl<T: Element> Row for DenseRow<T> {
     }
     #[inline]
     fn apply(&mut self, u: &Self) {
-        for (a, b) in self.0.iter_mut().zip(&u.0) {
-            *a += *b;
+        let n = self.0.len().min(u.0.len());
+        let (a, b) = (&mut self.0[..n], &u.0[..n]);
+        for i in 0..n {
+            a[i] += b[i];
         }
     }
     fn encode(&self, buf: &mut BytesMut) {
