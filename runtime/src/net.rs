@@ -18,10 +18,27 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::codec::{Framed, FramedRead, FramedWrite};
 
+/// An outgoing queue to one peer. Counts queued messages in the core so that a failing process
+/// can let its last messages (an abort reason) reach the peers before it exits.
+#[derive(Clone)]
+pub(crate) struct Link {
+    tx: UnboundedSender<Msg>,
+    core: Arc<Core>,
+}
+
+impl Link {
+    pub fn send(&self, m: Msg) {
+        self.core.queued.fetch_add(1, Ordering::SeqCst);
+        if self.tx.send(m).is_err() {
+            self.core.message_done();
+        }
+    }
+}
+
 /// Outgoing queues of a process: to each server and to each client.
 pub(crate) struct Links {
-    pub to_server: Vec<UnboundedSender<Msg>>,
-    pub to_client: Vec<UnboundedSender<Msg>>,
+    pub to_server: Vec<Link>,
+    pub to_client: Vec<Link>,
 }
 
 type Rxs = Arc<Mutex<Vec<Option<UnboundedReceiver<Msg>>>>>;
@@ -48,18 +65,20 @@ pub(crate) fn start(
     }
     // Local delivery: my client to my server and back, without sockets.
     let mut local_srv = server_rx[me].take().expect("fresh");
-    let sin = server_in.clone();
+    let (sin, c) = (server_in.clone(), core.clone());
     tokio::spawn(async move {
         while let Some(m) = local_srv.recv().await {
+            c.message_done();
             if sin.send(ServerIn::Net(me, m)).is_err() {
                 break;
             }
         }
     });
     let mut local_cli = client_rx[me].take().expect("fresh");
-    let cin = client_in.clone();
+    let (cin, c) = (client_in.clone(), core.clone());
     tokio::spawn(async move {
         while let Some(m) = local_cli.recv().await {
+            c.message_done();
             if cin.send((me, m)).is_err() {
                 break;
             }
@@ -81,7 +100,8 @@ pub(crate) fn start(
             });
         }
     }
-    Links { to_server, to_client }
+    let link = |tx| Link { tx, core: core.clone() };
+    Links { to_server: to_server.into_iter().map(link).collect(), to_client: to_client.into_iter().map(link).collect() }
 }
 
 type Conn = Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>;
@@ -197,6 +217,9 @@ fn run_conn(
             if core.closing.load(Ordering::SeqCst) {
                 core.update_ctl(|c| c.closed_peers += 1);
             } else {
+                // A peer that fails on purpose sends its reason (Abort) before closing, possibly
+                // on the other connection between us: give that reason a moment to win.
+                tokio::time::sleep(Duration::from_millis(200)).await;
                 core.fail(PsError::PeerLost { pid: q, addr, reason });
             }
             return;
@@ -219,6 +242,8 @@ async fn write_loop(
             Ok(None) => return,
             Err(_) => Msg::Ping,
         };
+        // Heartbeats are not queued through a Link, so they are not counted.
+        let mut counted = usize::from(!matches!(first, Msg::Ping));
         let mut next = Some(first);
         let mut batch = 0;
         let res: std::io::Result<()> = async {
@@ -229,11 +254,15 @@ async fn write_loop(
                 batch += 1;
                 if batch < 256 {
                     next = rx.try_recv().ok();
+                    counted += usize::from(next.is_some());
                 }
             }
             SinkExt::<bytes::Bytes>::flush(&mut w).await
         }
         .await;
+        for _ in 0..counted {
+            core.message_done();
+        }
         if let Err(e) = res {
             if !core.closing.load(Ordering::SeqCst) {
                 core.fail(PsError::PeerLost { pid: q, addr, reason: format!("write failed: {e}") });

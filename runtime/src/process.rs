@@ -46,7 +46,8 @@ pub struct ProcessSpec {
 /// [`PsContext::ready`], run workers, then [`PsContext::finish`].
 pub struct PsContext {
     core: Arc<Core>,
-    rt: tokio::runtime::Runtime,
+    /// Taken by `finish`; otherwise dropped after `Drop` flushed what a failing process queued.
+    rt: Option<tokio::runtime::Runtime>,
     registry: RowTypeRegistry,
     server_in: UnboundedSender<ServerIn>,
     tables: Vec<TableConfig>,
@@ -99,7 +100,7 @@ impl PsContext {
             rt.spawn(Server::new(core.clone(), links.to_client).run(server_rx));
         }
         log::info!("process {} of {n} listening on {addr}", spec.pid);
-        Ok(PsContext { core, rt, registry, server_in: server_tx, tables: Vec::new() })
+        Ok(PsContext { core, rt: Some(rt), registry, server_in: server_tx, tables: Vec::new() })
     }
 
     pub fn process_id(&self) -> usize {
@@ -154,7 +155,7 @@ impl PsContext {
 
     /// After every worker finished: waits until all servers applied this process's last updates,
     /// reports to the name node and keeps serving until every process is done.
-    pub fn finish(self) -> Result<()> {
+    pub fn finish(mut self) -> Result<()> {
         let n = self.core.nprocs;
         self.core.wait_ctl("servers to apply the final updates", None, |c| c.final_acks >= n)?;
         self.core.send(ClientCmd::Done);
@@ -165,7 +166,9 @@ impl PsContext {
                 .core
                 .wait_ctl("peers to disconnect", Some(Duration::from_secs(10)), |c| c.closed_peers >= 2 * (n - 1));
         }
-        self.rt.shutdown_timeout(Duration::from_millis(200));
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_millis(200));
+        }
         Ok(())
     }
 
@@ -173,6 +176,15 @@ impl PsContext {
     pub fn abort(&self, reason: &str) {
         self.core.send(ClientCmd::Abort(reason.to_string()));
         let _ = self.core.wait_ctl("the abort to propagate", Some(Duration::from_secs(2)), |_| false);
+    }
+}
+
+impl Drop for PsContext {
+    fn drop(&mut self) {
+        if self.rt.is_some() && self.core.check().is_err() {
+            // Let abort messages reach the peers before the sockets close.
+            self.core.flush_outgoing(Duration::from_secs(2));
+        }
     }
 }
 

@@ -3,16 +3,17 @@
 
 use super::core::{ClientCmd, Core};
 use crate::error::{PsError, Result};
+use crate::net::Link;
 use crate::row::{BatchOut, ReadExt};
 use crate::wire::{FetchReq, Msg, RowsKind, CLOCK_FINISHED};
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 pub(crate) struct ClientTask {
     pub core: Arc<Core>,
-    pub to_server: Vec<UnboundedSender<Msg>>,
+    pub to_server: Vec<Link>,
     /// Last clock whose updates were shipped.
     pub sent_upto: i64,
     pub clock_log: Option<std::fs::File>,
@@ -41,7 +42,7 @@ impl ClientTask {
     }
 
     fn send(&self, server: usize, m: Msg) {
-        let _ = self.to_server[server].send(m);
+        self.to_server[server].send(m);
     }
 
     /// Handles a burst of commands; fetches are packed into one message per server.

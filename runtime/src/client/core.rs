@@ -88,6 +88,8 @@ pub(crate) struct Core {
     pub net: NetStats,
     pub closing: AtomicBool,
     pub start: Instant,
+    /// Messages queued to links and not yet written (see `flush_outgoing`).
+    pub queued: AtomicI64,
     failed: AtomicBool,
     failure: Mutex<Option<PsError>>,
     pub ctl: Mutex<Ctl>,
@@ -113,6 +115,7 @@ impl Core {
             net: NetStats::default(),
             closing: AtomicBool::new(false),
             start: Instant::now(),
+            queued: AtomicI64::new(0),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             ctl: Mutex::new(Ctl::default()),
@@ -126,6 +129,28 @@ impl Core {
                 release_clock: 0,
             }),
             barrier_cv: Condvar::new(),
+        }
+    }
+
+    /// A queued message was written (or dropped with its link).
+    pub fn message_done(&self) {
+        if self.queued.fetch_sub(1, Ordering::SeqCst) <= 1 {
+            drop(lock(&self.ctl));
+            self.ctl_cv.notify_all();
+        }
+    }
+
+    /// Waits (at most `limit`) until every queued message has been written, so that a failing
+    /// process's last words (an abort) reach its peers before its sockets close.
+    pub fn flush_outgoing(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let mut g = lock(&self.ctl);
+        while self.queued.load(Ordering::SeqCst) > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            g = self.ctl_cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
 

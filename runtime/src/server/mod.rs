@@ -10,6 +10,7 @@ pub(crate) use table::ServerTable;
 use crate::client::Core;
 use crate::config::Consistency;
 use crate::error::{PsError, Result};
+use crate::net::Link;
 use crate::row::ServerTableOps;
 use crate::wire::{FetchReq, Msg, RowsKind, CLOCK_FINISHED};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -17,7 +18,7 @@ use namenode::NameNode;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Input of the server task.
 pub(crate) enum ServerIn {
@@ -48,12 +49,12 @@ impl RowsOut {
         self.frames.is_empty() && self.cur.is_empty()
     }
     /// Sends all frames; the last one has kind `last`, earlier ones `part`.
-    fn send(mut self, to: &UnboundedSender<Msg>, part: RowsKind, last: RowsKind, age: i64, rc: i64) {
+    fn send(mut self, to: &Link, part: RowsKind, last: RowsKind, age: i64, rc: i64) {
         self.frames.push(self.cur.freeze());
         let n = self.frames.len();
         for (i, data) in self.frames.into_iter().enumerate() {
             let kind = if i + 1 == n { last } else { part };
-            let _ = to.send(Msg::Rows { kind, age, rc, data });
+            to.send(Msg::Rows { kind, age, rc, data });
         }
     }
 }
@@ -70,7 +71,7 @@ pub(crate) struct Server {
     subs: FxHashMap<(u32, u64), Vec<usize>>,
     has_subs: Vec<bool>,
     dirty: FxHashSet<(u32, u64)>,
-    to_client: Vec<UnboundedSender<Msg>>,
+    to_client: Vec<Link>,
     namenode: Option<NameNode>,
     push: bool,
     overstate: i64,
@@ -78,7 +79,7 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    pub fn new(core: Arc<Core>, to_client: Vec<UnboundedSender<Msg>>) -> Self {
+    pub fn new(core: Arc<Core>, to_client: Vec<Link>) -> Self {
         let n = core.nprocs;
         Server {
             tables: FxHashMap::default(),
@@ -183,7 +184,7 @@ impl Server {
             .map_err(|e| PsError::codec(format!("updates from process {from} for table {table}: {e}")))?;
         }
         self.vc[from] = self.vc[from].max(clock);
-        let _ = self.to_client[from].send(Msg::ClockAck { clock });
+        self.to_client[from].send(Msg::ClockAck { clock });
         let g = self.vc.iter().copied().min().unwrap_or(clock);
         if g > self.global {
             self.global = g;

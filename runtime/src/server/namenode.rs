@@ -3,8 +3,8 @@
 //! every process stop serving only after all of them stopped reading.
 
 use crate::error::{PsError, Result};
+use crate::net::Link;
 use crate::wire::Msg;
-use tokio::sync::mpsc::UnboundedSender;
 
 pub(crate) struct NameNode {
     n: usize,
@@ -19,13 +19,13 @@ impl NameNode {
         NameNode { n, registered: vec![None; n], barrier: vec![None; n], done: vec![false; n], byes: vec![false; n] }
     }
 
-    fn broadcast(out: &[UnboundedSender<Msg>], m: Msg) {
+    fn broadcast(out: &[Link], m: Msg) {
         for o in out {
-            let _ = o.send(m.clone());
+            o.send(m.clone());
         }
     }
 
-    pub fn handle(&mut self, from: usize, msg: Msg, out: &[UnboundedSender<Msg>]) -> Result<()> {
+    pub fn handle(&mut self, from: usize, msg: Msg, out: &[Link]) -> Result<()> {
         match msg {
             Msg::Register { fingerprint } => {
                 self.registered[from] = Some(fingerprint);
