@@ -10,4 +10,4 @@ mkdir -p results
 exec ./target/release/yarn-submit --master 'local[2]' --threads 2 --consistency essp --staleness 1 \
   --stats results/mf-ml100k.json \
   mf --input data/ml-100k/ratings.tsv --output results/mf-ml100k --overwrite \
-     --rank 20 --passes 40 --lr 0.015 --test-fraction 0.2 "$@"
+     --rank 20 --passes 40 --test-fraction 0.2 "$@"

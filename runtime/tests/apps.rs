@@ -46,7 +46,7 @@ fn mf_converges_and_writes_factors() {
     gen::ratings(&spec, &data).unwrap();
     let out = d.join("out");
     let a = args(format!(
-        "--input {} --output {} --passes 15 --rank 10 --test-fraction 0.2 --samples 5",
+        "--input {} --output {} --passes 20 --lr 0.03 --rank 10 --test-fraction 0.2 --samples 5",
         data.display(),
         out.display()
     ));
@@ -55,12 +55,13 @@ fn mf_converges_and_writes_factors() {
     let test = objective(&st, "test_rmse");
     eprintln!("rmse {rmse:?}\ntest {test:?}");
     assert_eq!(rmse.len(), 6, "initial + 5 samples");
-    assert_eq!(rmse.last().unwrap().0, 150);
+    assert_eq!(rmse.last().unwrap().0, 200);
     let (first, last) = (rmse[0].1, rmse.last().unwrap().1);
-    assert!(first > 2.0, "initial RMSE {first} should be far off");
-    // Predicting the mean rating would give about 1.0 here; the planted noise floor is about 0.4.
-    assert!(last < 0.8, "final training RMSE {last}");
-    assert!(test.last().unwrap().1 < 0.9, "final held-out RMSE {:?}", test.last());
+    assert!(first > 0.7, "initial RMSE {first}: the mean alone should be far off");
+    // The initial model predicts the mean (RMSE = the ratings' spread, about 0.76 here); the
+    // planted noise and rounding put the floor near 0.42.
+    assert!(last < 0.55, "final training RMSE {last}");
+    assert!(test.last().unwrap().1 < 0.65, "final held-out RMSE {:?}", test.last());
     assert!(rmse.windows(2).all(|w| w[1].1 <= w[0].1 * 1.02), "RMSE does not fall: {rmse:?}");
     // Complete output: every user and item exactly once, rank values each, and _SUCCESS.
     assert!(out.join("_SUCCESS").exists());
@@ -102,12 +103,13 @@ fn mf_target_stops_early() {
         seed: 5,
     };
     gen::ratings(&spec, &data).unwrap();
-    let a = args(format!("--input {} --passes 50 --samples 50 --target 1.0", data.display()));
+    let a = args(format!("--input {} --passes 50 --samples 50 --lr 0.03 --target 0.5", data.display()));
     let st = run("mf", &a, 2, &RuntimeConfig::default());
     let rmse = objective(&st, "rmse");
     let last = rmse.last().unwrap();
-    assert!(last.0 < 500, "did not stop early: {rmse:?}");
-    assert!(rmse.iter().any(|r| r.1 <= 1.0), "{rmse:?}");
+    assert!(rmse[0].1 > 0.8, "{rmse:?}");
+    assert!(last.0 < 400, "did not stop early: {rmse:?}");
+    assert!(rmse.iter().any(|r| r.1 <= 0.5), "{rmse:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -42,12 +42,13 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
         let mut v = Vec::with_capacity(n * rank);
         for i in 0..n {
             let mut r = <DenseRow<f32> as Row>::zero(rank);
-            r.randomize(crate::config::mix64(s ^ (i as u64).wrapping_mul(0x2545f4914f6cdd1d)), 0.0, hi);
+            r.randomize(crate::config::mix64(s ^ (i as u64).wrapping_mul(0x2545f4914f6cdd1d)), -hi, hi);
             v.extend_from_slice(&r);
         }
         v
     };
     let (mut l, mut r) = (init(users, seed), init(items, seed ^ 1));
+    let mu = (ratings.iter().map(|r| r.value as f64).sum::<f64>() / ratings.len().max(1) as f64) as f32;
     let mut order = ratings.to_vec();
     super::mf::sgd_order(&mut order, seed);
     let (mut dl, mut dr) = (vec![0f32; rank], vec![0f32; rank]);
@@ -58,7 +59,7 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
         let step = lr * decay.powi(pass as i32);
         for x in &order {
             let (u, v) = (x.user as usize * rank, x.item as usize * rank);
-            sgd_step(&l[u..u + rank], &r[v..v + rank], x.value, step, lambda, &mut dl, &mut dr);
+            sgd_step(&l[u..u + rank], &r[v..v + rank], x.value - mu, step, lambda, &mut dl, &mut dr);
             l[u..u + rank].iter_mut().zip(&dl).for_each(|(a, b)| *a += b);
             r[v..v + rank].iter_mut().zip(&dr).for_each(|(a, b)| *a += b);
         }
@@ -67,7 +68,7 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
             .iter()
             .map(|x| {
                 let (u, v) = (x.user as usize * rank, x.item as usize * rank);
-                ((x.value - dot(&l[u..u + rank], &r[v..v + rank])) as f64).powi(2)
+                ((x.value - mu - dot(&l[u..u + rank], &r[v..v + rank])) as f64).powi(2)
             })
             .sum();
         objective.push((sse / ratings.len().max(1) as f64).sqrt());

@@ -41,6 +41,24 @@ pub struct CommonArgs {
     /// Count and skip malformed input lines instead of failing.
     #[arg(long)]
     pub skip_bad_records: bool,
+    /// Passes per clock (W > 1 makes a clock several passes: LazyTable's wpc > 1).
+    #[arg(long, default_value_t = 1)]
+    pub passes_per_clock: i64,
+    /// Straggler injection for experiments: `delayed` (process k sleeps --straggler-delay seconds
+    /// in clock k, round robin) or `random` (each process sleeps that long in a clock with
+    /// probability --straggler-p).
+    #[arg(long)]
+    pub straggler: Option<Straggler>,
+    #[arg(long, default_value_t = 0.0)]
+    pub straggler_delay: f64,
+    #[arg(long, default_value_t = 0.1)]
+    pub straggler_p: f64,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Straggler {
+    Delayed,
+    Random,
 }
 
 impl CommonArgs {
@@ -52,7 +70,40 @@ impl CommonArgs {
         }
     }
     pub fn total_clocks(&self) -> i64 {
-        self.passes * self.cpp()
+        if self.passes_per_clock > 1 {
+            (self.passes + self.passes_per_clock - 1) / self.passes_per_clock
+        } else {
+            self.passes * self.cpp()
+        }
+    }
+
+    /// The work of clock `clock` over `n` items: (pass, item range) segments.
+    pub fn segments(&self, clock: i64, n: usize) -> Vec<(i64, std::ops::Range<usize>)> {
+        if self.passes_per_clock > 1 {
+            let first = clock * self.passes_per_clock;
+            (first..(first + self.passes_per_clock).min(self.passes)).map(|p| (p, 0..n)).collect()
+        } else {
+            let cpp = self.cpp();
+            let per = n.div_ceil(cpp as usize);
+            let part = (clock % cpp) as usize;
+            vec![(clock / cpp, (part * per).min(n)..((part + 1) * per).min(n))]
+        }
+    }
+
+    /// Injected straggling for clock `clock` of process `pid` of `nprocs` (every thread of the
+    /// process sleeps, as when the machine is slow).
+    pub fn straggle(&self, pid: usize, nprocs: usize, clock: i64) {
+        let hit = match self.straggler {
+            None => false,
+            Some(Straggler::Delayed) => clock.rem_euclid(nprocs as i64) as usize == pid,
+            Some(Straggler::Random) => {
+                let h = crate::config::mix64(self.seed ^ (pid as u64) << 40 ^ clock as u64);
+                ((h >> 11) as f64 / (1u64 << 53) as f64) < self.straggler_p
+            }
+        };
+        if hit && self.straggler_delay > 0.0 {
+            std::thread::sleep(std::time::Duration::from_secs_f64(self.straggler_delay));
+        }
     }
     /// Clocks per pass.
     pub fn cpp(&self) -> i64 {
@@ -60,7 +111,15 @@ impl CommonArgs {
     }
     /// Fills in the app's default clocks per pass and checks ranges.
     pub fn validate(&mut self, app: &str, default_cpp: i64) -> Result<()> {
-        self.clocks_per_pass.get_or_insert(default_cpp);
+        if self.passes_per_clock > 1 && self.clocks_per_pass.is_some_and(|c| c > 1) {
+            return Err(PsError::Config(format!("{app}: use either --clocks-per-pass or --passes-per-clock")));
+        }
+        self.clocks_per_pass.get_or_insert(if self.passes_per_clock > 1 { 1 } else { default_cpp });
+        if self.passes_per_clock <= 0 || self.straggler_delay < 0.0 || !(0.0..=1.0).contains(&self.straggler_p) {
+            return Err(PsError::Config(format!(
+                "{app}: --passes-per-clock must be positive, --straggler-delay >= 0, --straggler-p in [0, 1]"
+            )));
+        }
         if self.passes <= 0 || self.cpp() <= 0 || self.samples < 0 {
             return Err(PsError::Config(format!("{app}: --passes and --clocks-per-pass must be positive")));
         }

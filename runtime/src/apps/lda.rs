@@ -134,8 +134,6 @@ impl App for Lda {
             }
             Ok(vec![ll, tokens as f64])
         };
-        let cpp = c.cpp() as usize;
-        let per_clock = docs.len().div_ceil(cpp);
         for clock in 0..c.total_clocks() {
             if tracker.poll(w)? {
                 break;
@@ -145,11 +143,12 @@ impl App for Lda {
             if clock == 0 {
                 tracker.evaluate(w, 0, || eval(&mut wt, &sampler, &z))?;
             }
-            let part = clock as usize % cpp;
-            let range = (part * per_clock).min(docs.len())..((part + 1) * per_clock).min(docs.len());
+            c.straggle(w.process_id(), w.num_processes(), clock);
             let mut store = PsWordTopics(&mut wt);
-            for d in range {
-                sampler.sweep_doc(&docs[d], &mut z[d], &mut store, &mut rng)?;
+            for (_, range) in c.segments(clock, docs.len()) {
+                for d in range {
+                    sampler.sweep_doc(&docs[d], &mut z[d], &mut store, &mut rng)?;
+                }
             }
             flush_totals(&mut ts, &mut sampler)?;
             if c.is_sample_clock(clock) {

@@ -27,7 +27,7 @@ pub struct MfArgs {
     #[arg(long, default_value_t = 0.05)]
     pub lambda: f32,
     /// Initial step size.
-    #[arg(long = "lr", default_value_t = 0.01)]
+    #[arg(long = "lr", default_value_t = 0.015)]
     pub lr: f32,
     /// Step size multiplier per pass.
     #[arg(long, default_value_t = 0.95)]
@@ -35,8 +35,8 @@ pub struct MfArgs {
     /// Hold out this fraction of ratings for a test RMSE.
     #[arg(long, default_value_t = 0.0)]
     pub test_fraction: f64,
-    /// Initial factor entries are uniform in [0, init-scale / sqrt(rank)).
-    #[arg(long, default_value_t = 1.0)]
+    /// Initial factor entries are uniform in [-s, s) with s = init-scale / sqrt(rank).
+    #[arg(long, default_value_t = 0.5)]
     pub init_scale: f64,
     /// auto, tsv/csv, movielens or netflix.
     #[arg(long, default_value = "auto")]
@@ -46,6 +46,8 @@ pub struct MfArgs {
 pub const L: u32 = 0;
 pub const R: u32 = 1;
 pub const OWNER: u32 = 2;
+/// Row 0: (sum, count) of the training ratings, for the global mean.
+pub const MEAN: u32 = 3;
 
 /// Whether a rating is held out (independent of how the input is split).
 pub fn held_out(r: &Rating, seed: u64, fraction: f64) -> bool {
@@ -122,8 +124,9 @@ impl App for Mf {
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
         let k = self.args.rank;
         let hi = self.args.init_scale / (k as f64).sqrt();
-        ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(0.0, hi, self.args.common.seed))?;
-        ctx.create_table(TableConfig::new(R, "items", "dense_f32", k).with_init(0.0, hi, self.args.common.seed ^ 1))?;
+        ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(-hi, hi, self.args.common.seed))?;
+        ctx.create_table(TableConfig::new(R, "items", "dense_f32", k).with_init(-hi, hi, self.args.common.seed ^ 1))?;
+        ctx.create_table(TableConfig::new(MEAN, "mean", "dense_f64", 2))?;
         let workers = ctx.num_processes() * ctx.config().threads;
         ctx.create_table(TableConfig::new(OWNER, "owner", "dense_i64", workers))?;
         Objective::create_tables(ctx)?;
@@ -146,6 +149,16 @@ impl App for Mf {
             ratings.into_iter().partition(|r| !held_out(r, c.seed, a.test_fraction));
         log::debug!("worker {gid}: {} training, {} held-out ratings ({} skipped)", train.len(), test.len(), st.skipped);
         sgd_order(&mut train, c.seed ^ gid as u64);
+        // The model predicts mean + L_u . R_i: centring keeps early gradients small, which matters
+        // when many workers' stale updates add up on popular items.
+        let mut mean_t = w.table::<DenseRow<f64>>(MEAN)?;
+        let sum: f64 = train.iter().map(|r| r.value as f64).sum();
+        mean_t.batch_inc(0, &[(0, sum), (1, train.len() as f64)])?;
+        w.global_barrier()?;
+        let mu = {
+            let m = mean_t.get(0)?;
+            (m[0] / m[1].max(1.0)) as f32
+        };
         let mut lt = w.table::<DenseRow<f32>>(L)?;
         let mut rt = w.table::<DenseRow<f32>>(R)?;
         let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
@@ -164,7 +177,7 @@ impl App for Mf {
             let mut s = vec![0f64; 4];
             for (set, base) in [(&train, 0), (&test, 2)] {
                 for r in set {
-                    let p = dot(&lt.get(r.user as u64)?, &rt.get(r.item as u64)?);
+                    let p = mu + dot(&lt.get(r.user as u64)?, &rt.get(r.item as u64)?);
                     s[base] += ((r.value - p) as f64).powi(2);
                     s[base + 1] += 1.0;
                 }
@@ -173,22 +186,21 @@ impl App for Mf {
         };
         let first = eval(&mut lt, &mut rt)?;
         tracker.contribute(w, 0, &first)?;
-        let cpp = c.cpp();
-        let per_clock = train.len().div_ceil(cpp as usize);
         for clock in 0..c.total_clocks() {
             if tracker.poll(w)? {
                 break;
             }
-            let pass = clock / cpp;
-            let lr = a.lr * a.lr_decay.powi(pass as i32);
-            let part = (clock % cpp) as usize;
-            for r in train.iter().skip(part * per_clock).take(per_clock) {
-                {
-                    let (lu, ri) = (lt.get(r.user as u64)?, rt.get(r.item as u64)?);
-                    sgd_step(&lu, &ri, r.value, lr, a.lambda, &mut dl, &mut dr);
+            c.straggle(w.process_id(), w.num_processes(), clock);
+            for (pass, range) in c.segments(clock, train.len()) {
+                let lr = a.lr * a.lr_decay.powi(pass as i32);
+                for r in &train[range] {
+                    {
+                        let (lu, ri) = (lt.get(r.user as u64)?, rt.get(r.item as u64)?);
+                        sgd_step(&lu, &ri, r.value - mu, lr, a.lambda, &mut dl, &mut dr);
+                    }
+                    lt.inc(r.user as u64, &dl);
+                    rt.inc(r.item as u64, &dr);
                 }
-                lt.inc(r.user as u64, &dl);
-                rt.inc(r.item as u64, &dr);
             }
             if c.is_sample_clock(clock) {
                 tracker.evaluate(w, clock + 1, || eval(&mut lt, &mut rt))?;
@@ -197,7 +209,7 @@ impl App for Mf {
         }
         tracker.finish(w)?;
         if let Some(out) = &self.output {
-            self.write_factors(w, out, &train, &test)?;
+            self.write_factors(w, out, &train, &test, mu)?;
         }
         Ok(())
     }
@@ -210,7 +222,7 @@ impl App for Mf {
 impl Mf {
     /// Writes `user_factors` and `item_factors` (`id<TAB>v1<TAB>...<TAB>vK`). Each id is written by
     /// the lowest-numbered worker that has it, elected through the owner table.
-    fn write_factors(&self, w: &mut Worker, out: &Output, train: &[Rating], test: &[Rating]) -> Result<()> {
+    fn write_factors(&self, w: &mut Worker, out: &Output, train: &[Rating], test: &[Rating], mu: f32) -> Result<()> {
         let gid = w.global_thread_id();
         let mut owner = w.table::<DenseRow<i64>>(OWNER)?;
         let mut users: Vec<u64> = train.iter().chain(test).map(|r| r.user as u64).collect();
@@ -243,6 +255,9 @@ impl Mf {
                 text.push(b'\n');
             }
             out.write_part(gid, name, gid, |f| f.write_all(&text))?;
+        }
+        if gid == 0 {
+            out.write_part(0, "global_mean", 0, |f| writeln!(f, "{mu}"))?;
         }
         w.global_barrier()?;
         if gid == 0 {

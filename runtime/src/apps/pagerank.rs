@@ -125,7 +125,7 @@ impl PageRank {
         if !(0.0..1.0).contains(&args.damping) {
             return Err(PsError::Config("pagerank: --damping must be in [0, 1)".into()));
         }
-        if args.common.cpp() != 1 {
+        if args.common.cpp() != 1 || args.common.passes_per_clock != 1 {
             return Err(PsError::Config("pagerank: an iteration is one clock (--clocks-per-pass 1)".into()));
         }
         Ok(PageRank { args, obj: Objective::new(finish, true), output: None, reference: Mutex::new(None) })
@@ -229,6 +229,7 @@ impl App for PageRank {
             if tracker.poll(w)? {
                 break;
             }
+            c.straggle(w.process_id(), w.num_processes(), it);
             let g = d * global.get(0)?.col(0) / n as f64;
             read_blocks(&mut rank, &src_blocks, b, n, |i, x| local[i] = x)?;
             // Push rank changes along this worker's edges, aggregated per destination.

@@ -98,7 +98,7 @@ pub fn run(a: Args) {
             decay: 0.95,
             lambda: 0.05,
             passes: a.mf_passes,
-            init_scale: 1.0,
+            init_scale: 0.5,
             seed: 1,
         };
         let b = baseline::mf(&ratings, &params);

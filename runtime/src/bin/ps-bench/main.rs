@@ -2,8 +2,10 @@
 //! CSV/JSON into `results/`.
 //!   ps-bench runtime   cache-hit get+inc vs Vec/HashMap; remote row throughput
 //!   ps-bench apps      MF / LDA / PageRank through the parameter server vs plain loops
+//!   ps-bench experiment [NAME]   the papers' experiments, CSVs for the plots
 
 mod apps;
+mod experiments;
 mod runtime;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +23,8 @@ enum Cmd {
     Runtime(runtime::Args),
     /// Applications through the parameter server vs single-process loops.
     Apps(apps::Args),
+    /// The papers' experiments (CSV into results/experiments; plot with scripts/plot_experiments.py).
+    Experiment(experiments::Args),
 }
 
 fn main() {
@@ -28,5 +32,6 @@ fn main() {
     match Cli::parse().cmd {
         Cmd::Runtime(a) => runtime::run(a),
         Cmd::Apps(a) => apps::run(a),
+        Cmd::Experiment(a) => experiments::run(a),
     }
 }
