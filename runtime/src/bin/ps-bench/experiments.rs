@@ -102,7 +102,7 @@ fn write(a: &Args, name: &str, csv: &str) {
 
 /// Work per clock in passes, as the CLI expresses it.
 fn wpc_args(wpc: f64) -> String {
-    if wpc >= 1.0 {
+    if wpc > 1.0 {
         format!("--passes-per-clock {}", wpc as i64)
     } else {
         format!("--clocks-per-pass {}", (1.0 / wpc).round() as i64)
