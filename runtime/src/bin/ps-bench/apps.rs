@@ -31,6 +31,9 @@ pub struct Args {
     lda_docs: usize,
     #[arg(long, default_value_t = 100)]
     lda_topics: usize,
+    /// Use this corpus (UCI docword) instead of the generated one (e.g. data/nyt/docword.nyt.txt).
+    #[arg(long)]
+    lda_input: Option<String>,
     #[arg(long, default_value_t = 5)]
     lda_passes: usize,
     /// Nodes of the power-law graph (about 10 edges each).
@@ -113,18 +116,23 @@ pub fn run(a: Args) {
         );
     }
     if a.only.iter().any(|x| x == "lda") {
-        let dir = a.data.join(format!("nyt-{}", a.lda_docs));
-        let spec = gen::CorpusSpec {
-            docs: a.lda_docs,
-            vocab: 20_000,
-            topics: 100,
-            doc_len: 300,
-            alpha: 0.1,
-            beta: 0.01,
-            seed: 1,
+        let p = match &a.lda_input {
+            Some(p) => p.clone(),
+            None => {
+                let dir = a.data.join(format!("nyt-{}", a.lda_docs));
+                let spec = gen::CorpusSpec {
+                    docs: a.lda_docs,
+                    vocab: 20_000,
+                    topics: 100,
+                    doc_len: 300,
+                    alpha: 0.1,
+                    beta: 0.01,
+                    seed: 1,
+                };
+                ensure(&dir.join("docword.synth.txt"), || gen::corpus(&spec, &dir, "synth"));
+                dir.join("docword.synth.txt").display().to_string()
+            }
         };
-        ensure(&dir.join("docword.synth.txt"), || gen::corpus(&spec, &dir, "synth"));
-        let p = dir.join("docword.synth.txt").display().to_string();
         let (ps, last) = ps_run(
             "lda",
             strs(format!("--input {p} --topics {} --passes {} --samples 1", a.lda_topics, a.lda_passes)),
@@ -141,14 +149,13 @@ pub fn run(a: Args) {
             tokens as f64 / b.pass_s / 1e6
         );
         let input = format!("{tokens} tokens K={}", a.lda_topics);
-        report(
-            "lda",
-            input,
-            ps,
-            b.pass_s,
-            last["loglik"].as_f64().unwrap_or(f64::NAN),
-            *b.objective.last().unwrap_or(&f64::NAN),
+        let (ps_ll, base_ll) = (last["loglik"].as_f64().unwrap_or(f64::NAN), *b.objective.last().unwrap_or(&f64::NAN));
+        println!(
+            "lda final log-likelihood after {} sweeps: PS {ps_ll:.0}, single process {base_ll:.0}, difference {:.2}%",
+            a.lda_passes,
+            100.0 * (ps_ll - base_ll) / base_ll.abs()
         );
+        report("lda", input, ps, b.pass_s, ps_ll, base_ll);
     }
     if a.only.iter().any(|x| x == "pagerank") {
         let path = a.data.join(format!("graph-{}.tsv", a.pr_nodes));
