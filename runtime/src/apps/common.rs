@@ -320,6 +320,16 @@ impl Output {
         Ok(Output { storage: storage_for(url)?, url: url.trim_end_matches('/').to_string() })
     }
 
+    /// The job's `--output`, if any; process 0 checks it (and clears it with `--overwrite`).
+    pub fn for_job(ctx: &PsContext, args: &CommonArgs) -> Result<Option<Self>> {
+        let Some(url) = &args.output else { return Ok(None) };
+        let out = Output::new(url)?;
+        if ctx.process_id() == 0 {
+            out.prepare(args.overwrite)?;
+        }
+        Ok(Some(out))
+    }
+
     /// Refuses an existing output unless `overwrite` (then removes it). Call once, before work.
     pub fn prepare(&self, overwrite: bool) -> Result<()> {
         if self.storage.exists(&self.url)? {

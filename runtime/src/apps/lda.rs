@@ -82,13 +82,7 @@ impl App for Lda {
         ctx.create_table(TableConfig::new(WORD_TOPIC, "word_topic", "sparse_i32", k))?;
         ctx.create_table(TableConfig::new(TOPIC_SUM, "topic_sum", "dense_i64", k))?;
         Objective::create_tables(ctx)?;
-        if let Some(url) = &self.args.common.output {
-            let out = Output::new(url)?;
-            if ctx.process_id() == 0 {
-                out.prepare(self.args.common.overwrite)?;
-            }
-            self.output = Some(out);
-        }
+        self.output = Output::for_job(ctx, &self.args.common)?;
         Ok(())
     }
 

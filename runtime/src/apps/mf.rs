@@ -130,13 +130,7 @@ impl App for Mf {
         let workers = ctx.num_processes() * ctx.config().threads;
         ctx.create_table(TableConfig::new(OWNER, "owner", "dense_i64", workers))?;
         Objective::create_tables(ctx)?;
-        if let Some(url) = &self.args.common.output {
-            let out = Output::new(url)?;
-            if ctx.process_id() == 0 {
-                out.prepare(self.args.common.overwrite)?;
-            }
-            self.output = Some(out);
-        }
+        self.output = Output::for_job(ctx, &self.args.common)?;
         Ok(())
     }
 

@@ -141,13 +141,7 @@ impl App for PageRank {
         ctx.create_table(TableConfig::new(META, "meta", "dense_i64", workers))?;
         ctx.create_table(TableConfig::new(GLOBAL, "dangling", "dense_f64", 1))?;
         Objective::create_tables(ctx)?;
-        if let Some(url) = &self.args.common.output {
-            let out = Output::new(url)?;
-            if ctx.process_id() == 0 {
-                out.prepare(self.args.common.overwrite)?;
-            }
-            self.output = Some(out);
-        }
+        self.output = Output::for_job(ctx, &self.args.common)?;
         Ok(())
     }
 

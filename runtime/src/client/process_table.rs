@@ -29,6 +29,12 @@ struct ProcRow<R> {
     subscribed: bool,
 }
 
+impl<R> ProcRow<R> {
+    fn empty() -> Self {
+        ProcRow { view: None, age: NO_AGE, version: 0, in_flight: NO_AGE, subscribed: false }
+    }
+}
+
 struct Shard<R: Row> {
     rows: FxHashMap<u64, ProcRow<R>>,
     /// Unacknowledged updates of this process, by clock, coalesced across threads.
@@ -97,13 +103,7 @@ impl<R: Row> ProcessTable<R> {
         let mut blocked: Option<Instant> = None;
         loop {
             self.core.check()?;
-            let r = g.rows.entry(row).or_insert_with(|| ProcRow {
-                view: None,
-                age: NO_AGE,
-                version: 0,
-                in_flight: NO_AGE,
-                subscribed: false,
-            });
+            let r = g.rows.entry(row).or_insert_with(ProcRow::empty);
             let eff = self.effective_age(row, r);
             if let Some(src) = r.view.as_ref().filter(|_| eff >= req) {
                 if *dst.version != r.version || dst.view.is_none() {
@@ -139,13 +139,7 @@ impl<R: Row> ProcessTable<R> {
     /// requested, or will be pushed.
     pub fn prefetch(&self, row: u64, min_age: i64) {
         let mut g = lock(&self.shard(row).0);
-        let r = g.rows.entry(row).or_insert_with(|| ProcRow {
-            view: None,
-            age: NO_AGE,
-            version: 0,
-            in_flight: NO_AGE,
-            subscribed: false,
-        });
+        let r = g.rows.entry(row).or_insert_with(ProcRow::empty);
         if r.subscribed || (r.view.is_some() && r.age >= min_age) || r.in_flight >= min_age {
             return;
         }
@@ -191,13 +185,7 @@ impl<R: Row> ProcessTableOps for ProcessTable<R> {
         let (m, cv) = self.shard(row);
         let mut g = lock(m);
         let sh = &mut *g;
-        let r = sh.rows.entry(row).or_insert_with(|| ProcRow {
-            view: None,
-            age: NO_AGE,
-            version: 0,
-            in_flight: NO_AGE,
-            subscribed: false,
-        });
+        let r = sh.rows.entry(row).or_insert_with(ProcRow::empty);
         if r.view.is_some() && age < r.age {
             return Ok(()); // an older version overtaken by a newer one
         }
