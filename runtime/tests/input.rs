@@ -25,7 +25,7 @@ fn write(p: &Path, s: &str) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Any files, any line lengths (including empty lines and a missing final newline), any
     /// number of workers: the union of the lines read is exactly the lines of the files.

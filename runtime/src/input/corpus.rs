@@ -27,17 +27,23 @@ pub struct Corpus {
 
 /// For a docword file, its header `(D, W, NNZ)`.
 fn docword_header(storage: &dyn Storage, path: &str) -> Result<Option<[u64; 3]>> {
+    Ok(header_and_end(storage, path)?.map(|(h, _)| h))
+}
+
+/// The `(D, W, NNZ)` header of a docword file and the byte offset just past it.
+fn header_and_end(storage: &dyn Storage, path: &str) -> Result<Option<([u64; 3], u64)>> {
     let head = storage.read_at(path, 0, 256)?;
-    let text = String::from_utf8_lossy(&head);
-    let mut lines = text.lines();
     let mut h = [0u64; 3];
+    let mut pos = 0usize;
     for x in h.iter_mut() {
-        match lines.next().and_then(|l| l.trim().parse::<u64>().ok()) {
+        let Some(nl) = head[pos..].iter().position(|b| *b == b'\n') else { return Ok(None) };
+        match std::str::from_utf8(&head[pos..pos + nl]).ok().and_then(|l| l.trim().parse::<u64>().ok()) {
             Some(v) => *x = v,
             None => return Ok(None),
         }
+        pos += nl + 1;
     }
-    Ok(Some(h))
+    Ok(Some((h, pos as u64)))
 }
 
 fn read_lines(storage: &dyn Storage, url: &str) -> Result<Vec<String>> {
@@ -153,12 +159,13 @@ fn read_docword_split(
     stats: &mut ReadStats,
     max_w: &mut usize,
 ) -> Result<()> {
-    let mut r = LineReader::new(st, split)?;
-    if split.start == 0 {
-        for _ in 0..3 {
-            r.next_line()?; // D, W, NNZ
-        }
+    // The D, W, NNZ header belongs to nobody: a split starting inside it starts after it.
+    let body = header_and_end(st, &split.path)?.map(|(_, end)| end).unwrap_or(0);
+    if split.end <= body {
+        return Ok(());
     }
+    let split = &super::Split { path: split.path.clone(), start: split.start.max(body), end: split.end };
+    let mut r = LineReader::new(st, split)?;
     // A document whose first line lies in the previous split is skipped here.
     let mut skip_doc = None;
     if split.start > 0 && !r.past_end() {
