@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Starts a real single-node HDFS (Hadoop 2.7.3 NameNode + DataNode, from the jars inside PyPI's
+# pyspark==2.4.8 source distribution) on 127.0.0.1 with free ports, for tests and benchmarks.
+# Prints and writes `export HDFS_URL=hdfs://127.0.0.1:PORT` (and HADOOP_CONF_DIR) to
+# $PS_HDFS_DIR/env; stop it with scripts/hdfs-down.sh. Needs Java (8+) and python3.
+#   PS_HDFS_DIR  state directory (default data/hdfs); jars are cached in data/hadoop-2.7.3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+STATE=${PS_HDFS_DIR:-$ROOT/data/hdfs}
+JARS=$ROOT/data/hadoop-2.7.3
+JAR_NAMES="hadoop-hdfs-2.7.3 hadoop-common-2.7.3 hadoop-auth-2.7.3 hadoop-annotations-2.7.3 guava-14.0.1
+protobuf-java-2.5.0 htrace-core-3.1.0-incubating jetty-6.1.26 jetty-util-6.1.26 javax.servlet-api-3.1.0
+netty-all-4.1.47.Final jackson-core-asl-1.9.13 jackson-mapper-asl-1.9.13 xercesImpl-2.9.1 commons-cli-1.2
+commons-lang-2.6 commons-collections-3.2.2 commons-configuration-1.6 commons-io-2.4 commons-logging-1.1.3
+commons-codec-1.10 javax.ws.rs-api-2.0.1 xmlenc-0.52 log4j-1.2.17 slf4j-api-1.7.16 slf4j-log4j12-1.7.16"
+
+command -v java >/dev/null || { echo "hdfs-up.sh: java not found (install a JRE, e.g. openjdk-17-jre-headless)" >&2; exit 1; }
+if [ -f "$STATE/run/namenode.pid" ] && kill -0 "$(cat "$STATE/run/namenode.pid")" 2>/dev/null; then
+  echo "hdfs-up.sh: already running ($STATE)"; cat "$STATE/env"; exit 0
+fi
+
+if [ ! -f "$JARS/.complete" ]; then
+  echo "hdfs-up.sh: fetching Hadoop 2.7.3 jars (PyPI pyspark==2.4.8 sdist, 220 MB, once)"
+  DL=$ROOT/data/_dl
+  mkdir -p "$DL" "$JARS"
+  if [ ! -f "$DL/pyspark-2.4.8.tar.gz" ]; then
+    [ -x "$ROOT/data/.venv-hdfs/bin/pip" ] || python3 -m venv "$ROOT/data/.venv-hdfs"
+    "$ROOT/data/.venv-hdfs/bin/pip" install -q wheel
+    PIP_DISABLE_PIP_VERSION_CHECK=1 "$ROOT/data/.venv-hdfs/bin/pip" download -q --no-deps --no-binary :all: pyspark==2.4.8 -d "$DL"
+  fi
+  members=$(for j in $JAR_NAMES; do printf 'pyspark-2.4.8/deps/jars/%s.jar ' "$j"; done)
+  # shellcheck disable=SC2086
+  tar -xzf "$DL/pyspark-2.4.8.tar.gz" -C "$JARS" --strip-components=3 $members
+  # hadoop-hdfs.jar lacks its web apps; the servers only need the folders on the classpath.
+  for w in hdfs datanode secondary; do mkdir -p "$JARS/webapps/$w" && touch "$JARS/webapps/$w/.keep"; done
+  touch "$JARS/.complete"
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+NN=$(free_port); NNH=$(free_port); SNN=$(free_port); DN=$(free_port); DNH=$(free_port); DNI=$(free_port)
+rm -rf "$STATE"
+mkdir -p "$STATE"/{conf,name,data,logs,run}
+cat > "$STATE/conf/core-site.xml" <<XML
+<configuration>
+  <property><name>fs.defaultFS</name><value>hdfs://127.0.0.1:$NN</value></property>
+</configuration>
+XML
+prop() { printf '  <property><name>%s</name><value>%s</value></property>\n' "$1" "$2"; }
+{
+  echo "<configuration>"
+  prop dfs.replication 1
+  prop dfs.namenode.name.dir "$STATE/name"
+  prop dfs.datanode.data.dir "$STATE/data"
+  prop dfs.permissions.enabled false
+  prop dfs.namenode.rpc-address "127.0.0.1:$NN"
+  prop dfs.namenode.http-address "127.0.0.1:$NNH"
+  prop dfs.namenode.secondary.http-address "127.0.0.1:$SNN"
+  prop dfs.datanode.address "127.0.0.1:$DN"
+  prop dfs.datanode.http.address "127.0.0.1:$DNH"
+  prop dfs.datanode.ipc.address "127.0.0.1:$DNI"
+  prop dfs.datanode.hostname 127.0.0.1
+  prop dfs.namenode.datanode.registration.ip-hostname-check false
+  prop dfs.namenode.safemode.threshold-pct 0
+  prop dfs.namenode.safemode.extension 0
+  prop dfs.webhdfs.enabled false
+  echo "</configuration>"
+} > "$STATE/conf/hdfs-site.xml"
+cat > "$STATE/conf/log4j.properties" <<'LOG'
+log4j.rootLogger=INFO,F
+log4j.appender.F=org.apache.log4j.FileAppender
+log4j.appender.F.File=${hadoop.log.dir}/${hadoop.log.file}
+log4j.appender.F.layout=org.apache.log4j.PatternLayout
+log4j.appender.F.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+LOG
+
+CP="$STATE/conf:$JARS:$JARS/*"
+# `exec` so that the recorded PID is the JVM's own, not a subshell's.
+jvm() { exec java -Xmx512m -Dhadoop.log.dir="$STATE/logs" -Dhadoop.log.file="$1.log" -cp "$CP" "${@:2}"; }
+(jvm format org.apache.hadoop.hdfs.server.namenode.NameNode -format -nonInteractive -force) >/dev/null 2>&1
+(jvm namenode org.apache.hadoop.hdfs.server.namenode.NameNode) >"$STATE/logs/namenode.out" 2>&1 &
+echo $! > "$STATE/run/namenode.pid"
+(jvm datanode org.apache.hadoop.hdfs.server.datanode.DataNode) >"$STATE/logs/datanode.out" 2>&1 &
+echo $! > "$STATE/run/datanode.pid"
+
+# Writable once the DataNode has sent its first block report.
+for _ in $(seq 1 120); do
+  if grep -q "Successfully sent block report" "$STATE/logs/datanode.log" 2>/dev/null; then
+    printf 'export HDFS_URL=hdfs://127.0.0.1:%s\nexport HADOOP_CONF_DIR=%s\n' "$NN" "$STATE/conf" > "$STATE/env"
+    cat "$STATE/env"
+    exit 0
+  fi
+  for p in namenode datanode; do
+    kill -0 "$(cat "$STATE/run/$p.pid")" 2>/dev/null || { echo "hdfs-up.sh: the $p died; see $STATE/logs/$p.log" >&2; tail -20 "$STATE/logs/$p.log" >&2 || true; scripts/hdfs-down.sh >/dev/null 2>&1 || true; exit 1; }
+  done
+  sleep 0.5
+done
+echo "hdfs-up.sh: HDFS did not become writable within 60 s; see $STATE/logs" >&2
+scripts/hdfs-down.sh >/dev/null 2>&1 || true
+exit 1
