@@ -351,7 +351,8 @@ impl Output {
     ) -> Result<()> {
         let path = format!("{}/_temporary/{task}/{name}/part-{part:05}", self.url);
         let mut f = self.storage.create(&path)?;
-        body(&mut f).and_then(|_| f.flush()).map_err(|e| PsError::io(format!("writing {path}"), e))
+        body(&mut f).map_err(|e| PsError::io(format!("writing {path}"), e))?;
+        f.close()
     }
 
     /// Moves every task's parts into place and marks the output complete.
@@ -366,7 +367,6 @@ impl Output {
             }
         }
         self.storage.delete(&tmp)?;
-        let mut f = self.storage.create(&format!("{}/_SUCCESS", self.url))?;
-        f.flush().map_err(|e| PsError::io(format!("writing {}/_SUCCESS", self.url), e))
+        self.storage.create(&format!("{}/_SUCCESS", self.url))?.close()
     }
 }

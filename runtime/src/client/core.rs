@@ -156,10 +156,15 @@ impl Core {
 
     /// Records the first failure of the process and wakes every blocked thread.
     pub fn fail(&self, err: PsError) {
-        if !self.failed.swap(true, Ordering::SeqCst) {
-            log::error!("{err}");
-            *lock(&self.failure) = Some(err);
+        {
+            // The reason is stored before the flag is raised, so `check` always finds it.
+            let mut f = lock(&self.failure);
+            if f.is_none() {
+                log::error!("{err}");
+                *f = Some(err);
+            }
         }
+        self.failed.store(true, Ordering::SeqCst);
         drop(lock(&self.ctl));
         self.ctl_cv.notify_all();
         drop(lock(&self.barrier));

@@ -5,15 +5,17 @@
 
 mod corpus;
 mod graph;
+mod hdfs;
 mod ratings;
 mod split;
 mod storage;
 
 pub use corpus::{read_corpus, Corpus, Doc};
 pub use graph::{read_edges, Edges};
+pub use hdfs::HdfsFs;
 pub use ratings::{read_ratings, Rating, RatingFormat};
 pub use split::{plan_splits, LineReader, Split};
-pub use storage::{storage_for, LocalFs, Storage};
+pub use storage::{storage_for, LocalFs, OutFile, Storage};
 
 use crate::error::{PsError, Result};
 

@@ -21,8 +21,9 @@ pub trait Storage: Send + Sync {
             .map_err(|e| PsError::io(format!("reading {path} at byte {start}"), e))?;
         Ok(buf)
     }
-    /// Creates (truncates) a file for writing, creating parent directories.
-    fn create(&self, path: &str) -> Result<Box<dyn std::io::Write + Send>>;
+    /// Creates (truncates) a file for writing, creating parent directories. The data is only
+    /// guaranteed to be stored once `close` returned Ok.
+    fn create(&self, path: &str) -> Result<Box<dyn OutFile>>;
     /// Renames a file or directory (the commit step of every output).
     fn rename(&self, from: &str, to: &str) -> Result<()>;
     fn exists(&self, path: &str) -> Result<bool>;
@@ -42,6 +43,34 @@ pub trait Storage: Send + Sync {
             }
             lines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
         }
+    }
+}
+
+/// A file being written.
+pub trait OutFile: std::io::Write + Send {
+    /// Flushes and closes the file; errors here mean the file is incomplete.
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+struct LocalOut {
+    w: std::io::BufWriter<std::fs::File>,
+    path: String,
+}
+
+impl std::io::Write for LocalOut {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.w.write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+impl OutFile for LocalOut {
+    fn close(mut self: Box<Self>) -> Result<()> {
+        use std::io::Write;
+        self.w.flush().map_err(|e| PsError::io(format!("writing {}", self.path), e))?;
+        self.w.get_ref().sync_all().map_err(|e| PsError::io(format!("syncing {}", self.path), e))
     }
 }
 
@@ -78,13 +107,13 @@ impl Storage for LocalFs {
         Ok(out)
     }
 
-    fn create(&self, path: &str) -> Result<Box<dyn std::io::Write + Send>> {
+    fn create(&self, path: &str) -> Result<Box<dyn OutFile>> {
         let p = std::path::Path::new(local_path(path));
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d).map_err(|e| PsError::io(format!("creating directory {}", d.display()), e))?;
         }
         let f = std::fs::File::create(p).map_err(|e| PsError::io(format!("creating {path}"), e))?;
-        Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
+        Ok(Box::new(LocalOut { w: std::io::BufWriter::with_capacity(1 << 20, f), path: path.to_string() }))
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<()> {
@@ -131,6 +160,8 @@ impl Storage for LocalFs {
 pub fn storage_for(url: &str) -> Result<Arc<dyn Storage>> {
     if url.starts_with("file://") || !url.contains("://") {
         Ok(Arc::new(LocalFs))
+    } else if url.starts_with("hdfs://") {
+        Ok(Arc::new(super::hdfs::HdfsFs::connect(url)?))
     } else {
         let scheme = url.split("://").next().unwrap_or("");
         Err(PsError::Config(format!("{url}: storage scheme '{scheme}' is not supported yet (use a local path)")))

@@ -1,0 +1,246 @@
+//! `hdfs://` storage on the `hdfs-native` client. URLs with an authority name the NameNode (or HA
+//! name service) directly; `hdfs:///path` uses the default file system of `HADOOP_CONF_DIR`, as
+//! Hadoop tools do. The user comes from `HADOOP_USER_NAME` (Kerberos where hdfs-native supports it).
+//! Reads are ranged and streamed in chunks; writes are buffered and closed explicitly, so a failed
+//! close is an error rather than a silently short file.
+
+use super::storage::{OutFile, Storage};
+use crate::error::{PsError, Result};
+use bytes::Bytes;
+use hdfs_native::{Client, ClientBuilder, WriteOptions};
+use std::io::{Read, Write};
+use std::sync::Arc;
+
+const CHUNK: usize = 4 << 20;
+
+/// The runtime of all HDFS I/O in the process. hdfs-native pools DataNode connections across
+/// clients, so every client must share one runtime: a connection opened on a runtime that was
+/// later shut down would poison the pool. Created on first use, never replaced.
+fn io_runtime() -> Result<Arc<tokio::runtime::Runtime>> {
+    static RT: std::sync::OnceLock<Arc<tokio::runtime::Runtime>> = std::sync::OnceLock::new();
+    if let Some(rt) = RT.get() {
+        return Ok(rt.clone());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("hdfs-io")
+        .enable_all()
+        .build()
+        .map_err(|e| err("starting the I/O runtime", e))?;
+    Ok(RT.get_or_init(|| Arc::new(rt)).clone())
+}
+
+/// One HDFS file system (one NameNode or name service).
+pub struct HdfsFs {
+    client: Client,
+    rt: Arc<tokio::runtime::Runtime>,
+    /// `hdfs://authority` as given (empty for the default FS).
+    prefix: String,
+}
+
+fn err(what: impl std::fmt::Display, e: impl std::fmt::Display) -> PsError {
+    PsError::Io(format!("HDFS {what}: {e}"))
+}
+
+impl HdfsFs {
+    /// Connects for `url` (`hdfs://host:port/...`, `hdfs://nameservice/...` or `hdfs:///...`).
+    pub fn connect(url: &str) -> Result<Self> {
+        let rest = url.strip_prefix("hdfs://").ok_or_else(|| PsError::Config(format!("{url}: not an hdfs:// URL")))?;
+        let authority = rest.split('/').next().unwrap_or("");
+        let mut b = ClientBuilder::new();
+        if !authority.is_empty() {
+            b = b.with_url(format!("hdfs://{authority}"));
+        }
+        let rt = io_runtime()?;
+        let client = {
+            let _g = rt.enter();
+            b.with_io_runtime(rt.handle().clone()).build().map_err(|e| err(format!("connecting for {url}"), e))?
+        };
+        Ok(HdfsFs { client, rt, prefix: format!("hdfs://{authority}") })
+    }
+
+    /// The path part of a URL on this file system.
+    fn path<'a>(&self, url: &'a str) -> &'a str {
+        let rest = url.strip_prefix("hdfs://").unwrap_or(url);
+        match rest.find('/') {
+            Some(i) => &rest[i..],
+            None => "/",
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.prefix, path)
+    }
+}
+
+impl Storage for HdfsFs {
+    fn list(&self, url: &str) -> Result<Vec<(String, u64)>> {
+        let p = self.path(url);
+        let st = self.rt.block_on(self.client.get_file_info(p)).map_err(|e| err(format!("input {url}"), e))?;
+        if !st.isdir {
+            return Ok(vec![(url.to_string(), st.length as u64)]);
+        }
+        let mut out: Vec<(String, u64)> = self
+            .rt
+            .block_on(self.client.list_status(p, false))
+            .map_err(|e| err(format!("listing {url}"), e))?
+            .into_iter()
+            .filter(|f| !f.isdir)
+            .filter(|f| {
+                let name = f.path.rsplit('/').next().unwrap_or("");
+                !name.starts_with('_') && !name.starts_with('.')
+            })
+            .map(|f| (self.url(&f.path), f.length as u64))
+            .collect();
+        if out.is_empty() {
+            return Err(PsError::Config(format!("input {url}: directory has no data files")));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn open(&self, url: &str, start: u64) -> Result<Box<dyn Read + Send>> {
+        let reader =
+            self.rt.block_on(self.client.read(self.path(url))).map_err(|e| err(format!("opening {url}"), e))?;
+        let len = reader.file_length() as u64;
+        Ok(Box::new(RangeReader {
+            reader,
+            rt: self.rt.clone(),
+            pos: start.min(len),
+            len,
+            buf: Bytes::new(),
+            url: url.to_string(),
+        }))
+    }
+
+    fn create(&self, url: &str) -> Result<Box<dyn OutFile>> {
+        let opts = WriteOptions { overwrite: true, ..WriteOptions::default() };
+        let writer = self
+            .rt
+            .block_on(self.client.create(self.path(url), opts))
+            .map_err(|e| err(format!("creating {url}"), e))?;
+        Ok(Box::new(HdfsWriter {
+            writer: Some(writer),
+            rt: self.rt.clone(),
+            buf: Vec::with_capacity(CHUNK),
+            url: url.to_string(),
+        }))
+    }
+
+    fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let parent = self.path(to).rsplit_once('/').map(|x| x.0).unwrap_or("");
+        if !parent.is_empty() {
+            self.rt
+                .block_on(self.client.mkdirs(parent, 0o755, true))
+                .map_err(|e| err(format!("creating directory {}", self.url(parent)), e))?;
+        }
+        self.rt
+            .block_on(self.client.rename(self.path(from), self.path(to), false))
+            .map_err(|e| err(format!("renaming {from} to {to}"), e))
+    }
+
+    fn exists(&self, url: &str) -> Result<bool> {
+        match self.rt.block_on(self.client.get_file_info(self.path(url))) {
+            Ok(_) => Ok(true),
+            Err(hdfs_native::HdfsError::FileNotFound(_)) => Ok(false),
+            Err(e) => Err(err(format!("checking {url}"), e)),
+        }
+    }
+
+    fn delete(&self, url: &str) -> Result<()> {
+        if !self.exists(url)? {
+            return Ok(());
+        }
+        self.rt
+            .block_on(self.client.delete(self.path(url), true))
+            .map(|_| ())
+            .map_err(|e| err(format!("deleting {url}"), e))
+    }
+
+    fn children(&self, dir: &str) -> Result<Vec<String>> {
+        let mut v: Vec<String> = self
+            .rt
+            .block_on(self.client.list_status(self.path(dir), false))
+            .map_err(|e| err(format!("listing {dir}"), e))?
+            .into_iter()
+            .map(|f| f.path.rsplit('/').next().unwrap_or("").to_string())
+            .collect();
+        v.sort();
+        Ok(v)
+    }
+}
+
+/// Streams a byte range of an HDFS file in chunks of ranged reads.
+struct RangeReader {
+    reader: hdfs_native::file::FileReader,
+    rt: Arc<tokio::runtime::Runtime>,
+    pos: u64,
+    len: u64,
+    buf: Bytes,
+    url: String,
+}
+
+impl Read for RangeReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.buf.is_empty() {
+            if self.pos >= self.len {
+                return Ok(0);
+            }
+            let n = CHUNK.min((self.len - self.pos) as usize);
+            self.buf = self
+                .rt
+                .block_on(self.reader.read_range(self.pos as usize, n))
+                .map_err(|e| std::io::Error::other(format!("HDFS read of {} at byte {}: {e}", self.url, self.pos)))?;
+            self.pos += self.buf.len() as u64;
+            if self.buf.is_empty() {
+                return Ok(0);
+            }
+        }
+        let n = out.len().min(self.buf.len());
+        out[..n].copy_from_slice(&self.buf[..n]);
+        let _ = self.buf.split_to(n);
+        Ok(n)
+    }
+}
+
+struct HdfsWriter {
+    writer: Option<hdfs_native::file::FileWriter>,
+    rt: Arc<tokio::runtime::Runtime>,
+    buf: Vec<u8>,
+    url: String,
+}
+
+impl HdfsWriter {
+    fn push(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let data = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
+        let w = self.writer.as_mut().ok_or_else(|| std::io::Error::other("write after close"))?;
+        self.rt
+            .block_on(w.write_bytes(data))
+            .map(|_| ())
+            .map_err(|e| std::io::Error::other(format!("HDFS write of {}: {e}", self.url)))
+    }
+}
+
+impl Write for HdfsWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK {
+            self.push()?;
+        }
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.push()
+    }
+}
+
+impl OutFile for HdfsWriter {
+    fn close(mut self: Box<Self>) -> Result<()> {
+        self.push().map_err(|e| PsError::Io(e.to_string()))?;
+        let mut w = self.writer.take().ok_or_else(|| PsError::Io(format!("HDFS {}: closed twice", self.url)))?;
+        self.rt.block_on(w.close()).map_err(|e| err(format!("closing {}", self.url), e))
+    }
+}

@@ -1,0 +1,142 @@
+//! Against a real HDFS (Hadoop 2.7.3 NameNode + DataNode started by `scripts/hdfs-up.sh`; the test
+//! command starts it and exports HDFS_URL): the storage layer, split reading, and every app reading
+//! its input from and writing its output to `hdfs://`.
+
+mod common;
+
+use ps_runtime::input::{plan_splits, read_edges, storage_for, BadRecords, LineReader, Storage};
+use ps_runtime::{apps, gen, RuntimeConfig};
+use std::io::Write;
+
+fn hdfs() -> String {
+    std::env::var("HDFS_URL").expect(
+        "HDFS_URL is not set: these tests need a real HDFS; run them through scripts/test.sh, or start one \
+         with scripts/hdfs-up.sh and export the HDFS_URL it prints",
+    )
+}
+
+fn base(tag: &str) -> String {
+    format!("{}/ps-test/{tag}-{}", hdfs(), std::process::id())
+}
+
+fn put(st: &dyn Storage, url: &str, data: &[u8]) {
+    let mut f = st.create(url).unwrap();
+    f.write_all(data).unwrap();
+    f.close().unwrap();
+}
+
+#[test]
+fn storage_roundtrip_and_splits_on_hdfs() {
+    let dir = base("storage");
+    let st = storage_for(&dir).unwrap();
+    st.delete(&dir).unwrap();
+    assert!(!st.exists(&dir).unwrap());
+    // A directory of part files, as Hadoop writes them, plus a marker that is not input.
+    let mut all = Vec::new();
+    for p in 0..3 {
+        let lines: Vec<String> = (0..5000).map(|i| format!("{p}\t{i}\t{}", i % 7)).collect();
+        put(st.as_ref(), &format!("{dir}/part-{p:05}"), (lines.join("\n") + "\n").as_bytes());
+        all.extend(lines);
+    }
+    put(st.as_ref(), &format!("{dir}/_SUCCESS"), b"");
+    let files = st.list(&dir).unwrap();
+    assert_eq!(files.len(), 3, "{files:?}");
+    assert!(files.iter().all(|(u, _)| u.starts_with("hdfs://")));
+    // Ranged reads match, and any number of workers covers every line exactly once.
+    let part1 = all[5000..10000].join("\n") + "\n";
+    let head = st.read_at(&files[1].0, 6, 10).unwrap();
+    assert_eq!(&head[..], &part1.as_bytes()[6..16]);
+    for n in [1, 2, 5, 7] {
+        let mut got = Vec::new();
+        for k in 0..n {
+            for s in plan_splits(&files, k, n) {
+                let mut r = LineReader::new(st.as_ref(), &s).unwrap();
+                while let Some((l, _)) = r.next_line().unwrap() {
+                    got.push(l.to_string());
+                }
+            }
+        }
+        got.sort();
+        let mut want = all.clone();
+        want.sort();
+        assert_eq!(got, want, "{n} workers");
+    }
+    st.rename(&format!("{dir}/part-00000"), &format!("{dir}/moved/part-00000")).unwrap();
+    assert!(st.exists(&format!("{dir}/moved/part-00000")).unwrap());
+    assert_eq!(st.children(&dir).unwrap(), vec!["_SUCCESS", "moved", "part-00001", "part-00002"]);
+    // Malformed input on HDFS names the file and line.
+    put(st.as_ref(), &format!("{dir}/bad/g.txt"), b"1\t2\n3\tx\n");
+    let e = read_edges(&format!("{dir}/bad"), 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("g.txt:2"), "{e}");
+    st.delete(&dir).unwrap();
+}
+
+#[test]
+fn apps_read_and_write_hdfs() {
+    let dir = base("apps");
+    let st = storage_for(&dir).unwrap();
+    st.delete(&dir).unwrap();
+    let local = std::env::temp_dir().join(format!("ps-hdfs-apps-{}", std::process::id()));
+    std::fs::create_dir_all(&local).unwrap();
+    // Inputs generated locally, uploaded to HDFS.
+    let r = local.join("r.tsv");
+    let spec = gen::RatingsSpec {
+        users: 300,
+        items: 200,
+        ratings: 12_000,
+        rank: 3,
+        noise: 0.3,
+        item_skew: 0.3,
+        user_skew: 0.3,
+        seed: 9,
+    };
+    gen::ratings(&spec, &r).unwrap();
+    put(st.as_ref(), &format!("{dir}/ratings/part-00000"), &std::fs::read(&r).unwrap());
+    gen::corpus(
+        &gen::CorpusSpec { docs: 100, vocab: 200, topics: 4, doc_len: 40, alpha: 0.1, beta: 0.05, seed: 1 },
+        &local,
+        "t",
+    )
+    .unwrap();
+    put(st.as_ref(), &format!("{dir}/corpus/docword.t.txt"), &std::fs::read(local.join("docword.t.txt")).unwrap());
+    let g = local.join("g.tsv");
+    gen::graph(&gen::GraphSpec { nodes: 500, degree: 4, skew: 0.8, seed: 2 }, &g).unwrap();
+    put(st.as_ref(), &format!("{dir}/graph/edges.tsv"), &std::fs::read(&g).unwrap());
+    let cfg = RuntimeConfig { threads: 2, ..RuntimeConfig::default() };
+    let runs = [
+        (
+            "mf",
+            format!("--input {dir}/ratings --output {dir}/out-mf --passes 5 --rank 5"),
+            vec!["user_factors", "item_factors", "global_mean"],
+        ),
+        (
+            "lda",
+            format!("--input {dir}/corpus/docword.t.txt --output {dir}/out-lda --topics 4 --passes 3"),
+            vec!["word_topic", "topics"],
+        ),
+        ("pagerank", format!("--input {dir}/graph --output {dir}/out-pr --passes 40 --block 64"), vec!["ranks"]),
+    ];
+    for (app, args, outputs) in runs {
+        let a: Vec<String> = args.split_whitespace().map(String::from).collect();
+        for r in common::run_cluster(2, &cfg, |_| apps::build(app, &a).unwrap()) {
+            r.unwrap_or_else(|e| panic!("{app} on HDFS failed: {e}"));
+        }
+        let out = a[a.iter().position(|x| x == "--output").unwrap() + 1].clone();
+        assert!(st.exists(&format!("{out}/_SUCCESS")).unwrap(), "{app}: no _SUCCESS");
+        assert!(!st.exists(&format!("{out}/_temporary")).unwrap(), "{app}: _temporary left behind");
+        for o in outputs {
+            let parts = st.list(&format!("{out}/{o}")).unwrap();
+            assert!(parts.iter().map(|p| p.1).sum::<u64>() > 0, "{app}: {o} is empty");
+        }
+    }
+    // PageRank's output: every node once, scores summing to 1.
+    let ranks = st.list(&format!("{dir}/out-pr/ranks")).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut st.open(&ranks[0].0, 0).unwrap(), &mut text).unwrap();
+    let scores: Vec<f64> = text.lines().map(|l| l.split('\t').nth(1).unwrap().parse().unwrap()).collect();
+    assert_eq!(scores.len(), 500);
+    // Ranks start at (1-d)/N in total and approach 1 as the iteration converges.
+    assert!((scores.iter().sum::<f64>() - 1.0).abs() < 0.05, "{}", scores.iter().sum::<f64>());
+    st.delete(&dir).unwrap();
+    let _ = std::fs::remove_dir_all(&local);
+}
