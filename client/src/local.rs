@@ -301,13 +301,25 @@ fn finish_stats(cli: &Cli, job: &Job) -> i32 {
         merged["bytes_sent"]
     );
     if let Some(out) = &cli.stats {
-        let tmp = out.with_extension("tmp");
         let text = serde_json::to_string_pretty(&merged).unwrap_or_default();
-        if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, out)) {
-            log::error!("writing stats to {}: {e}", out.display());
+        if let Err(e) = write_committed(out, text.as_bytes()) {
+            log::error!("writing stats to {out}: {e}");
             return 1;
         }
-        log::info!("stats written to {}", out.display());
+        log::info!("stats written to {out}");
     }
     0
+}
+
+/// Writes `data` to a local path or `hdfs://` URL under a temporary name, then renames it, so a
+/// reader never sees a partial file.
+fn write_committed(url: &str, data: &[u8]) -> ps_runtime::Result<()> {
+    use std::io::Write;
+    let st = ps_runtime::input::storage_for(url)?;
+    let tmp = format!("{url}.tmp");
+    let mut f = st.create(&tmp)?;
+    f.write_all(data).map_err(|e| ps_runtime::PsError::io(format!("writing {tmp}"), e))?;
+    f.close()?;
+    st.delete(url)?;
+    st.rename(&tmp, url)
 }

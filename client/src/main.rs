@@ -30,9 +30,9 @@ pub struct Cli {
     /// Automatic prefetch: off, conservative or aggressive.
     #[arg(long, value_parser = parse_prefetch)]
     pub prefetch: Option<PrefetchPolicy>,
-    /// Write the job's merged stats JSON here at the end.
+    /// Write the job's merged stats JSON here at the end (a local path or an hdfs:// URL).
     #[arg(long)]
-    pub stats: Option<PathBuf>,
+    pub stats: Option<String>,
     /// Also write per-clock stats lines (JSON lines, one file per process, in the job directory).
     #[arg(long)]
     pub stats_per_clock: bool,

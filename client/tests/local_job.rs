@@ -207,3 +207,19 @@ fn silent_process_is_detected_by_heartbeat_timeout() {
     assert!(text.contains("lost process 2") && text.contains("no message for 2000 ms"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--stats` accepts an `hdfs://` URL (the test command starts a real HDFS and exports HDFS_URL).
+#[test]
+fn stats_can_be_written_to_hdfs() {
+    let hdfs = std::env::var("HDFS_URL").expect("HDFS_URL is not set: run through scripts/test.sh (it starts HDFS)");
+    let url = format!("{hdfs}/ps-test/stats-{}.json", std::process::id());
+    let out = submit().args(["--master", "local[2]", "--stats", &url, "demo", "--clocks", "5"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let st = ps_runtime::input::storage_for(&url).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut st.open(&url, 0).unwrap(), &mut text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["clocks"], 5);
+    assert!(!st.exists(&format!("{url}.tmp")).unwrap());
+    st.delete(&url).unwrap();
+}
