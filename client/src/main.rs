@@ -4,6 +4,7 @@
 mod local;
 
 use clap::Parser;
+use ps_runtime::config::SnapshotMode;
 use ps_runtime::{Consistency, PrefetchPolicy, RuntimeConfig};
 use std::path::PathBuf;
 
@@ -36,6 +37,21 @@ pub struct Cli {
     /// Also write per-clock stats lines (JSON lines, one file per process, in the job directory).
     #[arg(long)]
     pub stats_per_clock: bool,
+    /// Where snapshots and checkpoints go (a local path or an hdfs:// URL): `clock-<t>/` directories.
+    #[arg(long, value_name = "URL")]
+    pub checkpoint: Option<String>,
+    /// Snapshot every C clocks (besides the one at the end of the job).
+    #[arg(long, value_name = "C")]
+    pub checkpoint_every: Option<i64>,
+    /// pure (exactly the first t clocks' updates; resumable) or approx (cheaper, not resumable).
+    #[arg(long, value_parser = parse_snapshot)]
+    pub snapshot: Option<SnapshotMode>,
+    /// Continue from the latest complete checkpoint under --checkpoint (from scratch if none).
+    #[arg(long)]
+    pub resume: bool,
+    /// Keep this many complete snapshots, deleting older ones (0: keep all; default 3).
+    #[arg(long, value_name = "K")]
+    pub keep_checkpoints: Option<usize>,
     /// Runtime configuration file (JSON, keys of RuntimeConfig); flags override it.
     #[arg(long)]
     pub conf: Option<PathBuf>,
@@ -52,6 +68,10 @@ pub struct Cli {
 }
 
 fn parse_consistency(s: &str) -> Result<Consistency, String> {
+    s.parse().map_err(|e: ps_runtime::PsError| e.to_string())
+}
+
+fn parse_snapshot(s: &str) -> Result<SnapshotMode, String> {
     s.parse().map_err(|e: ps_runtime::PsError| e.to_string())
 }
 
@@ -87,6 +107,20 @@ impl Cli {
             cfg.prefetch = p;
         }
         cfg.stats_per_clock |= self.stats_per_clock;
+        let ck = &mut cfg.checkpoint;
+        if let Some(u) = &self.checkpoint {
+            ck.url = Some(u.clone());
+        }
+        if let Some(c) = self.checkpoint_every {
+            ck.every = c;
+        }
+        if let Some(m) = self.snapshot {
+            ck.snapshot = m;
+        }
+        if let Some(k) = self.keep_checkpoints {
+            ck.keep = k;
+        }
+        ck.resume |= self.resume;
         if cfg.consistency == Consistency::Bsp {
             cfg.staleness = 0;
         }

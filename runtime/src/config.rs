@@ -72,8 +72,62 @@ pub struct RuntimeConfig {
     pub batch_bytes: usize,
     /// Also write one JSON line of stats per clock (to `<stats dir>/clocks-<id>.jsonl`).
     pub stats_per_clock: bool,
+    /// Snapshots and checkpoints (LazyTable §3.3); off unless `checkpoint.url` is set.
+    pub checkpoint: CheckpointConfig,
     /// Fault injection for tests of the test suite itself; never set in production.
     pub fault: FaultConfig,
+}
+
+/// How a snapshot at clock `t` relates to the updates of the clocks around it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SnapshotMode {
+    /// Exactly the updates of the first `t` clocks: later updates that arrive before every client
+    /// finished clock `t` are kept apart (copy-on-write) until the snapshot is taken. Resumable.
+    #[default]
+    Pure,
+    /// The table as it is when every client has finished clock `t`: also holds some updates of
+    /// later clocks from faster clients. Cheaper; not resumable.
+    Approx,
+}
+
+impl std::str::FromStr for SnapshotMode {
+    type Err = PsError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "pure" => Ok(Self::Pure),
+            "approx" => Ok(Self::Approx),
+            _ => Err(PsError::Config(format!("snapshot: '{s}' is not one of pure, approx"))),
+        }
+    }
+}
+
+/// Where and when tables (and worker states) are written, and whether to resume.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointConfig {
+    /// Directory (local path or `hdfs://` URL) holding `clock-<t>/` snapshot directories.
+    pub url: Option<String>,
+    /// Snapshot every this many clocks (0: only at the end of the job).
+    pub every: i64,
+    pub snapshot: SnapshotMode,
+    /// Start from the latest complete checkpoint under `url` (from scratch if there is none).
+    pub resume: bool,
+    /// Keep this many complete snapshots; older ones are deleted (0: keep all).
+    pub keep: usize,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig { url: None, every: 0, snapshot: SnapshotMode::Pure, resume: false, keep: 3 }
+    }
+}
+
+impl CheckpointConfig {
+    /// True if a periodic snapshot is due after `t` completed clocks.
+    pub fn is_snapshot_clock(&self, t: i64) -> bool {
+        self.url.is_some() && self.every > 0 && t > 0 && t % self.every == 0
+    }
 }
 
 /// Deliberate misbehaviour, used to check that the consistency tests can fail.
@@ -100,6 +154,7 @@ impl Default for RuntimeConfig {
             max_frame_bytes: 256 << 20,
             batch_bytes: 1 << 20,
             stats_per_clock: false,
+            checkpoint: CheckpointConfig::default(),
             fault: FaultConfig::default(),
         }
     }
@@ -123,6 +178,15 @@ impl RuntimeConfig {
         }
         if self.batch_bytes == 0 || self.batch_bytes * 2 > self.max_frame_bytes {
             return bad("batch_bytes", "must be positive and at most half of max_frame_bytes");
+        }
+        if self.checkpoint.every < 0 {
+            return bad("checkpoint.every", "must be >= 0 (0: snapshot only at the end)");
+        }
+        if self.checkpoint.url.is_none() && (self.checkpoint.every > 0 || self.checkpoint.resume) {
+            return bad("checkpoint.url", "is required for checkpoint.every and checkpoint.resume");
+        }
+        if self.checkpoint.resume && self.checkpoint.snapshot != SnapshotMode::Pure {
+            return bad("checkpoint.snapshot", "resume needs pure snapshots (approximate ones are not consistent)");
         }
         if self.staleness > 1_000_000 {
             return bad("staleness", "is unreasonably large (use consistency async)");

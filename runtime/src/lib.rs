@@ -34,6 +34,7 @@ mod net;
 mod process;
 pub mod row;
 mod server;
+pub mod snapshot;
 pub mod stats;
 pub mod wire;
 

@@ -28,6 +28,93 @@ enum Cmd {
     /// Generate synthetic inputs with a fixed seed.
     #[command(subcommand)]
     Gen(GenCmd),
+    /// Inspect snapshots written with --checkpoint.
+    #[command(subcommand)]
+    Snapshot(SnapCmd),
+}
+
+#[derive(Subcommand)]
+enum SnapCmd {
+    /// List the snapshots under a checkpoint URL.
+    List { url: String },
+    /// Print a snapshot's rows as TSV: table, row id, values (dense) or column:value (sparse).
+    Dump {
+        /// The checkpoint URL (--checkpoint of the job).
+        url: String,
+        /// Snapshot clock (default: the newest complete snapshot).
+        #[arg(long)]
+        clock: Option<i64>,
+        /// Only this table id.
+        #[arg(long)]
+        table: Option<u32>,
+        /// Write to this local file instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Offline evaluation of an `mf` snapshot: RMSE of mean + L.R over a ratings input.
+    EvalMf {
+        url: String,
+        #[arg(long)]
+        clock: Option<i64>,
+        /// Ratings (local path or hdfs:// URL), as given to the job.
+        #[arg(long)]
+        input: String,
+        #[arg(long, default_value = "auto")]
+        format: ps_runtime::input::RatingFormat,
+        /// The job's --seed and --test-fraction, to split train and held-out ratings the same way.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 0.0)]
+        test_fraction: f64,
+    },
+}
+
+fn snapshot(cmd: SnapCmd) -> Result<(), PsError> {
+    use ps_runtime::snapshot::{read, CheckpointStore};
+    match cmd {
+        SnapCmd::List { url } => {
+            let store = CheckpointStore::open(&url)?;
+            println!("clock\tstatus\tmode\tresumable\tfinal\tbytes");
+            for (t, complete) in store.list()? {
+                if !complete {
+                    println!("{t}\tincomplete\t-\t-\t-\t-");
+                    continue;
+                }
+                let m = store.read_manifest(t)?;
+                let bytes: u64 = m.tables.iter().flat_map(|t| &t.shards).chain(&m.workers).map(|f| f.bytes).sum();
+                println!("{t}\tcomplete\t{}\t{}\t{}\t{bytes}", m.mode, m.resumable, m.is_final);
+            }
+        }
+        SnapCmd::Dump { url, clock, table, out } => {
+            let store = CheckpointStore::open(&url)?;
+            let m = read::manifest(&store, clock)?;
+            let reg = RowTypeRegistry::with_builtins();
+            let n = match out {
+                Some(p) => {
+                    let f =
+                        std::fs::File::create(&p).map_err(|e| PsError::io(format!("creating {}", p.display()), e))?;
+                    let mut w = std::io::BufWriter::new(f);
+                    let n = read::dump_tsv(&store, &m, table, &reg, &mut w)?;
+                    std::io::Write::flush(&mut w).map_err(|e| PsError::io(format!("writing {}", p.display()), e))?;
+                    n
+                }
+                None => read::dump_tsv(&store, &m, table, &reg, &mut std::io::stdout().lock())?,
+            };
+            log::info!("{n} rows of {} ({} snapshot at clock {})", store.clock_dir(m.clock), m.mode, m.clock);
+        }
+        SnapCmd::EvalMf { url, clock, input, format, seed, test_fraction } => {
+            let store = CheckpointStore::open(&url)?;
+            let m = read::manifest(&store, clock)?;
+            let (train, n_train, test, n_test) =
+                apps::mf::eval_snapshot(&store, &m, &input, format, seed, test_fraction)?;
+            println!(
+                "{}",
+                serde_json::json!({"clock": m.clock, "mode": m.mode, "train_rmse": train, "train_ratings": n_train,
+                    "test_rmse": test, "test_ratings": n_test})
+            );
+        }
+    }
+    Ok(())
 }
 
 #[derive(Subcommand)]
@@ -150,6 +237,12 @@ fn main() {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Apps => println!("{}", apps::NAMES.join("\n")),
+        Cmd::Snapshot(s) => {
+            if let Err(e) = snapshot(s) {
+                log::error!("{e}");
+                std::process::exit(1);
+            }
+        }
         Cmd::Gen(g) => {
             if let Err(e) = gen(g) {
                 log::error!("{e}");

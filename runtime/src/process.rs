@@ -75,7 +75,8 @@ impl PsContext {
         let (cmd_tx, cmd_rx) = unbounded_channel();
         let (client_tx, client_rx) = unbounded_channel();
         let (server_tx, server_rx) = unbounded_channel();
-        let core = Arc::new(Core::new(spec.pid, n, spec.cfg.clone(), cmd_tx));
+        let snaps = crate::snapshot::Snapshots::open(&spec.cfg.checkpoint, spec.pid, n, spec.cfg.threads)?;
+        let core = Arc::new(Core::new(spec.pid, n, spec.cfg.clone(), cmd_tx, snaps));
         let clock_log = match (&spec.stats_dir, spec.cfg.stats_per_clock) {
             (Some(d), true) => {
                 let p = d.join(format!("clocks-{}.jsonl", spec.pid));
@@ -92,12 +93,12 @@ impl PsContext {
             let client = ClientTask {
                 core: core.clone(),
                 to_server: links.to_server,
-                sent_upto: -1,
+                sent_upto: core.start_clock - 1,
                 clock_log,
                 last_progress: Instant::now(),
             };
             rt.spawn(client.run(cmd_rx, client_rx));
-            rt.spawn(Server::new(core.clone(), links.to_client).run(server_rx));
+            rt.spawn(Server::new(core.clone(), links.to_client, server_tx.clone()).run(server_rx));
         }
         log::info!("process {} of {n} listening on {addr}", spec.pid);
         Ok(PsContext { core, rt: Some(rt), registry, server_in: server_tx, tables: Vec::new() })
@@ -118,7 +119,24 @@ impl PsContext {
         if self.tables.iter().any(|t| t.id == cfg.id) {
             return Err(PsError::Usage(format!("table {} created twice", cfg.id)));
         }
-        let server = self.registry.server_table(&cfg)?;
+        let mut server = self.registry.server_table(&cfg)?;
+        if let Some((snaps, m)) = self.core.snaps.as_ref().and_then(|s| s.resume.as_ref().map(|m| (s, m))) {
+            let dir = snaps.store.clock_dir(m.clock);
+            let saved = m.table(cfg.id).ok_or_else(|| {
+                PsError::Config(format!("checkpoint.resume: {dir} has no table {} ({})", cfg.id, cfg.name))
+            })?;
+            if saved.config != cfg {
+                return Err(PsError::Config(format!(
+                    "checkpoint.resume: table {} differs from the one in {dir}: saved {}, now {}",
+                    cfg.id,
+                    serde_json::to_string(&saved.config).unwrap_or_default(),
+                    serde_json::to_string(&cfg).unwrap_or_default()
+                )));
+            }
+            let (_, payload) = snaps.store.read_shard(m.clock, self.core.pid, cfg.id)?;
+            let rows = server.load(&payload)?;
+            log::debug!("table {} ({}): {rows} rows restored from {dir}", cfg.id, cfg.name);
+        }
         let (ops, any) = self.registry.process_table(&cfg, &self.core)?;
         self.core
             .tables
@@ -134,7 +152,8 @@ impl PsContext {
     pub fn ready(&mut self) -> Result<()> {
         let mut sorted = self.tables.clone();
         sorted.sort_by_key(|t| t.id);
-        let digest = Sha256::digest(serde_json::to_vec(&sorted).unwrap_or_default());
+        // The resumed clock is part of the check: every process must continue the same checkpoint.
+        let digest = Sha256::digest(serde_json::to_vec(&(&sorted, self.core.start_clock)).unwrap_or_default());
         let fingerprint = u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"));
         self.core.send(ClientCmd::Register { fingerprint });
         let t = Duration::from_millis(self.core.cfg.connect_timeout_ms);
@@ -158,6 +177,9 @@ impl PsContext {
     pub fn finish(mut self) -> Result<()> {
         let n = self.core.nprocs;
         self.core.wait_ctl("servers to apply the final updates", None, |c| c.final_acks >= n)?;
+        if self.core.snaps.is_some() {
+            self.core.wait_ctl("the final snapshot to be written", None, |c| c.server_finished && c.snap_jobs == 0)?;
+        }
         self.core.send(ClientCmd::Done);
         self.core.wait_ctl("every process to finish", None, |c| c.exit)?;
         if self.core.pid == 0 {

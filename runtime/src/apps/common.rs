@@ -292,6 +292,25 @@ impl Tracker {
         self.eval_s += secs;
     }
 
+    /// What a resumed worker needs to continue tracking: the next objective row, and for the
+    /// reporter its unpublished evaluations and the records published so far.
+    pub fn save(&self) -> Value {
+        let records =
+            if self.reporter { self.obj.records.lock().unwrap_or_else(|e| e.into_inner()).clone() } else { vec![] };
+        json!({"next_row": self.next_row, "pending": self.pending, "records": records})
+    }
+
+    pub fn restore(&mut self, v: &Value) -> Result<()> {
+        let bad = || PsError::codec(format!("saved tracker state {v} is malformed"));
+        self.next_row = v["next_row"].as_u64().ok_or_else(bad)?;
+        self.pending = serde_json::from_value(v["pending"].clone()).map_err(|_| bad())?;
+        if self.reporter {
+            let recs: Vec<Value> = serde_json::from_value(v["records"].clone()).map_err(|_| bad())?;
+            *self.obj.records.lock().unwrap_or_else(|e| e.into_inner()) = recs;
+        }
+        Ok(())
+    }
+
     /// At the end of the run (every worker): a barrier, then the reporter publishes the rest.
     pub fn finish(&mut self, w: &mut Worker) -> Result<()> {
         if let (true, Some((t, c0))) = (self.reporter, self.train_start) {

@@ -26,6 +26,9 @@ pub struct DemoArgs {
     /// Plus a random 0..=N ms per clock (uneven workers, for testing the bound).
     #[arg(long, default_value_t = 0)]
     pub jitter_ms: u64,
+    /// Global worker thread g also sleeps g*N ms per clock (deliberately uneven workers).
+    #[arg(long, default_value_t = 0)]
+    pub skew_ms: u64,
     /// Rows of the shared sparse table every worker updates.
     #[arg(long, default_value_t = 4)]
     pub shared_rows: u64,
@@ -70,7 +73,13 @@ impl App for Demo {
         let mut own = w.table::<DenseRow<i64>>(OWN)?;
         let mut shared = w.table::<SparseRow<i32>>(SHARED)?;
         let mut rng = rand::rngs::SmallRng::seed_from_u64(self.args.seed ^ (me + 1).wrapping_mul(0x9e3779b97f4a7c15));
-        let mut checks = 0u64;
+        // A resumed worker continues at its checkpoint's clock; its check count is its state.
+        let mut checks = match w.resume_state()? {
+            Some(b) => u64::from_le_bytes(
+                b.as_slice().try_into().map_err(|_| PsError::codec("demo: saved state is not 8 bytes"))?,
+            ),
+            None => 0,
+        };
         let fail =
             |what: String, c: i64| PsError::Violation(format!("thread {me} at clock {c} (staleness {s:?}): {what}"));
         while w.current_clock() < self.args.clocks {
@@ -80,7 +89,7 @@ impl App for Demo {
                 shared.inc_col(r, c as u32, 1)?;
             }
             // Simulated computation between the updates and the reads of the clock.
-            let pause = self.args.delay_ms + rng.gen_range(0..=self.args.jitter_ms);
+            let pause = self.args.delay_ms + rng.gen_range(0..=self.args.jitter_ms) + me * self.args.skew_ms;
             if pause > 0 {
                 std::thread::sleep(Duration::from_millis(pause));
             }
@@ -121,7 +130,10 @@ impl App for Demo {
                     }
                 }
             } else {
-                w.clock()?;
+                w.clock_saving(|buf| {
+                    buf.extend_from_slice(&checks.to_le_bytes());
+                    Ok(())
+                })?;
             }
         }
         self.checks.fetch_add(checks, Ordering::Relaxed);

@@ -13,7 +13,7 @@ use crate::input::{read_ratings, Rating, RatingFormat};
 use crate::row::DenseRow;
 use crate::{App, PsContext, TableHandle, Worker};
 use clap::Parser;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -146,9 +146,14 @@ impl App for Mf {
         // The model predicts mean + L_u . R_i: centring keeps early gradients small, which matters
         // when many workers' stale updates add up on popular items.
         let mut mean_t = w.table::<DenseRow<f64>>(MEAN)?;
-        let sum: f64 = train.iter().map(|r| r.value as f64).sum();
-        mean_t.batch_inc(0, &[(0, sum), (1, train.len() as f64)])?;
-        w.global_barrier()?;
+        // A resumed worker continues after the saved clock; the restored tables hold the mean.
+        let saved = w.resume_state()?.map(|b| serde_json::from_slice::<Value>(&b)).transpose();
+        let saved = saved.map_err(|e| PsError::codec(format!("mf: saved worker state: {e}")))?;
+        if saved.is_none() {
+            let sum: f64 = train.iter().map(|r| r.value as f64).sum();
+            mean_t.batch_inc(0, &[(0, sum), (1, train.len() as f64)])?;
+            w.global_barrier()?;
+        }
         let mu = {
             let m = mean_t.get(0)?;
             (m[0] / m[1].max(1.0)) as f32
@@ -178,9 +183,18 @@ impl App for Mf {
             }
             Ok(s)
         };
-        let first = eval(&mut lt, &mut rt)?;
-        tracker.contribute(w, 0, &first)?;
-        for clock in 0..c.total_clocks() {
+        let start = match &saved {
+            Some(s) => {
+                tracker.restore(&s["tracker"])?;
+                s["clock"].as_i64().ok_or_else(|| PsError::codec("mf: saved worker state has no clock"))?
+            }
+            None => {
+                let first = eval(&mut lt, &mut rt)?;
+                tracker.contribute(w, 0, &first)?;
+                0
+            }
+        };
+        for clock in start..c.total_clocks() {
             if tracker.poll(w)? {
                 break;
             }
@@ -199,7 +213,11 @@ impl App for Mf {
             if c.is_sample_clock(clock) {
                 tracker.evaluate(w, clock + 1, || eval(&mut lt, &mut rt))?;
             }
-            w.clock()?;
+            // The ratings order is fixed by the seed, so the loop position is the data position.
+            w.clock_saving(|buf| {
+                let state = json!({"clock": clock + 1, "tracker": tracker.save()});
+                serde_json::to_writer(buf, &state).map_err(|e| PsError::codec(e.to_string()))
+            })?;
         }
         tracker.finish(w)?;
         if let Some(out) = &self.output {
@@ -260,4 +278,36 @@ impl Mf {
         }
         Ok(())
     }
+}
+
+/// RMSE of a snapshot's model (`mean + L_u . R_i`) over the ratings at `input`: (train RMSE,
+/// train count, held-out RMSE, held-out count), split as the job split them. Offline evaluation.
+pub fn eval_snapshot(
+    store: &crate::snapshot::CheckpointStore,
+    m: &crate::snapshot::Manifest,
+    input: &str,
+    format: RatingFormat,
+    seed: u64,
+    test_fraction: f64,
+) -> Result<(f64, u64, f64, u64)> {
+    use crate::snapshot::read::read_table;
+    let lt = read_table::<DenseRow<f32>>(store, m, L)?;
+    let rt = read_table::<DenseRow<f32>>(store, m, R)?;
+    let mean = read_table::<DenseRow<f64>>(store, m, MEAN)?;
+    let mu = mean.get(&0).map_or(0.0, |r| r[0] / r[1].max(1.0)) as f32;
+    let (ratings, _) = read_ratings(input, 0, 1, format, crate::input::BadRecords::Fail)?;
+    let mut s = [0f64; 4];
+    for r in &ratings {
+        // Rows never updated are still at their deterministic initial value on the servers; an
+        // id missing from the snapshot was never seen in training, so it predicts the mean.
+        let p = match (lt.get(&(r.user as u64)), rt.get(&(r.item as u64))) {
+            (Some(u), Some(i)) => mu + dot(u, i),
+            _ => mu,
+        };
+        let k = if held_out(r, seed, test_fraction) { 2 } else { 0 };
+        s[k] += ((r.value - p) as f64).powi(2);
+        s[k + 1] += 1.0;
+    }
+    let rmse = |a: f64, n: f64| if n > 0.0 { (a / n).sqrt() } else { f64::NAN };
+    Ok((rmse(s[0], s[1]), s[1] as u64, rmse(s[2], s[3]), s[3] as u64))
 }

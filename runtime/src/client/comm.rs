@@ -83,11 +83,31 @@ impl ClientTask {
             ClientCmd::Register { fingerprint } => self.send(0, Msg::Register { fingerprint }),
             ClientCmd::Done => self.send(0, Msg::Done),
             ClientCmd::Abort(reason) => self.send(0, Msg::Abort { reason }),
+            ClientCmd::SnapshotDone { clock, info } => self.send(0, Msg::SnapshotDone { clock, info }),
         }
     }
 
-    /// Ships the oplog of clocks `(sent_upto, upto]` and a clock message to every server.
+    /// Ships the oplog of clocks `(sent_upto, upto]` and a clock message to every server. A range
+    /// spanning a snapshot boundary (after a barrier jump) is cut there, so a server can tell
+    /// updates before a snapshot clock from those after it.
     fn ship(&mut self, upto: i64) {
+        if let Some(s) = &self.core.snaps {
+            let every = s.cfg.every;
+            if every > 0 && upto < CLOCK_FINISHED {
+                // Boundary `b = t - 1` for snapshot clock `t`: the last clock the snapshot holds.
+                let mut b = (self.sent_upto + 1).div_euclid(every) * every + every - 1;
+                while b < upto {
+                    if b > self.sent_upto {
+                        self.ship_range(b);
+                    }
+                    b += every;
+                }
+            }
+        }
+        self.ship_range(upto);
+    }
+
+    fn ship_range(&mut self, upto: i64) {
         if upto <= self.sent_upto {
             return;
         }

@@ -34,6 +34,11 @@ pub(crate) enum ClientCmd {
     Done,
     /// Ask the name node to abort the whole job with this reason.
     Abort(String),
+    /// This process's part of the snapshot at `clock` is stored (JSON `ProcessPart`).
+    SnapshotDone {
+        clock: i64,
+        info: String,
+    },
 }
 
 pub(crate) struct TableSlot {
@@ -62,6 +67,10 @@ pub(crate) struct Ctl {
     pub exit: bool,
     /// Peers whose connection closed after shutdown began.
     pub closed_peers: usize,
+    /// Snapshot writes queued or running on the writer thread.
+    pub snap_jobs: usize,
+    /// The local server has seen every client finish (and queued its final snapshot).
+    pub server_finished: bool,
 }
 
 struct Tracker {
@@ -94,6 +103,10 @@ pub(crate) struct Core {
     failure: Mutex<Option<PsError>>,
     pub ctl: Mutex<Ctl>,
     pub ctl_cv: Condvar,
+    /// Snapshot and checkpoint support (`checkpoint.url` set).
+    pub snaps: Option<crate::snapshot::Snapshots>,
+    /// First clock of this run: 0, or the clock of the checkpoint it resumed from.
+    pub start_clock: i64,
     tracker: Mutex<Tracker>,
     barrier: Mutex<LocalBarrier>,
     barrier_cv: Condvar,
@@ -103,8 +116,15 @@ pub(crate) struct Core {
 pub(crate) const NO_AGE: i64 = i64::MIN / 4;
 
 impl Core {
-    pub fn new(pid: usize, nprocs: usize, cfg: RuntimeConfig, cmd: UnboundedSender<ClientCmd>) -> Self {
+    pub fn new(
+        pid: usize,
+        nprocs: usize,
+        cfg: RuntimeConfig,
+        cmd: UnboundedSender<ClientCmd>,
+        snaps: Option<crate::snapshot::Snapshots>,
+    ) -> Self {
         let threads = cfg.threads;
+        let start_clock = snaps.as_ref().map_or(0, |s| s.start_clock());
         Core {
             pid,
             nprocs,
@@ -120,7 +140,9 @@ impl Core {
             failure: Mutex::new(None),
             ctl: Mutex::new(Ctl::default()),
             ctl_cv: Condvar::new(),
-            tracker: Mutex::new(Tracker { clocks: vec![0; threads], proc_clock: 0 }),
+            snaps,
+            start_clock,
+            tracker: Mutex::new(Tracker { clocks: vec![start_clock; threads], proc_clock: start_clock }),
             barrier: Mutex::new(LocalBarrier {
                 epoch: 0,
                 arrived: 0,

@@ -36,10 +36,13 @@ pub struct Worker {
 
 impl Worker {
     pub(crate) fn new(core: Arc<Core>, tid: usize) -> Self {
+        // A resumed job starts at its checkpoint's clock, and the restored tables are the floor.
+        let start = core.start_clock;
+        let floor = if start > 0 { start - 1 } else { i64::MIN / 4 };
         Worker {
             core,
             tid,
-            clock: Rc::new(ThreadClock { clock: Cell::new(0), floor: Cell::new(i64::MIN / 4) }),
+            clock: Rc::new(ThreadClock { clock: Cell::new(start), floor: Cell::new(floor) }),
             tables: FxHashMap::default(),
             barrier_wait_ns: Cell::new(0),
             started: Instant::now(),
@@ -118,6 +121,46 @@ impl Worker {
         self.clock.clock.set(old + 1);
         self.core.thread_clocked(self.tid, old + 1);
         Ok(())
+    }
+
+    /// Like [`Worker::clock`], and if a checkpoint is due after this clock, first stores this
+    /// thread's state: `save` appends whatever the thread needs to continue from here (position
+    /// in its data, RNG state, ...). Applications that support resuming call this instead of
+    /// `clock()` and read the state back with [`Worker::resume_state`].
+    pub fn clock_saving(&mut self, save: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<()> {
+        let t = self.clock.clock.get() + 1;
+        if let Some(s) = self.core.snaps.as_ref().filter(|s| s.pure() && s.cfg.is_snapshot_clock(t)) {
+            let mut buf = Vec::new();
+            save(&mut buf)?;
+            let g = self.global_thread_id();
+            let bytes = crate::snapshot::format::state_file_bytes(t, g as u32, &buf);
+            let name = crate::snapshot::CheckpointStore::state_name(g);
+            s.store.write(t, &name, &bytes, &format!("state of worker {g}"))?;
+            // Recorded before the clock moves, so the process reports it with the snapshot.
+            let entry = crate::snapshot::FileEntry {
+                file: name,
+                owner: g as u32,
+                rows: 0,
+                bytes: bytes.len() as u64,
+                crc32c: crate::snapshot::format::crc32c(&buf),
+            };
+            s.add_state(t, entry);
+        }
+        self.clock()
+    }
+
+    /// The state this thread saved in the checkpoint the job resumed from (`None` on a fresh start).
+    /// The thread's clock is already that of the checkpoint.
+    pub fn resume_state(&self) -> Result<Option<Vec<u8>>> {
+        match self.core.snaps.as_ref().and_then(|s| s.resume.as_ref().map(|m| (s, m.clock))) {
+            Some((s, t)) => s.store.read_state(t, self.global_thread_id()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// True if this job continues from a checkpoint.
+    pub fn is_resumed(&self) -> bool {
+        self.core.start_clock > 0
     }
 
     /// Ends the current clock, then blocks until every thread of the job has arrived. All threads

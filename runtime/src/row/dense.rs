@@ -61,6 +61,12 @@ impl<T: Element> Row for DenseRow<T> {
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self> {
         decode_dense(buf, columns).map(DenseRow)
     }
+    fn write_tsv(&self, out: &mut String) {
+        use std::fmt::Write;
+        for (i, v) in self.0.iter().enumerate() {
+            let _ = write!(out, "{}{v}", if i > 0 { "\t" } else { "" });
+        }
+    }
     fn copy_from(&mut self, other: &Self) {
         self.0.clear();
         self.0.extend_from_slice(&other.0);

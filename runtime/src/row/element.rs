@@ -6,7 +6,16 @@ use bytes::{BufMut, BytesMut};
 
 /// A numeric element of a built-in row. Encoded little-endian on the wire.
 pub trait Element:
-    Copy + Default + PartialEq + PartialOrd + std::fmt::Debug + std::ops::AddAssign + Send + Sync + 'static
+    Copy
+    + Default
+    + PartialEq
+    + PartialOrd
+    + std::fmt::Debug
+    + std::fmt::Display
+    + std::ops::AddAssign
+    + Send
+    + Sync
+    + 'static
 {
     /// Short name used in row type names ("f32" in "dense_f32").
     const NAME: &'static str;

@@ -40,6 +40,15 @@ pub trait Row: Clone + Send + Sync + 'static {
     /// Sets a freshly created row to deterministic pseudo-random values uniform in `[low, high)`
     /// derived from `seed` (tables with an `init`; rows that cannot be randomised ignore it).
     fn randomize(&mut self, _seed: u64, _low: f64, _high: f64) {}
+    /// Appends the row as tab-separated text (snapshot dumps). The default writes the encoding in
+    /// hex; built-in rows write their values (dense) or `column:value` pairs (sparse).
+    fn write_tsv(&self, out: &mut String) {
+        let mut b = BytesMut::new();
+        self.encode(&mut b);
+        for x in b.iter() {
+            out.push_str(&format!("{x:02x}"));
+        }
+    }
     /// Overwrites `self` with `other`, reusing allocations where possible (thread-cache refresh).
     fn copy_from(&mut self, other: &Self) {
         self.clone_from(other)

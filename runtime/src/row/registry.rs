@@ -16,10 +16,18 @@ use std::sync::Arc;
 
 /// Server-side storage of one table, type-erased.
 pub(crate) trait ServerTableOps: Send {
-    /// Applies a batch of (row, update) pairs; reports each touched row.
-    fn apply_batch(&mut self, data: &[u8], touched: &mut dyn FnMut(u64)) -> Result<()>;
+    fn config(&self) -> &TableConfig;
+    /// Applies a batch of (row, update) pairs of clocks up to `clock`; reports each touched row.
+    /// `after`: pending pure-snapshot clocks `t <= clock` whose rows must be preserved (copied
+    /// before the first later update) until the snapshot is taken.
+    fn apply_batch(&mut self, data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()>;
     /// Appends the encoding of `row` (a zero row if it was never updated).
     fn encode_row(&mut self, row: u64, out: &mut BytesMut);
+    /// Appends every row as of snapshot `t` (preserved copies where later updates arrived) to
+    /// `out` in the shard payload format, sorted by id; returns the row count.
+    fn snapshot(&mut self, t: i64, out: &mut Vec<u8>) -> u64;
+    /// Loads rows from a shard payload (resume); returns the row count.
+    fn load(&mut self, payload: &[u8]) -> Result<u64>;
 }
 
 /// Out-buffers for oplog batches, one list of frames per server.
@@ -63,6 +71,7 @@ trait RowFactory: Send + Sync {
         cfg: &TableConfig,
         core: &Arc<Core>,
     ) -> (Arc<dyn ProcessTableOps>, Arc<dyn Any + Send + Sync>);
+    fn row_tsv(&self, bytes: &[u8], columns: usize, out: &mut String) -> Result<()>;
 }
 
 struct Factory<R>(PhantomData<fn() -> R>);
@@ -78,6 +87,10 @@ impl<R: Row> RowFactory for Factory<R> {
     ) -> (Arc<dyn ProcessTableOps>, Arc<dyn Any + Send + Sync>) {
         let t = Arc::new(ProcessTable::<R>::new(cfg.clone(), core.clone()));
         (t.clone(), t)
+    }
+    fn row_tsv(&self, mut bytes: &[u8], columns: usize, out: &mut String) -> Result<()> {
+        R::decode(&mut bytes, columns)?.write_tsv(out);
+        Ok(())
     }
 }
 
@@ -129,6 +142,14 @@ impl RowTypeRegistry {
                 self.names().join(", ")
             ))
         })
+    }
+
+    /// Appends one encoded row of type `row_type` as tab-separated text (snapshot dumps).
+    pub fn row_tsv(&self, row_type: &str, bytes: &[u8], columns: usize, out: &mut String) -> Result<()> {
+        let f = self.map.get(row_type).ok_or_else(|| {
+            PsError::Config(format!("row type '{row_type}' is not registered (known: {})", self.names().join(", ")))
+        })?;
+        f.row_tsv(bytes, columns, out)
     }
 
     pub(crate) fn server_table(&self, cfg: &TableConfig) -> Result<Box<dyn ServerTableOps>> {

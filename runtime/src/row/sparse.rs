@@ -106,6 +106,12 @@ impl<T: Element> Row for SparseRow<T> {
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self> {
         Self::decode_from(buf, columns)
     }
+    fn write_tsv(&self, out: &mut String) {
+        use std::fmt::Write;
+        for (i, (c, v)) in self.iter().enumerate() {
+            let _ = write!(out, "{}{c}:{v}", if i > 0 { "\t" } else { "" });
+        }
+    }
     fn copy_from(&mut self, other: &Self) {
         self.cols.clear();
         self.cols.extend_from_slice(&other.cols);

@@ -3,6 +3,7 @@
 //! Runs as one task fed by the connection readers, so its state needs no locks.
 
 mod namenode;
+mod snapshot;
 mod table;
 
 pub(crate) use table::ServerTable;
@@ -18,12 +19,14 @@ use namenode::NameNode;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 /// Input of the server task.
 pub(crate) enum ServerIn {
     Net(usize, Msg),
     AddTable(u32, Box<dyn ServerTableOps>),
+    /// The name node's manifest of snapshot `clock` is written (or failed; the job then fails).
+    ManifestDone(i64),
 }
 
 /// Packs rows for one client into frames of about `limit` bytes.
@@ -76,22 +79,25 @@ pub(crate) struct Server {
     push: bool,
     overstate: i64,
     scratch: BytesMut,
+    snap: Option<snapshot::SnapPlan>,
 }
 
 impl Server {
-    pub fn new(core: Arc<Core>, to_client: Vec<Link>) -> Self {
+    pub fn new(core: Arc<Core>, to_client: Vec<Link>, inbox: UnboundedSender<ServerIn>) -> Self {
         let n = core.nprocs;
+        let start = core.start_clock;
         Server {
             tables: FxHashMap::default(),
-            vc: vec![-1; n],
-            global: -1,
+            vc: vec![start - 1; n],
+            global: start - 1,
             pending: vec![Vec::new(); n],
             parked: BTreeMap::new(),
             subs: FxHashMap::default(),
             has_subs: vec![false; n],
             dirty: FxHashSet::default(),
             to_client,
-            namenode: (core.pid == 0).then(|| NameNode::new(n)),
+            namenode: (core.pid == 0).then(|| NameNode::new(n, core.clone(), inbox)),
+            snap: core.snaps.as_ref().map(|s| snapshot::SnapPlan::new(s, n, start)),
             push: core.cfg.consistency == Consistency::Essp,
             overstate: core.cfg.fault.overstate_age as i64,
             scratch: BytesMut::new(),
@@ -107,6 +113,10 @@ impl Server {
                     Ok(())
                 }
                 ServerIn::Net(from, msg) => self.handle(from, msg),
+                ServerIn::ManifestDone(clock) => match self.namenode.as_mut() {
+                    Some(nn) => nn.manifest_done(clock, &self.to_client),
+                    None => Ok(()),
+                },
             };
             if let Err(e) = r {
                 self.core.fail(e);
@@ -170,13 +180,17 @@ impl Server {
     /// A client completed `clock`: apply its pending updates, then, if the global clock moved,
     /// answer parked reads and push subscribed rows.
     fn on_clock(&mut self, from: usize, clock: i64) -> Result<()> {
+        let after = match &mut self.snap {
+            Some(p) => p.pending_before(from, clock, self.global),
+            None => Vec::new(),
+        };
         for (table, data) in std::mem::take(&mut self.pending[from]) {
             let t = self
                 .tables
                 .get_mut(&table)
                 .ok_or_else(|| PsError::codec(format!("process {from} sent updates of unknown table {table}")))?;
             let (subs, dirty) = (&self.subs, &mut self.dirty);
-            t.apply_batch(&data, &mut |row| {
+            t.apply_batch(&data, clock, &after, &mut |row| {
                 if subs.contains_key(&(table, row)) {
                     dirty.insert((table, row));
                 }
@@ -188,10 +202,14 @@ impl Server {
         let g = self.vc.iter().copied().min().unwrap_or(clock);
         if g > self.global {
             self.global = g;
+            self.take_due_snapshots();
             self.release_parked()?;
             if self.push && g < CLOCK_FINISHED {
                 self.push_rows();
             }
+        }
+        if g >= CLOCK_FINISHED {
+            self.core.update_ctl(|c| c.server_finished = true);
         }
         Ok(())
     }

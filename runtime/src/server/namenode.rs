@@ -2,9 +2,15 @@
 //! barrier, abort broadcast and the two-phase orderly shutdown (Shutdown/Bye, then Exit) that lets
 //! every process stop serving only after all of them stopped reading.
 
+use super::ServerIn;
+use crate::client::Core;
 use crate::error::{PsError, Result};
 use crate::net::Link;
+use crate::snapshot::format::{Manifest, ProcessPart, TableEntry, FORMAT_VERSION};
 use crate::wire::Msg;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::mpsc::UnboundedSender;
 
 pub(crate) struct NameNode {
     n: usize,
@@ -12,11 +18,106 @@ pub(crate) struct NameNode {
     barrier: Vec<Option<i64>>,
     done: Vec<bool>,
     byes: Vec<bool>,
+    core: Arc<Core>,
+    inbox: UnboundedSender<ServerIn>,
+    /// Snapshot parts reported so far, per clock.
+    parts: BTreeMap<i64, Vec<ProcessPart>>,
+    /// Manifests being written; shutdown waits for them.
+    manifests_pending: usize,
+    shutdown_deferred: bool,
 }
 
 impl NameNode {
-    pub fn new(n: usize) -> Self {
-        NameNode { n, registered: vec![None; n], barrier: vec![None; n], done: vec![false; n], byes: vec![false; n] }
+    pub fn new(n: usize, core: Arc<Core>, inbox: UnboundedSender<ServerIn>) -> Self {
+        NameNode {
+            n,
+            registered: vec![None; n],
+            barrier: vec![None; n],
+            done: vec![false; n],
+            byes: vec![false; n],
+            core,
+            inbox,
+            parts: BTreeMap::new(),
+            manifests_pending: 0,
+            shutdown_deferred: false,
+        }
+    }
+
+    /// A process stored its part of snapshot `clock`; the last one triggers the manifest.
+    fn snapshot_part(&mut self, from: usize, clock: i64, info: &str) -> Result<()> {
+        let part: ProcessPart = serde_json::from_str(info)
+            .map_err(|e| PsError::codec(format!("process {from}: snapshot {clock} report: {e}")))?;
+        let parts = self.parts.entry(clock).or_default();
+        parts.push(part);
+        if parts.len() < self.n {
+            return Ok(());
+        }
+        let mut parts = self.parts.remove(&clock).unwrap_or_default();
+        parts.sort_by_key(|p| p.process);
+        let mut tables: BTreeMap<u32, TableEntry> = BTreeMap::new();
+        let mut workers = Vec::new();
+        for p in &parts {
+            for (cfg, f) in &p.shards {
+                tables.entry(cfg.id).or_insert_with(|| TableEntry { config: cfg.clone(), shards: Vec::new() });
+                tables.get_mut(&cfg.id).expect("inserted").shards.push(f.clone());
+            }
+            workers.extend(p.workers.iter().cloned());
+        }
+        workers.sort_by_key(|w| w.owner);
+        let threads = self.core.cfg.threads;
+        let approx = parts.iter().any(|p| p.approx);
+        let m = Manifest {
+            format_version: FORMAT_VERSION,
+            clock,
+            mode: if approx { "approx" } else { "pure" }.into(),
+            is_final: parts.iter().any(|p| p.is_final),
+            resumable: !approx && workers.len() == self.n * threads,
+            processes: self.n,
+            threads,
+            created_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            tables: tables.into_values().collect(),
+            workers,
+        };
+        self.manifests_pending += 1;
+        let (core, inbox) = (self.core.clone(), self.inbox.clone());
+        let Some(snaps) = self.core.snaps.as_ref() else {
+            return Err(PsError::codec(format!("process {from} reported a snapshot, but none are configured")));
+        };
+        snaps.submit(&self.core, move || {
+            let snaps = core.snaps.as_ref().expect("checked above");
+            let r = snaps.store.write_manifest(&m).and_then(|_| {
+                let bytes: u64 = m.tables.iter().flat_map(|t| &t.shards).chain(&m.workers).map(|f| f.bytes).sum();
+                log::info!(
+                    "snapshot {} complete: {} ({} tables, {:.1} MB, {})",
+                    m.clock,
+                    snaps.store.clock_dir(m.clock),
+                    m.tables.len(),
+                    bytes as f64 / 1e6,
+                    if m.resumable { "resumable" } else { "not resumable" }
+                );
+                let deleted = snaps.store.prune(snaps.cfg.keep)?;
+                if !deleted.is_empty() {
+                    log::info!("pruned snapshots of clocks {deleted:?} (keeping {})", snaps.cfg.keep);
+                }
+                Ok(())
+            });
+            let _ = inbox.send(ServerIn::ManifestDone(m.clock));
+            r
+        });
+        Ok(())
+    }
+
+    /// A manifest write finished (its failure, if any, already failed the job).
+    pub fn manifest_done(&mut self, _clock: i64, out: &[Link]) -> Result<()> {
+        self.manifests_pending = self.manifests_pending.saturating_sub(1);
+        if self.manifests_pending == 0 && self.shutdown_deferred {
+            self.shutdown_deferred = false;
+            log::info!("name node: every process finished; shutting down");
+            Self::broadcast(out, Msg::Shutdown);
+        }
+        Ok(())
     }
 
     fn broadcast(out: &[Link], m: Msg) {
@@ -52,8 +153,12 @@ impl NameNode {
             Msg::Done => {
                 self.done[from] = true;
                 if self.done.iter().all(|d| *d) {
-                    log::info!("name node: every process finished; shutting down");
-                    Self::broadcast(out, Msg::Shutdown);
+                    if self.manifests_pending > 0 {
+                        self.shutdown_deferred = true;
+                    } else {
+                        log::info!("name node: every process finished; shutting down");
+                        Self::broadcast(out, Msg::Shutdown);
+                    }
                 }
             }
             Msg::Bye => {
@@ -65,6 +170,7 @@ impl NameNode {
             Msg::Abort { reason } => {
                 Self::broadcast(out, Msg::Abort { reason: format!("process {from} failed: {reason}") });
             }
+            Msg::SnapshotDone { clock, info } => self.snapshot_part(from, clock, &info)?,
             other => return Err(PsError::codec(format!("name node got unexpected {other:?} from process {from}"))),
         }
         Ok(())

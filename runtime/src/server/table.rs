@@ -1,47 +1,102 @@
-//! Master copy of the rows of one table held by one server shard.
+//! Master copy of the rows of one table held by one server shard, with the copy-on-write row
+//! versions that pure snapshots need.
 
 use crate::config::{mix64, TableConfig};
-use crate::error::Result;
+use crate::error::{PsError, Result};
 use crate::row::{ReadExt, Row, RowUpdate, ServerTableOps};
+use crate::snapshot::format::payload_rows;
 use bytes::BytesMut;
 use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 pub(crate) struct ServerTable<R: Row> {
     cfg: TableConfig,
     rows: FxHashMap<u64, R>,
+    /// Per pending pure snapshot `t`: rows as they were before their first update of a clock
+    /// `>= t`. Updates of clocks `< t` that arrive later are applied to these copies too.
+    forks: BTreeMap<i64, FxHashMap<u64, R>>,
+    scratch: BytesMut,
+}
+
+/// The row, created on first touch: zero, or the table's deterministic random init.
+fn row_mut<'a, R: Row>(rows: &'a mut FxHashMap<u64, R>, cfg: &TableConfig, row: u64) -> &'a mut R {
+    rows.entry(row).or_insert_with(|| {
+        let mut r = R::zero(cfg.columns);
+        if let Some(i) = cfg.init {
+            r.randomize(mix64(i.seed ^ row.wrapping_mul(0x2545f4914f6cdd1d)), i.low, i.high);
+        }
+        r
+    })
 }
 
 impl<R: Row> ServerTable<R> {
     pub fn new(cfg: TableConfig) -> Self {
-        ServerTable { cfg, rows: FxHashMap::default() }
-    }
-
-    /// The row, created on first touch: zero, or the table's deterministic random init.
-    fn row_mut(&mut self, row: u64) -> &mut R {
-        let (cols, init) = (self.cfg.columns, self.cfg.init);
-        self.rows.entry(row).or_insert_with(|| {
-            let mut r = R::zero(cols);
-            if let Some(i) = init {
-                r.randomize(mix64(i.seed ^ row.wrapping_mul(0x2545f4914f6cdd1d)), i.low, i.high);
-            }
-            r
-        })
+        ServerTable { cfg, rows: FxHashMap::default(), forks: BTreeMap::new(), scratch: BytesMut::new() }
     }
 }
 
 impl<R: Row> ServerTableOps for ServerTable<R> {
-    fn apply_batch(&mut self, mut data: &[u8], touched: &mut dyn FnMut(u64)) -> Result<()> {
+    fn config(&self) -> &TableConfig {
+        &self.cfg
+    }
+
+    fn apply_batch(&mut self, mut data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()> {
         let cols = self.cfg.columns;
+        let forking = !after.is_empty() || !self.forks.is_empty();
         while !data.is_empty() {
             let row = data.take_u64()?;
             let u = R::Update::decode(&mut data, cols)?;
-            self.row_mut(row).apply(&u);
+            let r = row_mut(&mut self.rows, &self.cfg, row);
+            if forking {
+                for &t in after {
+                    self.forks.entry(t).or_default().entry(row).or_insert_with(|| r.clone());
+                }
+                // Forks of snapshots this batch belongs to (clock < t) must see it as well.
+                for (_, fork) in self.forks.range_mut(clock.saturating_add(1)..) {
+                    if let Some(f) = fork.get_mut(&row) {
+                        f.apply(&u);
+                    }
+                }
+            }
+            r.apply(&u);
             touched(row);
         }
         Ok(())
     }
 
     fn encode_row(&mut self, row: u64, out: &mut BytesMut) {
-        self.row_mut(row).encode(out);
+        row_mut(&mut self.rows, &self.cfg, row).encode(out);
+    }
+
+    fn snapshot(&mut self, t: i64, out: &mut Vec<u8>) -> u64 {
+        let fork = self.forks.remove(&t).unwrap_or_default();
+        // Forks of earlier snapshots are no longer needed either.
+        self.forks = self.forks.split_off(&t);
+        let mut ids: Vec<u64> = self.rows.keys().copied().collect();
+        ids.sort_unstable();
+        for &id in &ids {
+            let r = fork.get(&id).unwrap_or(&self.rows[&id]);
+            self.scratch.clear();
+            r.encode(&mut self.scratch);
+            out.extend_from_slice(&id.to_le_bytes());
+            out.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
+            out.extend_from_slice(&self.scratch);
+        }
+        ids.len() as u64
+    }
+
+    fn load(&mut self, payload: &[u8]) -> Result<u64> {
+        let mut n = 0;
+        for rec in payload_rows(payload) {
+            let (id, mut bytes) = rec?;
+            let r = R::decode(&mut bytes, self.cfg.columns)
+                .map_err(|e| PsError::codec(format!("table {} row {id}: {e}", self.cfg.id)))?;
+            if !bytes.is_empty() {
+                return Err(PsError::codec(format!("table {} row {id}: {} trailing bytes", self.cfg.id, bytes.len())));
+            }
+            self.rows.insert(id, r);
+            n += 1;
+        }
+        Ok(n)
     }
 }

@@ -77,6 +77,11 @@ pub enum Msg {
     Abort {
         reason: String,
     },
+    /// The sender wrote its part of the snapshot at `clock` (a JSON `ProcessPart`).
+    SnapshotDone {
+        clock: i64,
+        info: String,
+    },
     // either way
     Ping,
 }
@@ -84,7 +89,15 @@ pub enum Msg {
 impl Msg {
     /// True for messages handled by the name node (process 0).
     pub fn is_for_namenode(&self) -> bool {
-        matches!(self, Msg::Register { .. } | Msg::BarrierArrive { .. } | Msg::Done | Msg::Bye | Msg::Abort { .. })
+        matches!(
+            self,
+            Msg::Register { .. }
+                | Msg::BarrierArrive { .. }
+                | Msg::Done
+                | Msg::Bye
+                | Msg::Abort { .. }
+                | Msg::SnapshotDone { .. }
+        )
     }
 
     pub fn encode(&self, b: &mut BytesMut) {
@@ -146,6 +159,11 @@ impl Msg {
                 b.put_slice(reason.as_bytes());
             }
             Msg::Ping => b.put_u8(15),
+            Msg::SnapshotDone { clock, info } => {
+                b.put_u8(16);
+                b.put_i64_le(*clock);
+                b.put_slice(info.as_bytes());
+            }
         }
     }
 
@@ -197,6 +215,11 @@ impl Msg {
             13 => Msg::Exit,
             14 => Msg::Abort { reason: String::from_utf8_lossy(s).into_owned() },
             15 => Msg::Ping,
+            16 => {
+                let clock = s.take_i64()?;
+                let info = String::from_utf8(s.to_vec()).map_err(|_| PsError::codec("snapshot info is not UTF-8"))?;
+                Msg::SnapshotDone { clock, info }
+            }
             t => return Err(PsError::codec(format!("unknown message tag {t}"))),
         };
         Ok(msg)
@@ -225,6 +248,7 @@ mod tests {
         roundtrip(Msg::BarrierRelease { epoch: 2, clock: 11 });
         roundtrip(Msg::Abort { reason: "boom".into() });
         roundtrip(Msg::Ping);
+        roundtrip(Msg::SnapshotDone { clock: 5, info: "{}".into() });
     }
 
     #[test]

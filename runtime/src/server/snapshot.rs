@@ -1,0 +1,129 @@
+//! The server's side of snapshots: which clocks are due, which batches must be kept apart for a
+//! pure snapshot, and encoding the shard files handed to the writer thread.
+
+use super::Server;
+use crate::snapshot::format::{crc32c, FileEntry, ProcessPart, ShardHeader, FLAG_APPROX, FLAG_FINAL};
+use crate::snapshot::{CheckpointStore, Snapshots};
+use crate::wire::CLOCK_FINISHED;
+
+pub(crate) struct SnapPlan {
+    every: i64,
+    pure: bool,
+    /// Last snapshot clock taken.
+    taken: i64,
+    /// Last real (not "finished") clock completed by each client.
+    last_real: Vec<i64>,
+}
+
+impl SnapPlan {
+    pub fn new(s: &Snapshots, clients: usize, start: i64) -> Self {
+        SnapPlan { every: s.cfg.every, pure: s.pure(), taken: start, last_real: vec![start - 1; clients] }
+    }
+
+    /// The job's length so far: every client's last real clock, plus one.
+    fn final_clock(&self) -> i64 {
+        self.last_real.iter().copied().max().unwrap_or(0) + 1
+    }
+
+    /// Client `from` sends its updates of clocks up to `clock`: the pending pure-snapshot clocks
+    /// `t` (not yet taken, so `t - 1 > global`) that these updates come after (`t <= clock`).
+    /// Clients cut their shipments at snapshot boundaries, so no batch straddles one.
+    pub fn pending_before(&mut self, from: usize, clock: i64, global: i64) -> Vec<i64> {
+        if clock < CLOCK_FINISHED {
+            self.last_real[from] = self.last_real[from].max(clock);
+        }
+        if !self.pure {
+            return Vec::new();
+        }
+        // Updates shipped with the "finished" clock (made after a worker's last `clock()`) come
+        // after every periodic snapshot of the run but belong to the end-of-job one.
+        let hi = if clock >= CLOCK_FINISHED { self.final_clock() - 1 } else { clock };
+        let mut v = Vec::new();
+        if self.every > 0 {
+            let mut t = (global + 2).max(self.taken + 1);
+            t = t.div_euclid(self.every) * self.every + if t % self.every == 0 { 0 } else { self.every };
+            while t <= hi {
+                v.push(t);
+                t += self.every;
+            }
+        }
+        v
+    }
+}
+
+impl Server {
+    /// Takes every snapshot whose clock every client has now finished, and the end-of-job one.
+    pub(super) fn take_due_snapshots(&mut self) {
+        let Some(plan) = self.snap.as_mut() else { return };
+        let g = self.global;
+        let mut due = Vec::new();
+        let end = if g >= CLOCK_FINISHED { plan.final_clock() } else { i64::MAX };
+        if plan.every > 0 {
+            let mut t = (plan.taken / plan.every + 1) * plan.every;
+            while t - 1 <= g && t <= end {
+                due.push((t, t == end));
+                t += plan.every;
+            }
+        }
+        if g >= CLOCK_FINISHED && due.last().map(|d| d.0) != Some(end) && end > plan.taken {
+            due.push((end, true));
+        }
+        if let Some(&(t, _)) = due.last() {
+            plan.taken = t;
+        }
+        let approx = !plan.pure;
+        for (t, is_final) in due {
+            self.take_snapshot(t, is_final, approx);
+        }
+    }
+
+    fn take_snapshot(&mut self, t: i64, is_final: bool, approx: bool) {
+        let core = self.core.clone();
+        let Some(snaps) = core.snaps.as_ref() else { return };
+        let pid = core.pid;
+        let flags = if approx { FLAG_APPROX } else { 0 } | if is_final { FLAG_FINAL } else { 0 };
+        let mut ids: Vec<u32> = self.tables.keys().copied().collect();
+        ids.sort_unstable();
+        let mut files = Vec::with_capacity(ids.len());
+        for id in ids {
+            let table = self.tables.get_mut(&id).expect("listed above");
+            let mut payload = Vec::new();
+            let rows = table.snapshot(t, &mut payload);
+            let cfg = table.config().clone();
+            let h = ShardHeader {
+                flags,
+                clock: t,
+                server: pid as u32,
+                table: id,
+                columns: cfg.columns as u64,
+                rows,
+                payload_len: payload.len() as u64,
+                crc: crc32c(&payload),
+                row_type: cfg.row_type.clone(),
+            };
+            let entry = FileEntry {
+                file: CheckpointStore::shard_name(pid, id),
+                owner: pid as u32,
+                rows,
+                bytes: 0,
+                crc32c: h.crc,
+            };
+            files.push((cfg, entry, h.file_bytes(&payload)));
+        }
+        log::debug!("server {pid}: snapshot {t} encoded ({} tables)", files.len());
+        let core2 = core.clone();
+        snaps.submit(&core, move || {
+            let snaps = core2.snaps.as_ref().expect("snapshots configured");
+            let mut shards = Vec::with_capacity(files.len());
+            for (cfg, mut entry, bytes) in files {
+                snaps.store.write(t, &entry.file, &bytes, &format!("snapshot shard of table {}", cfg.id))?;
+                entry.bytes = bytes.len() as u64;
+                shards.push((cfg, entry));
+            }
+            let part = ProcessPart { process: pid as u32, shards, workers: snaps.take_states(t), approx, is_final };
+            let info = serde_json::to_string(&part).expect("serialisable");
+            core2.send(crate::client::ClientCmd::SnapshotDone { clock: t, info });
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,125 @@
+//! Snapshots and checkpoints (LazyTable §3.3). Servers are told the schedule in advance (every
+//! `checkpoint.every` clocks, and at the end): when every client has finished clock `t - 1`, each
+//! server encodes its shard of every table and a background writer thread stores it under
+//! `<url>/clock-<t>/`. Worker threads save their own state (`Worker::clock_saving`) at the same
+//! clocks. Each process then reports its files to the name node, which writes `MANIFEST.json`
+//! last and prunes old snapshots. A restarted job (`checkpoint.resume`) loads the newest
+//! complete, resumable one and continues at its clock.
+
+pub mod format;
+pub mod read;
+mod store;
+
+pub use format::{FileEntry, Manifest, ProcessPart, ShardHeader};
+pub use store::CheckpointStore;
+
+use crate::client::{ClientCmd, Core};
+use crate::config::{CheckpointConfig, SnapshotMode};
+use crate::error::{PsError, Result};
+use std::collections::BTreeMap;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Per-process snapshot state: the store, the writer thread, worker states saved per clock, and
+/// the checkpoint this process resumed from.
+pub(crate) struct Snapshots {
+    pub store: CheckpointStore,
+    pub cfg: CheckpointConfig,
+    pub resume: Option<Manifest>,
+    writer: Mutex<Sender<Job>>,
+    states: Mutex<BTreeMap<i64, Vec<FileEntry>>>,
+}
+
+impl Snapshots {
+    /// Opens the checkpoint directory; with `resume`, finds the checkpoint to continue from and
+    /// checks that it was written by a job of the same shape.
+    /// Process 0 also clears what the new run would write over: snapshots of an abandoned run
+    /// after the resumed clock. A fresh run refuses a directory that already holds snapshots.
+    pub fn open(cfg: &CheckpointConfig, pid: usize, processes: usize, threads: usize) -> Result<Option<Self>> {
+        let Some(url) = &cfg.url else { return Ok(None) };
+        let store = CheckpointStore::open(url)?;
+        let resume = if cfg.resume { store.latest_resumable()? } else { None };
+        let existing = store.list()?;
+        if !cfg.resume && !existing.is_empty() {
+            return Err(PsError::Config(format!(
+                "checkpoint.url: {url} already holds snapshots (clocks {:?}); use --resume to continue that job, or remove it",
+                existing.iter().map(|e| e.0).collect::<Vec<_>>()
+            )));
+        }
+        if pid == 0 {
+            let from = resume.as_ref().map_or(0, |m| m.clock);
+            for (t, _) in existing.into_iter().filter(|(t, _)| *t > from) {
+                log::info!("removing {}: written after the checkpoint this run continues from", store.clock_dir(t));
+                store.delete_clock(t)?;
+            }
+        }
+        if let Some(m) = &resume {
+            if m.processes != processes || m.threads != threads {
+                return Err(PsError::Config(format!(
+                    "checkpoint.resume: {} was written by {} processes x {} threads; this job has {processes} x {threads}",
+                    store.clock_dir(m.clock),
+                    m.processes,
+                    m.threads
+                )));
+            }
+            log::info!("resuming from {} (clock {})", store.clock_dir(m.clock), m.clock);
+        } else if cfg.resume {
+            log::warn!("checkpoint.resume: no complete checkpoint under {url}; starting from clock 0");
+        }
+        // One writer thread per process: snapshot files are written in clock order, so snapshots
+        // complete in clock order (pruning relies on it), and servers never block on storage.
+        let (tx, rx) = channel::<Job>();
+        std::thread::Builder::new()
+            .name("ps-snapshot".into())
+            .spawn(move || {
+                for job in rx {
+                    job();
+                }
+            })
+            .map_err(|e| PsError::io("starting the snapshot writer thread", e))?;
+        Ok(Some(Snapshots { store, cfg: cfg.clone(), resume, writer: Mutex::new(tx), states: Mutex::default() }))
+    }
+
+    pub fn pure(&self) -> bool {
+        self.cfg.snapshot == SnapshotMode::Pure
+    }
+
+    /// The clock the job starts at (that of the resumed checkpoint, else 0).
+    pub fn start_clock(&self) -> i64 {
+        self.resume.as_ref().map_or(0, |m| m.clock)
+    }
+
+    /// Runs `job` on the writer thread. A failure fails the job everywhere, with the error's
+    /// description of what was being written where.
+    pub fn submit(&self, core: &Arc<Core>, job: impl FnOnce() -> Result<()> + Send + 'static) {
+        core.update_ctl(|c| c.snap_jobs += 1);
+        let core2 = core.clone();
+        let run = move || {
+            if let Err(e) = job() {
+                core2.send(ClientCmd::Abort(e.to_string()));
+                core2.fail(e);
+            }
+            core2.update_ctl(|c| c.snap_jobs -= 1);
+        };
+        let sent = self.writer.lock().unwrap_or_else(|e| e.into_inner()).send(Box::new(run));
+        if let Err(e) = sent {
+            // Only possible if the writer thread died, which fails the job as well.
+            (e.0)();
+        }
+    }
+
+    /// A worker thread stored its state for clock `t`.
+    pub fn add_state(&self, t: i64, entry: FileEntry) {
+        self.states.lock().unwrap_or_else(|e| e.into_inner()).entry(t).or_default().push(entry);
+    }
+
+    /// The worker states saved for clock `t` (and forgets older ones).
+    pub fn take_states(&self, t: i64) -> Vec<FileEntry> {
+        let mut s = self.states.lock().unwrap_or_else(|e| e.into_inner());
+        let later = s.split_off(&(t + 1));
+        let mut upto = std::mem::replace(&mut *s, later);
+        upto.remove(&t).unwrap_or_default()
+    }
+}
