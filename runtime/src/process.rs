@@ -113,6 +113,10 @@ impl PsContext {
     pub fn config(&self) -> &RuntimeConfig {
         &self.core.cfg
     }
+    /// True if this job continues from a checkpoint (`checkpoint.resume` found one).
+    pub fn is_resumed(&self) -> bool {
+        self.core.start_clock > 0
+    }
 
     /// Creates a table. Every process must create the same tables before `ready()`.
     pub fn create_table(&mut self, cfg: TableConfig) -> Result<()> {

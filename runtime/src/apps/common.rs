@@ -344,9 +344,15 @@ impl Output {
         let Some(url) = &args.output else { return Ok(None) };
         let out = Output::new(url)?;
         if ctx.process_id() == 0 {
-            out.prepare(args.overwrite)?;
+            out.prepare(args.overwrite || (ctx.is_resumed() && !out.is_committed()?))?;
         }
         Ok(Some(out))
+    }
+
+    /// True if the output was completed (`_SUCCESS` exists). A resumed job replaces an output its
+    /// interrupted run left uncommitted, but, like any job, refuses a committed one.
+    pub fn is_committed(&self) -> Result<bool> {
+        self.storage.exists(&format!("{}/_SUCCESS", self.url))
     }
 
     /// Refuses an existing output unless `overwrite` (then removes it). Call once, before work.
