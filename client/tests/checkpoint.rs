@@ -203,3 +203,83 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
     ps_runtime::input::storage_for(&out).unwrap().delete(&out).unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A private HDFS (its DataNode gets killed), stopped when dropped.
+struct PrivateHdfs {
+    state: PathBuf,
+    url: String,
+    conf: String,
+}
+
+impl PrivateHdfs {
+    fn start(state: PathBuf) -> Self {
+        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts");
+        let out = Command::new(scripts.join("hdfs-up.sh")).env("PS_HDFS_DIR", &state).output().unwrap();
+        assert!(out.status.success(), "hdfs-up.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+        let env = std::fs::read_to_string(state.join("env")).unwrap();
+        let get = |k: &str| {
+            env.lines().find_map(|l| l.strip_prefix(&format!("export {k}="))).map(String::from).expect("env line")
+        };
+        PrivateHdfs { url: get("HDFS_URL"), conf: get("HADOOP_CONF_DIR"), state }
+    }
+    fn kill_datanode(&self) {
+        let pid = std::fs::read_to_string(self.state.join("run/datanode.pid")).unwrap();
+        let st = Command::new("kill").args(["-9", pid.trim()]).status().unwrap();
+        assert!(st.success());
+    }
+}
+
+impl Drop for PrivateHdfs {
+    fn drop(&mut self) {
+        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts");
+        let _ = Command::new(scripts.join("hdfs-down.sh")).env("PS_HDFS_DIR", &self.state).output();
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+#[test]
+fn datanode_stopped_mid_job_fails_it_naming_path_and_operation() {
+    let dir = tmpdir("dn");
+    let input = ratings(&dir);
+    let hdfs = PrivateHdfs::start(dir.join("hdfs"));
+    let ck = format!("{}/ckpt", hdfs.url);
+    let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "2"]);
+    let slow = ["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.05"];
+    args.extend(strings(&mf_args(&input, &slow)));
+    let mut cmd = submit();
+    cmd.args(&args).env("HADOOP_CONF_DIR", &hdfs.conf).stderr(Stdio::piped()).stdout(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let mut log = Vec::new();
+    wait_for(&rx, "snapshot 4 complete", &mut log);
+    hdfs.kill_datanode();
+    let killed = Instant::now();
+    let status = child.wait().unwrap();
+    eprintln!("job ended {:.1}s after the DataNode was killed", killed.elapsed().as_secs_f64());
+    log.extend(rx.iter());
+    let text = log.join("\n");
+    assert!(!status.success(), "the job must fail without its DataNode:\n{text}");
+    // The failure names the operation and the file it was writing.
+    let line = log
+        .iter()
+        .find(|l| l.contains("ERROR") && l.contains(&format!("{ck}/clock-")))
+        .unwrap_or_else(|| panic!("no error naming a snapshot path:\n{text}"));
+    assert!(["creating", "writing", "closing"].iter().any(|op| line.contains(op)), "{line}");
+    eprintln!("failure reported as: {line}");
+    // Nothing half-written looks complete: only snapshots finished before the kill have a manifest.
+    let store = CheckpointStore::open(&ck).unwrap();
+    let list = store.list().unwrap();
+    let complete: Vec<i64> = list.iter().filter(|x| x.1).map(|x| x.0).collect();
+    assert!(complete.contains(&4), "{list:?}");
+    assert!(list.iter().any(|x| !x.1) || complete.iter().all(|t| *t <= 6), "{list:?}");
+    let failed_at = line.split("/clock-").nth(1).and_then(|s| s.split('/').next()).and_then(|s| s.parse::<i64>().ok());
+    let failed_at = failed_at.expect("clock in the failing path");
+    assert!(!complete.contains(&failed_at), "snapshot {failed_at} failed but has a manifest: {list:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}

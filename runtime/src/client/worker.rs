@@ -115,6 +115,13 @@ impl Worker {
     pub fn clock(&mut self) -> Result<()> {
         self.core.check()?;
         let old = self.clock.clock.get();
+        if self.core.snaps.as_ref().is_some_and(|s| s.cfg.is_snapshot_clock(old + 1)) {
+            // Back-pressure: at most one snapshot per process is queued or being written, so a
+            // slow file system throttles the job instead of piling encoded tables up in memory.
+            let t0 = Instant::now();
+            self.core.wait_ctl("earlier snapshots to be written", None, |c| c.snap_jobs == 0)?;
+            self.barrier_wait_ns.set(self.barrier_wait_ns.get() + t0.elapsed().as_nanos() as u64);
+        }
         for (t, _) in self.tables.values() {
             t.end_clock(old)?;
         }
