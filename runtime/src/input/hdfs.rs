@@ -100,14 +100,20 @@ impl Storage for HdfsFs {
     }
 
     fn open(&self, url: &str, start: u64) -> Result<Box<dyn Read + Send>> {
+        self.open_range(url, start, u64::MAX)
+    }
+
+    fn open_range(&self, url: &str, start: u64, end: u64) -> Result<Box<dyn Read + Send>> {
         let reader =
             self.rt.block_on(self.client.read(self.path(url))).map_err(|e| err(format!("opening {url}"), e))?;
         let len = reader.file_length() as u64;
         Ok(Box::new(RangeReader {
-            reader,
+            reader: Arc::new(reader),
             rt: self.rt.clone(),
             pos: start.min(len),
             len,
+            ahead_until: end.min(len),
+            ahead: None,
             buf: Bytes::new(),
             url: url.to_string(),
         }))
@@ -170,14 +176,33 @@ impl Storage for HdfsFs {
     }
 }
 
-/// Streams a byte range of an HDFS file in chunks of ranged reads.
+/// Streams a byte range of an HDFS file in chunks of ranged reads. While the caller consumes one
+/// chunk the next is already being fetched (up to `ahead_until`), so network and parsing overlap.
 struct RangeReader {
-    reader: hdfs_native::file::FileReader,
+    reader: Arc<hdfs_native::file::FileReader>,
     rt: Arc<tokio::runtime::Runtime>,
+    /// Offset of the next chunk to fetch.
     pos: u64,
     len: u64,
+    ahead_until: u64,
+    ahead: Option<tokio::task::JoinHandle<hdfs_native::Result<Bytes>>>,
     buf: Bytes,
     url: String,
+}
+
+impl RangeReader {
+    fn fetch(&self, pos: u64) -> tokio::task::JoinHandle<hdfs_native::Result<Bytes>> {
+        let (r, n) = (self.reader.clone(), CHUNK.min((self.len - pos) as usize));
+        self.rt.spawn(async move { r.read_range(pos as usize, n).await })
+    }
+}
+
+impl Drop for RangeReader {
+    fn drop(&mut self) {
+        if let Some(h) = self.ahead.take() {
+            h.abort();
+        }
+    }
 }
 
 impl Read for RangeReader {
@@ -186,14 +211,22 @@ impl Read for RangeReader {
             if self.pos >= self.len {
                 return Ok(0);
             }
-            let n = CHUNK.min((self.len - self.pos) as usize);
+            let h = match self.ahead.take() {
+                Some(h) => h,
+                None => self.fetch(self.pos),
+            };
+            let what = |e: &dyn std::fmt::Display| format!("HDFS read of {} at byte {}: {e}", self.url, self.pos);
             self.buf = self
                 .rt
-                .block_on(self.reader.read_range(self.pos as usize, n))
-                .map_err(|e| std::io::Error::other(format!("HDFS read of {} at byte {}: {e}", self.url, self.pos)))?;
+                .block_on(h)
+                .map_err(|e| std::io::Error::other(what(&e)))?
+                .map_err(|e| std::io::Error::other(what(&e)))?;
             self.pos += self.buf.len() as u64;
             if self.buf.is_empty() {
                 return Ok(0);
+            }
+            if self.pos < self.ahead_until {
+                self.ahead = Some(self.fetch(self.pos));
             }
         }
         let n = out.len().min(self.buf.len());

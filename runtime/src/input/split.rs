@@ -45,7 +45,7 @@ impl LineReader {
         // otherwise the partial line belongs to the previous split and is skipped.
         let from = split.start.saturating_sub(1);
         let mut r = LineReader {
-            inner: BufReader::with_capacity(1 << 16, storage.open(&split.path, from)?),
+            inner: BufReader::with_capacity(1 << 16, storage.open_range(&split.path, from, split.end)?),
             pos: from,
             end: split.end,
             buf: Vec::new(),

@@ -12,6 +12,11 @@ pub trait Storage: Send + Sync {
     fn list(&self, url: &str) -> Result<Vec<(String, u64)>>;
     /// Reads from byte `start` of `path` to its end.
     fn open(&self, path: &str, start: u64) -> Result<Box<dyn Read + Send>>;
+    /// Like `open`, with a hint that the bytes up to `end` will be read: an implementation may read
+    /// ahead up to there (reading on past `end` still works, just without read-ahead).
+    fn open_range(&self, path: &str, start: u64, _end: u64) -> Result<Box<dyn Read + Send>> {
+        self.open(path, start)
+    }
     /// Reads `len` bytes at `start` (short at end of file).
     fn read_at(&self, path: &str, start: u64, len: usize) -> Result<Vec<u8>> {
         let mut buf = Vec::with_capacity(len);

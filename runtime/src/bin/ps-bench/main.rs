@@ -3,10 +3,12 @@
 //!   ps-bench runtime   cache-hit get+inc vs Vec/HashMap; remote row throughput
 //!   ps-bench apps      MF / LDA / PageRank through the parameter server vs plain loops
 //!   ps-bench experiment [NAME]   the papers' experiments, CSVs for the plots
+//!   ps-bench storage   HDFS split reader vs plain hdfs-native read; snapshot write time per GB
 
 mod apps;
 mod experiments;
 mod runtime;
+mod storage;
 
 use clap::{Parser, Subcommand};
 
@@ -25,6 +27,8 @@ enum Cmd {
     Apps(apps::Args),
     /// The papers' experiments (CSV into results/experiments; plot with scripts/plot_experiments.py).
     Experiment(experiments::Args),
+    /// HDFS split-reader throughput vs plain hdfs-native reads; snapshot write time per GB.
+    Storage(storage::Args),
 }
 
 fn main() {
@@ -33,5 +37,6 @@ fn main() {
         Cmd::Runtime(a) => runtime::run(a),
         Cmd::Apps(a) => apps::run(a),
         Cmd::Experiment(a) => experiments::run(a),
+        Cmd::Storage(a) => storage::run(a),
     }
 }
