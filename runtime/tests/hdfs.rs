@@ -1,11 +1,12 @@
 //! Against a real HDFS (Hadoop 2.7.3 NameNode + DataNode started by `scripts/hdfs-up.sh`; the test
 //! command starts it and exports HDFS_URL): the storage layer, split reading, and every app reading
-//! its input from and writing its output to `hdfs://`.
+//! its input from and writing its output, snapshots and checkpoints to `hdfs://`.
 
 mod common;
 
 use ps_runtime::input::{plan_splits, read_edges, storage_for, BadRecords, LineReader, Storage};
-use ps_runtime::{apps, gen, RuntimeConfig};
+use ps_runtime::snapshot::{read, CheckpointStore};
+use ps_runtime::{apps, gen, DenseRow, RuntimeConfig, SparseRow};
 use std::io::Write;
 
 fn hdfs() -> String {
@@ -102,7 +103,9 @@ fn apps_read_and_write_hdfs() {
     let g = local.join("g.tsv");
     gen::graph(&gen::GraphSpec { nodes: 500, degree: 4, skew: 0.8, seed: 2 }, &g).unwrap();
     put(st.as_ref(), &format!("{dir}/graph/edges.tsv"), &std::fs::read(&g).unwrap());
-    let cfg = RuntimeConfig { threads: 2, ..RuntimeConfig::default() };
+    let mut cfg = RuntimeConfig { threads: 2, ..RuntimeConfig::default() };
+    cfg.checkpoint.every = 12;
+    cfg.checkpoint.keep = 0;
     let runs = [
         (
             "mf",
@@ -118,6 +121,7 @@ fn apps_read_and_write_hdfs() {
     ];
     for (app, args, outputs) in runs {
         let a: Vec<String> = args.split_whitespace().map(String::from).collect();
+        cfg.checkpoint.url = Some(format!("{dir}/ckpt-{app}"));
         for r in common::run_cluster(2, &cfg, |_| apps::build(app, &a).unwrap()) {
             r.unwrap_or_else(|e| panic!("{app} on HDFS failed: {e}"));
         }
@@ -129,6 +133,52 @@ fn apps_read_and_write_hdfs() {
             assert!(parts.iter().map(|p| p.1).sum::<u64>() > 0, "{app}: {o} is empty");
         }
     }
+    // Snapshots on HDFS: all complete (manifest last), shards verified (header, CRC-32C) and
+    // consistent with the manifest, and the end-of-job tables hold what the apps computed.
+    for app in ["mf", "lda", "pagerank"] {
+        let store = CheckpointStore::open(&format!("{dir}/ckpt-{app}")).unwrap();
+        let list = store.list().unwrap();
+        assert!(!list.is_empty() && list.iter().all(|x| x.1), "{app}: {list:?}");
+        for (t, _) in &list {
+            let m = store.read_manifest(*t).unwrap();
+            // (The end-of-job snapshot is flagged final unless it fell on a periodic clock.)
+            assert!(m.clock == *t && (!m.is_final || *t == list.last().unwrap().0), "{app} {t}");
+            for e in &m.tables {
+                for f in &e.shards {
+                    let (h, _) = store.read_shard(*t, f.owner as usize, e.config.id).unwrap();
+                    assert_eq!((h.rows, h.crc, &h.row_type), (f.rows, f.crc32c, &e.config.row_type), "{app} {t}");
+                }
+            }
+        }
+    }
+    let last = |app: &str| {
+        let store = CheckpointStore::open(&format!("{dir}/ckpt-{app}")).unwrap();
+        let m = read::manifest(&store, None).unwrap();
+        (store, m)
+    };
+    // LDA: every token of the corpus is counted exactly once in the word-topic table.
+    let tokens: i64 = std::fs::read_to_string(local.join("docword.t.txt"))
+        .unwrap()
+        .lines()
+        .skip(3)
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse::<i64>().unwrap())
+        .sum();
+    let (store, m) = last("lda");
+    let wt = read::read_table::<SparseRow<i32>>(&store, &m, apps::lda::WORD_TOPIC).unwrap();
+    assert_eq!(wt.values().flat_map(|r| r.iter().map(|(_, v)| v as i64)).sum::<i64>(), tokens);
+    let ts = read::read_table::<DenseRow<i64>>(&store, &m, apps::lda::TOPIC_SUM).unwrap();
+    assert_eq!(ts[&0].iter().sum::<i64>(), tokens);
+    // MF: one factor row per user and item that has ratings.
+    let (store, m) = last("mf");
+    let text = std::fs::read_to_string(&r).unwrap();
+    let ids = |k: usize| {
+        text.lines().map(|l| l.split('\t').nth(k).unwrap().to_string()).collect::<std::collections::HashSet<_>>().len()
+    };
+    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::L).unwrap().len(), ids(0));
+    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::R).unwrap().len(), ids(1));
+    // PageRank: 500 nodes in rows of 64.
+    let (store, m) = last("pagerank");
+    assert_eq!(read::read_table::<DenseRow<f64>>(&store, &m, apps::pagerank::RANK).unwrap().len(), 8);
     // PageRank's output: every node once, scores summing to 1.
     let ranks = st.list(&format!("{dir}/out-pr/ranks")).unwrap();
     let mut text = String::new();

@@ -142,8 +142,7 @@ impl Worker {
             let g = self.global_thread_id();
             let bytes = crate::snapshot::format::state_file_bytes(t, g as u32, &buf);
             let name = crate::snapshot::CheckpointStore::state_name(g);
-            s.store.write(t, &name, &bytes, &format!("state of worker {g}"))?;
-            // Recorded before the clock moves, so the process reports it with the snapshot.
+            // Recorded before the clock moves, so the process writes and reports it with its shards.
             let entry = crate::snapshot::FileEntry {
                 file: name,
                 owner: g as u32,
@@ -151,7 +150,7 @@ impl Worker {
                 bytes: bytes.len() as u64,
                 crc32c: crate::snapshot::format::crc32c(&buf),
             };
-            s.add_state(t, entry);
+            s.add_state(t, entry, bytes);
         }
         self.clock()
     }

@@ -114,13 +114,21 @@ impl Server {
         let core2 = core.clone();
         snaps.submit(&core, move || {
             let snaps = core2.snaps.as_ref().expect("snapshots configured");
-            let mut shards = Vec::with_capacity(files.len());
-            for (cfg, mut entry, bytes) in files {
-                snaps.store.write(t, &entry.file, &bytes, &format!("snapshot shard of table {}", cfg.id))?;
-                entry.bytes = bytes.len() as u64;
-                shards.push((cfg, entry));
+            let states = snaps.take_states(t);
+            let mut writes: Vec<(String, &[u8], String)> = files
+                .iter()
+                .map(|(cfg, e, b)| (e.file.clone(), b.as_slice(), format!("snapshot shard of table {}", cfg.id)))
+                .collect();
+            for (e, b) in &states {
+                writes.push((e.file.clone(), b.as_slice(), format!("state of worker {}", e.owner)));
             }
-            let part = ProcessPart { process: pid as u32, shards, workers: snaps.take_states(t), approx, is_final };
+            snaps.write_all(t, &writes)?;
+            let shards = files
+                .iter()
+                .map(|(cfg, e, b)| (cfg.clone(), FileEntry { bytes: b.len() as u64, ..e.clone() }))
+                .collect();
+            let workers = states.into_iter().map(|(e, _)| e).collect();
+            let part = ProcessPart { process: pid as u32, shards, workers, approx, is_final };
             let info = serde_json::to_string(&part).expect("serialisable");
             core2.send(crate::client::ClientCmd::SnapshotDone { clock: t, info });
             Ok(())

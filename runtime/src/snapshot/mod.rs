@@ -21,6 +21,8 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 
 type Job = Box<dyn FnOnce() + Send>;
+/// A worker state saved but not yet written: its manifest entry and file bytes.
+type SavedState = (FileEntry, Vec<u8>);
 
 /// Per-process snapshot state: the store, the writer thread, worker states saved per clock, and
 /// the checkpoint this process resumed from.
@@ -29,7 +31,8 @@ pub(crate) struct Snapshots {
     pub cfg: CheckpointConfig,
     pub resume: Option<Manifest>,
     writer: Mutex<Sender<Job>>,
-    states: Mutex<BTreeMap<i64, Vec<FileEntry>>>,
+    /// Worker states saved per clock, not yet written: (manifest entry, file bytes).
+    states: Mutex<BTreeMap<i64, Vec<SavedState>>>,
 }
 
 impl Snapshots {
@@ -82,6 +85,23 @@ impl Snapshots {
         Ok(Some(Snapshots { store, cfg: cfg.clone(), resume, writer: Mutex::new(tx), states: Mutex::default() }))
     }
 
+    /// Writes files of snapshot `t` concurrently: on HDFS each close waits for the NameNode to
+    /// see the block (often a 0.5 s retry), so writing them one by one would add those waits up.
+    pub fn write_all(&self, t: i64, files: &[(String, &[u8], String)]) -> Result<()> {
+        for chunk in files.chunks(8) {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = chunk
+                    .iter()
+                    .map(|(name, bytes, what)| s.spawn(move || self.store.write(t, name, bytes, what)))
+                    .collect();
+                handles.into_iter().try_for_each(|h| {
+                    h.join().unwrap_or_else(|_| Err(PsError::Io(format!("snapshot {t}: a writer thread panicked"))))
+                })
+            })?;
+        }
+        Ok(())
+    }
+
     pub fn pure(&self) -> bool {
         self.cfg.snapshot == SnapshotMode::Pure
     }
@@ -110,13 +130,13 @@ impl Snapshots {
         }
     }
 
-    /// A worker thread stored its state for clock `t`.
-    pub fn add_state(&self, t: i64, entry: FileEntry) {
-        self.states.lock().unwrap_or_else(|e| e.into_inner()).entry(t).or_default().push(entry);
+    /// A worker thread saved its state for clock `t`; it is written with the process's shards.
+    pub fn add_state(&self, t: i64, entry: FileEntry, bytes: Vec<u8>) {
+        self.states.lock().unwrap_or_else(|e| e.into_inner()).entry(t).or_default().push((entry, bytes));
     }
 
     /// The worker states saved for clock `t` (and forgets older ones).
-    pub fn take_states(&self, t: i64) -> Vec<FileEntry> {
+    pub fn take_states(&self, t: i64) -> Vec<SavedState> {
         let mut s = self.states.lock().unwrap_or_else(|e| e.into_inner());
         let later = s.split_off(&(t + 1));
         let mut upto = std::mem::replace(&mut *s, later);
