@@ -190,3 +190,115 @@ fn damaged_or_mismatched_checkpoints_are_refused_naming_the_problem() {
     let e = r.into_iter().find_map(|s| s.err()).expect("shape mismatch must fail");
     assert!(e.to_string().contains("2 processes x 2 threads"), "{e}");
 }
+
+/// Runs `app` uninterrupted, then "kills" it (keeps only the checkpoints up to the middle
+/// resumable one, plus the next one without its manifest, as a job dying mid-write leaves them)
+/// and resumes. Returns both runs' final objective values.
+fn resume_vs_full(tag: &str, app: &str, args: &str, procs: usize, mut cfg: RuntimeConfig, key: &str) -> (f64, f64) {
+    let a: Vec<String> = args.split_whitespace().map(String::from).collect();
+    let run = |cfg: &RuntimeConfig| -> f64 {
+        let stats = run_cluster(procs, cfg, |_| ps_runtime::apps::build(app, &a).unwrap());
+        let s0 = stats.into_iter().next().unwrap().unwrap_or_else(|e| panic!("{app}: {e}"));
+        let recs = s0.app["objective"].as_array().cloned().unwrap_or_default();
+        recs.last().and_then(|r| r[key].as_f64()).unwrap_or_else(|| panic!("{app}: no objective {key}"))
+    };
+    let full = tmp(&format!("{tag}-full"));
+    cfg.checkpoint.url = Some(full.to_string_lossy().into_owned());
+    cfg.checkpoint.keep = 0;
+    let a_val = run(&cfg);
+    let store = CheckpointStore::open(full.to_str().unwrap()).unwrap();
+    let resumable: Vec<i64> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|(t, _)| store.read_manifest(*t).unwrap().resumable)
+        .map(|x| x.0)
+        .collect();
+    assert!(resumable.len() >= 3, "{app}: resumable checkpoints {resumable:?}");
+    let (mid, next) = (resumable[resumable.len() / 2], resumable[resumable.len() / 2 + 1]);
+    let part = tmp(&format!("{tag}-part"));
+    std::fs::create_dir_all(&part).unwrap();
+    for t in resumable.iter().filter(|t| **t <= next) {
+        let st = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(full.join(format!("clock-{t}")))
+            .arg(&part)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    std::fs::remove_file(part.join(format!("clock-{next}/MANIFEST.json"))).unwrap();
+    cfg.checkpoint.url = Some(part.to_string_lossy().into_owned());
+    cfg.checkpoint.resume = true;
+    let b_val = run(&cfg);
+    let resumed = CheckpointStore::open(part.to_str().unwrap()).unwrap();
+    // The resumed run rewrote the half-written checkpoint and went on to the end.
+    assert!(resumed.list().unwrap().iter().all(|x| x.1), "{app}: {:?}", resumed.list().unwrap());
+    assert!(resumed.list().unwrap().len() > resumable.iter().filter(|t| **t <= mid).count());
+    (a_val, b_val)
+}
+
+fn app_inputs(tag: &str) -> (PathBuf, String, String, String) {
+    use ps_runtime::gen;
+    let dir = tmp(&format!("inputs-{tag}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let r = dir.join("r.tsv");
+    let spec = gen::RatingsSpec {
+        users: 400,
+        items: 150,
+        ratings: 15_000,
+        rank: 3,
+        noise: 0.3,
+        item_skew: 0.3,
+        user_skew: 0.3,
+        seed: 4,
+    };
+    gen::ratings(&spec, &r).unwrap();
+    let cs = gen::CorpusSpec { docs: 150, vocab: 300, topics: 5, doc_len: 40, alpha: 0.1, beta: 0.05, seed: 2 };
+    gen::corpus(&cs, &dir, "t").unwrap();
+    let g = dir.join("g.tsv");
+    gen::graph(&gen::GraphSpec { nodes: 800, degree: 5, skew: 0.8, seed: 3 }, &g).unwrap();
+    let s = |p: PathBuf| p.to_string_lossy().into_owned();
+    (dir.clone(), s(r), s(dir.join("docword.t.txt")), s(g))
+}
+
+/// One process, one thread, BSP: reads depend only on the tables and the worker's own state, both
+/// of which a checkpoint holds bit for bit, so every app's resumed run ends exactly where an
+/// uninterrupted one does. With several processes and SSP only the statistics match (next test).
+#[test]
+fn every_app_resumes_exactly_with_one_thread_and_bsp() {
+    let (dir, r, c, g) = app_inputs("bsp");
+    let mut cfg = RuntimeConfig { consistency: Consistency::Bsp, staleness: 0, threads: 1, ..Default::default() };
+    cfg.checkpoint.every = 4;
+    for (app, args) in [
+        ("mf", format!("--input {r} --passes 6 --clocks-per-pass 3 --rank 4")),
+        ("lda", format!("--input {c} --topics 5 --passes 12 --clocks-per-pass 1")),
+        ("pagerank", format!("--input {g} --passes 20 --block 64")),
+    ] {
+        let (a, b) = resume_vs_full(&format!("exact-{app}"), app, &args, 1, cfg.clone(), "value");
+        assert_eq!(a, b, "{app}: uninterrupted {a} vs resumed {b}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn every_app_resumes_to_the_same_quality_with_ssp() {
+    let (dir, r, c, g) = app_inputs("ssp");
+    let mut cfg = RuntimeConfig { consistency: Consistency::Ssp, staleness: 1, threads: 2, ..Default::default() };
+    cfg.checkpoint.every = 4;
+    for (app, args, key, tol) in [
+        ("mf", format!("--input {r} --passes 6 --clocks-per-pass 3 --rank 4"), "value", 0.01),
+        ("lda", format!("--input {c} --topics 5 --passes 12 --clocks-per-pass 1"), "value", 0.01),
+        // PageRank: both runs must reach the same fixed point (L1 distance to the exact ranks).
+        ("pagerank", format!("--input {g} --passes 100 --block 64 --reference"), "ref_l1", 0.0),
+    ] {
+        let (a, b) = resume_vs_full(&format!("ssp-{app}"), app, &args, 2, cfg.clone(), key);
+        eprintln!("{app}: {key} uninterrupted {a} vs resumed {b}");
+        if tol > 0.0 {
+            assert!((a - b).abs() <= tol * a.abs(), "{app}: uninterrupted {a} vs resumed {b}");
+        } else {
+            assert!(a < 1e-5 && b < 1e-5, "{app}: {key} uninterrupted {a} vs resumed {b}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -326,6 +326,25 @@ impl Tracker {
     }
 }
 
+/// A worker's checkpoint state: a JSON part (positions, tracker) then raw bytes (big arrays such
+/// as LDA's topic assignments), as `u32 json length, json, raw`.
+pub fn encode_state(meta: &Value, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let json = serde_json::to_vec(meta).map_err(|e| PsError::codec(format!("encoding worker state: {e}")))?;
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(raw);
+    Ok(())
+}
+
+/// Splits a state written by [`encode_state`]; `app` names the application in errors.
+pub fn decode_state<'a>(b: &'a [u8], app: &str) -> Result<(Value, &'a [u8])> {
+    let bad = |why: String| PsError::codec(format!("{app}: saved worker state: {why}"));
+    let n = b.get(..4).map(|x| u32::from_le_bytes(x.try_into().expect("4 bytes")) as usize);
+    let n = n.filter(|n| b.len() >= 4 + n).ok_or_else(|| bad("truncated".into()))?;
+    let meta = serde_json::from_slice(&b[4..4 + n]).map_err(|e| bad(e.to_string()))?;
+    Ok((meta, &b[4 + n..]))
+}
+
 /// A committed output directory: parts go to `<out>/_temporary/<task>/...`; `commit` (by one
 /// worker, after all wrote) moves them into place and writes `_SUCCESS`, so a partial output never
 /// looks complete.

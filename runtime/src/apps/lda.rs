@@ -4,16 +4,16 @@
 //! Clock 0 adds the random initial assignments; each later clock resamples 1/C of the worker's
 //! documents. Quality: the collapsed log-likelihood log p(w, z).
 
-use super::common::{CommonArgs, Objective, Output, Tracker};
+use super::common::{decode_state, encode_state, CommonArgs, Objective, Output, Tracker};
 use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
-use crate::config::TableConfig;
+use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
 use crate::input::read_corpus;
 use crate::row::{DenseRow, SparseRow};
 use crate::{App, PsContext, TableHandle, Worker};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -101,19 +101,38 @@ impl App for Lda {
         let mut ts = w.table::<DenseRow<i64>>(TOPIC_SUM)?;
         let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
         let mut sampler = Sampler::new(a.topics, a.alpha, a.beta, v);
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(c.seed.wrapping_mul(0x9e37_79b9) ^ gid as u64);
-        // Clock 0: random initial assignments.
-        let mut z: Vec<Vec<u32>> =
-            docs.iter().map(|d| d.iter().map(|_| rng.gen_range(0..a.topics as u32)).collect()).collect();
-        for (d, zd) in docs.iter().zip(&z) {
-            for (&word, &t) in d.iter().zip(zd) {
-                wt.inc_col(word as u64, t, 1)?;
-                sampler.nk_delta[t as usize] += 1;
+        // The RNG is re-seeded from (seed, worker, clock) every clock, so a resumed worker draws
+        // the same numbers as an uninterrupted one without saving generator state.
+        let rng_at = |clock: i64| {
+            rand::rngs::SmallRng::seed_from_u64(mix64(
+                c.seed.wrapping_mul(0x9e37_79b9) ^ (gid as u64) << 40 ^ clock as u64,
+            ))
+        };
+        let (start, mut z) = match w.resume_state()? {
+            Some(b) => {
+                // Resumed: the tables hold the counts of the saved assignments.
+                let (meta, raw) = decode_state(&b, "lda")?;
+                tracker.restore(&meta["tracker"])?;
+                let start = meta["clock"].as_i64().ok_or_else(|| PsError::codec("lda: saved state has no clock"))?;
+                (start, unpack_assignments(raw, &docs, a.topics)?)
             }
-        }
-        flush_totals(&mut ts, &mut sampler)?;
-        // Every sweep starts from the complete initial counts.
-        w.global_barrier()?;
+            None => {
+                // Clock 0: random initial assignments.
+                let mut rng = rng_at(-1);
+                let z: Vec<Vec<u32>> =
+                    docs.iter().map(|d| d.iter().map(|_| rng.gen_range(0..a.topics as u32)).collect()).collect();
+                for (d, zd) in docs.iter().zip(&z) {
+                    for (&word, &t) in d.iter().zip(zd) {
+                        wt.inc_col(word as u64, t, 1)?;
+                        sampler.nk_delta[t as usize] += 1;
+                    }
+                }
+                flush_totals(&mut ts, &mut sampler)?;
+                // Every sweep starts from the complete initial counts.
+                w.global_barrier()?;
+                (0, z)
+            }
+        };
         let eval = |wt: &mut TableHandle<SparseRow<i32>>, sampler: &Sampler, z: &[Vec<u32>]| -> Result<Vec<f64>> {
             let mut ll = sampler.doc_loglik(z);
             let mine: Vec<u64> = (gid as u64..v as u64).step_by(nw).collect();
@@ -128,10 +147,11 @@ impl App for Lda {
             }
             Ok(vec![ll, tokens as f64])
         };
-        for clock in 0..c.total_clocks() {
+        for clock in start..c.total_clocks() {
             if tracker.poll(w)? {
                 break;
             }
+            let mut rng = rng_at(clock);
             let totals = ts.get(0)?.to_vec();
             sampler.set_totals(&totals);
             if clock == 0 {
@@ -148,7 +168,10 @@ impl App for Lda {
             if c.is_sample_clock(clock) {
                 tracker.evaluate(w, clock + 1, || eval(&mut wt, &sampler, &z))?;
             }
-            w.clock()?;
+            w.clock_saving(|buf| {
+                let raw: Vec<u8> = z.iter().flatten().flat_map(|t| t.to_le_bytes()).collect();
+                encode_state(&json!({"clock": clock + 1, "tracker": tracker.save()}), &raw, buf)
+            })?;
         }
         tracker.finish(w)?;
         if let Some(out) = &self.output {
@@ -160,6 +183,23 @@ impl App for Lda {
     fn report(&self) -> Map<String, Value> {
         self.obj.report()
     }
+}
+
+/// Rebuilds per-document topic assignments from a saved state (one u32 per token, in order).
+fn unpack_assignments(raw: &[u8], docs: &[Vec<u32>], k: usize) -> Result<Vec<Vec<u32>>> {
+    let tokens: usize = docs.iter().map(Vec::len).sum();
+    if raw.len() != tokens * 4 {
+        return Err(PsError::codec(format!(
+            "lda: saved state has {} assignments, this worker's documents have {tokens} tokens",
+            raw.len() / 4
+        )));
+    }
+    let mut it = raw.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+    let z: Vec<Vec<u32>> = docs.iter().map(|d| it.by_ref().take(d.len()).collect()).collect();
+    if z.iter().flatten().any(|&t| t as usize >= k) {
+        return Err(PsError::codec(format!("lda: saved state has a topic >= {k}")));
+    }
+    Ok(z)
 }
 
 /// Ships this worker's topic-total changes to the topic-sum row.

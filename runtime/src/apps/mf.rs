@@ -6,7 +6,7 @@
 //! `--test-fraction` (a fixed hash of (user, item, seed) picks the held-out ratings, so the split
 //! does not depend on the number of workers).
 
-use super::common::{CommonArgs, Objective, Output, Tracker};
+use super::common::{decode_state, encode_state, CommonArgs, Objective, Output, Tracker};
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
 use crate::input::{read_ratings, Rating, RatingFormat};
@@ -147,8 +147,10 @@ impl App for Mf {
         // when many workers' stale updates add up on popular items.
         let mut mean_t = w.table::<DenseRow<f64>>(MEAN)?;
         // A resumed worker continues after the saved clock; the restored tables hold the mean.
-        let saved = w.resume_state()?.map(|b| serde_json::from_slice::<Value>(&b)).transpose();
-        let saved = saved.map_err(|e| PsError::codec(format!("mf: saved worker state: {e}")))?;
+        let saved = match w.resume_state()? {
+            Some(b) => Some(decode_state(&b, "mf")?.0),
+            None => None,
+        };
         if saved.is_none() {
             let sum: f64 = train.iter().map(|r| r.value as f64).sum();
             mean_t.batch_inc(0, &[(0, sum), (1, train.len() as f64)])?;
@@ -214,10 +216,7 @@ impl App for Mf {
                 tracker.evaluate(w, clock + 1, || eval(&mut lt, &mut rt))?;
             }
             // The ratings order is fixed by the seed, so the loop position is the data position.
-            w.clock_saving(|buf| {
-                let state = json!({"clock": clock + 1, "tracker": tracker.save()});
-                serde_json::to_writer(buf, &state).map_err(|e| PsError::codec(e.to_string()))
-            })?;
+            w.clock_saving(|buf| encode_state(&json!({"clock": clock + 1, "tracker": tracker.save()}), &[], buf))?;
         }
         tracker.finish(w)?;
         if let Some(out) = &self.output {

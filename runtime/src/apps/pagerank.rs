@@ -7,14 +7,14 @@
 //! Quality: L1 change per iteration (`l1_delta`) and, with `--reference`, L1 error against a
 //! converged sequential run (`ref_l1`).
 
-use super::common::{CommonArgs, Objective, Output, Tracker};
+use super::common::{decode_state, encode_state, CommonArgs, Objective, Output, Tracker};
 use crate::config::TableConfig;
 use crate::error::{PsError, Result};
 use crate::input::read_edges;
 use crate::row::{ColumnGet, DenseRow, Element};
 use crate::{App, PsContext, TableHandle, Worker};
 use clap::Parser;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -157,9 +157,19 @@ impl App for PageRank {
         let mut meta = w.table::<DenseRow<i64>>(META)?;
         let mut global = w.table::<DenseRow<f64>>(GLOBAL)?;
         // Set-up: the node count (largest id + 1 over all workers) and out-degrees.
+        // A resumed worker finds the node count, degrees and base ranks in the restored tables.
+        let saved = match w.resume_state()? {
+            Some(b) => {
+                let (meta, raw) = decode_state(&b, "pagerank")?;
+                Some((meta, raw.to_vec()))
+            }
+            None => None,
+        };
         let local_max = edges.src.iter().chain(&edges.dst).map(|&x| x as i64 + 1).max().unwrap_or(0);
-        meta.inc_col(0, gid as u32, local_max)?;
-        w.global_barrier()?;
+        if saved.is_none() {
+            meta.inc_col(0, gid as u32, local_max)?;
+            w.global_barrier()?;
+        }
         let n = meta.get(0)?.iter().copied().max().unwrap_or(0) as usize;
         if n == 0 {
             return Err(PsError::Config(format!("pagerank: {} has no edges", c.input)));
@@ -169,8 +179,10 @@ impl App for PageRank {
         for &s in &edges.src {
             counts[s as usize] += 1;
         }
-        push_blocks(&mut deg, &mut counts, b, |x| x != 0)?;
-        w.global_barrier()?;
+        if saved.is_none() {
+            push_blocks(&mut deg, &mut counts, b, |x| x != 0)?;
+            w.global_barrier()?;
+        }
         if a.reference && gid == 0 {
             let (all, _) = read_edges(&c.input, 0, 1, c.bad_records())?;
             *self.reference.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -210,7 +222,9 @@ impl App for PageRank {
                 }
             }
         }
-        push_blocks(&mut rank, &mut base, b, |x| x != 0.0)?;
+        if saved.is_none() {
+            push_blocks(&mut rank, &mut base, b, |x| x != 0.0)?;
+        }
         drop(base);
         let mut local = vec![0f64; n];
         let mut pushed = vec![0f64; sources.len()];
@@ -218,8 +232,33 @@ impl App for PageRank {
         let mut acc = vec![0f64; n];
         let mut prev_owned: Option<Vec<f64>> = None;
         let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
-        w.clock()?;
-        for it in 0..c.total_clocks() {
+        let start = match &saved {
+            Some((meta, raw)) => {
+                tracker.restore(&meta["tracker"])?;
+                // The rank already pushed per source and per dangling node, then the last sample.
+                let vals: Vec<f64> =
+                    raw.chunks_exact(8).map(|x| f64::from_le_bytes(x.try_into().expect("8"))).collect();
+                let prev_len = meta["prev_owned"].as_u64().map(|x| x as usize);
+                let want = pushed.len() + pushed_dangling.len() + prev_len.unwrap_or(0);
+                if vals.len() != want || raw.len() % 8 != 0 {
+                    return Err(PsError::codec(format!(
+                        "pagerank: saved state has {} values, this worker needs {want}",
+                        vals.len()
+                    )));
+                }
+                let (p, rest) = vals.split_at(pushed.len());
+                let (pd, prev) = rest.split_at(pushed_dangling.len());
+                pushed.copy_from_slice(p);
+                pushed_dangling.copy_from_slice(pd);
+                prev_owned = prev_len.map(|_| prev.to_vec());
+                meta["clock"].as_i64().ok_or_else(|| PsError::codec("pagerank: saved state has no clock"))?
+            }
+            None => {
+                w.clock()?;
+                0
+            }
+        };
+        for it in start..c.total_clocks() {
             if tracker.poll(w)? {
                 break;
             }
@@ -271,7 +310,14 @@ impl App for PageRank {
                 prev_owned = Some(vals);
                 tracker.add_eval_time(t_eval.elapsed().as_secs_f64());
             }
-            w.clock()?;
+            w.clock_saving(|buf| {
+                let mut raw: Vec<u8> = Vec::with_capacity(8 * (pushed.len() + pushed_dangling.len()));
+                for x in pushed.iter().chain(&pushed_dangling).chain(prev_owned.iter().flatten()) {
+                    raw.extend_from_slice(&x.to_le_bytes());
+                }
+                let prev = prev_owned.as_ref().map(|p| p.len());
+                encode_state(&json!({"clock": it + 1, "tracker": tracker.save(), "prev_owned": prev}), &raw, buf)
+            })?;
         }
         tracker.finish(w)?;
         if let (Some(out), 0) = (&self.output, gid) {
