@@ -1,0 +1,20 @@
+//! # ps-yarn: the YARN protocols, spoken from Rust
+//!
+//! A library with no CLI concerns, used by the application master and `yarn-submit`:
+//! - [`ipc`]: the Hadoop IPC client (`hrpc` preamble, length frames, varint-delimited headers,
+//!   call ids with out-of-order replies, ERROR vs FATAL) with SASL TOKEN / DIGEST-MD5 ([`sasl`]);
+//! - [`credentials`]: the container token file (`HDTS` versions 0 and 1 read, version 0 written);
+//! - [`proto`]: the RPC and YARN records needed, hand-written as prost messages with Hadoop's
+//!   field numbers (no generated or copied `.proto` files);
+//! - [`conf`]: `yarn-site.xml` / `core-site.xml` lookup under `HADOOP_CONF_DIR`.
+
+pub mod conf;
+pub mod credentials;
+pub mod error;
+pub mod ipc;
+pub mod proto;
+pub mod sasl;
+pub mod vint;
+
+pub use credentials::{Credentials, Token};
+pub use error::{Result, YarnError};
