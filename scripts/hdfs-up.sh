@@ -13,14 +13,16 @@ JAR_NAMES="hadoop-hdfs-2.7.3 hadoop-common-2.7.3 hadoop-auth-2.7.3 hadoop-annota
 protobuf-java-2.5.0 htrace-core-3.1.0-incubating jetty-6.1.26 jetty-util-6.1.26 javax.servlet-api-3.1.0
 netty-all-4.1.47.Final jackson-core-asl-1.9.13 jackson-mapper-asl-1.9.13 xercesImpl-2.9.1 commons-cli-1.2
 commons-lang-2.6 commons-collections-3.2.2 commons-configuration-1.6 commons-io-2.4 commons-logging-1.1.3
-commons-codec-1.10 javax.ws.rs-api-2.0.1 xmlenc-0.52 log4j-1.2.17 slf4j-api-1.7.16 slf4j-log4j12-1.7.16"
+commons-codec-1.10 javax.ws.rs-api-2.0.1 xmlenc-0.52 log4j-1.2.17 slf4j-api-1.7.16 slf4j-log4j12-1.7.16
+hadoop-yarn-api-2.7.3 hadoop-yarn-common-2.7.3 hadoop-yarn-server-common-2.7.3"
 
 command -v java >/dev/null || { echo "hdfs-up.sh: java not found (install a JRE, e.g. openjdk-17-jre-headless)" >&2; exit 1; }
-if [ -f "$STATE/run/namenode.pid" ] && kill -0 "$(cat "$STATE/run/namenode.pid")" 2>/dev/null; then
+if [ "${1:-}" != "--jars-only" ] && [ -f "$STATE/run/namenode.pid" ] && kill -0 "$(cat "$STATE/run/namenode.pid")" 2>/dev/null; then
   echo "hdfs-up.sh: already running ($STATE)"; cat "$STATE/env"; exit 0
 fi
 
-if [ ! -f "$JARS/.complete" ]; then
+# .complete-2 marks the set with the YARN jars (scripts/yarn-up.sh compiles against them).
+if [ ! -f "$JARS/.complete-2" ]; then
   echo "hdfs-up.sh: fetching Hadoop 2.7.3 jars (PyPI pyspark==2.4.8 sdist, 220 MB, once)"
   DL=$ROOT/data/_dl
   mkdir -p "$DL" "$JARS"
@@ -34,8 +36,9 @@ if [ ! -f "$JARS/.complete" ]; then
   tar -xzf "$DL/pyspark-2.4.8.tar.gz" -C "$JARS" --strip-components=3 $members
   # hadoop-hdfs.jar lacks its web apps; the servers only need the folders on the classpath.
   for w in hdfs datanode secondary; do mkdir -p "$JARS/webapps/$w" && touch "$JARS/webapps/$w/.keep"; done
-  touch "$JARS/.complete"
+  touch "$JARS/.complete-2"
 fi
+[ "${1:-}" = "--jars-only" ] && exit 0
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NN=$(free_port); NNH=$(free_port); SNN=$(free_port); DN=$(free_port); DNH=$(free_port); DNI=$(free_port)

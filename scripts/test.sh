@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a fresh clone: formatting, lints, build, unit, property and
 # end-to-end tests (multi-process jobs on 127.0.0.1), including tests against a real single-node
-# HDFS that this script starts (scripts/hdfs-up.sh; needs Java) and stops. CI runs exactly this.
+# HDFS (scripts/hdfs-up.sh; needs Java) and against the YARN stand-in built on Hadoop's own server
+# code (scripts/yarn-up.sh; needs a JDK), both started and stopped here. CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo build --release --workspace
 export PS_HDFS_DIR=${PS_HDFS_DIR:-$(pwd)/data/hdfs-test}
-trap 'scripts/hdfs-down.sh >/dev/null 2>&1 || true' EXIT
+export PS_YARN_DIR=${PS_YARN_DIR:-$(pwd)/data/yarn-test}
+trap 'scripts/yarn-down.sh >/dev/null 2>&1 || true; scripts/hdfs-down.sh >/dev/null 2>&1 || true' EXIT
 eval "$(scripts/hdfs-up.sh | grep '^export ')"
+# The stand-in's conf dir (core/hdfs/yarn-site.xml) is for the YARN tests; the rest keep HDFS's.
+PS_YARN_CONF=$(scripts/yarn-up.sh "$HADOOP_CONF_DIR" | sed -n 's/^export HADOOP_CONF_DIR=//p')
+export PS_YARN_CONF
 cargo test --release --workspace

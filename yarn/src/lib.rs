@@ -8,11 +8,14 @@
 //!   field numbers (no generated or copied `.proto` files);
 //! - [`conf`]: `yarn-site.xml` / `core-site.xml` lookup under `HADOOP_CONF_DIR`.
 
+pub mod amrm;
 pub mod conf;
 pub mod credentials;
 pub mod error;
 pub mod ipc;
+pub mod nm;
 pub mod proto;
+pub mod rest;
 pub mod sasl;
 pub mod vint;
 

@@ -141,7 +141,8 @@ impl IpcConnection {
                 server: self.server.clone(),
                 method: method.to_string(),
                 class: h.exception_class_name.unwrap_or_default(),
-                message: h.error_msg.unwrap_or_default(),
+                // Java puts the stack trace after the first line; keep the message.
+                message: h.error_msg.unwrap_or_default().lines().next().unwrap_or_default().to_string(),
             });
         }
         decode_body(body, method)

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Starts the project's YARN stand-in (yarn/standin: one ResourceManager + N NodeManagers in one JVM,
+# built on Hadoop 2.7.3's own IPC/SASL/token/FSDownload code from PyPI's pyspark==2.4.8 jars) on
+# 127.0.0.1 with free ports. Needs a running HDFS (scripts/hdfs-up.sh): pass its HADOOP_CONF_DIR.
+# Writes $PS_YARN_DIR/env with HADOOP_CONF_DIR (core/hdfs/yarn-site.xml); stop with yarn-down.sh.
+#   PS_YARN_DIR  state directory (default data/yarn);  PS_YARN_NODES  NodeManagers (default 2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+STATE=${PS_YARN_DIR:-$ROOT/data/yarn}
+NODES=${PS_YARN_NODES:-2}
+HDFS_CONF=${1:-${HADOOP_CONF_DIR:-}}
+[ -n "$HDFS_CONF" ] && [ -f "$HDFS_CONF/core-site.xml" ] || { echo "yarn-up.sh: pass the HDFS conf dir (or set HADOOP_CONF_DIR)" >&2; exit 1; }
+command -v javac >/dev/null || { echo "yarn-up.sh: javac not found (install a JDK, e.g. openjdk-17-jdk-headless)" >&2; exit 1; }
+scripts/hdfs-up.sh --jars-only >/dev/null
+JARS=$ROOT/data/hadoop-2.7.3
+CLASSES=$ROOT/data/yarn-standin-classes
+SRC=$ROOT/yarn/standin/psyarn
+# Recompile when a source is newer than the build.
+if [ ! -f "$CLASSES/.built" ] || [ -n "$(find "$SRC" -newer "$CLASSES/.built" -name '*.java')" ]; then
+  rm -rf "$CLASSES" && mkdir -p "$CLASSES"
+  javac -nowarn -d "$CLASSES" -cp "$JARS/*" "$SRC"/*.java 2>&1 | grep -v '^Note:' || true
+  [ -f "$CLASSES/psyarn/Main.class" ] || { echo "yarn-up.sh: compiling the stand-in failed" >&2; exit 1; }
+  touch "$CLASSES/.built"
+fi
+if [ -f "$STATE/run/standin.pid" ] && kill -0 "$(cat "$STATE/run/standin.pid")" 2>/dev/null; then
+  echo "yarn-up.sh: already running ($STATE)"; cat "$STATE/env"; exit 0
+fi
+rm -rf "$STATE" && mkdir -p "$STATE/run"
+(exec java -Xmx384m -XX:TieredStopAtLevel=1 -cp "$CLASSES:$JARS:$JARS/*" psyarn.Main "$STATE" "$NODES" "$HDFS_CONF") \
+  >"$STATE/standin.out" 2>&1 &
+echo $! > "$STATE/run/standin.pid"
+for _ in $(seq 1 120); do
+  if grep -q '^READY' "$STATE/standin.out" 2>/dev/null; then
+    printf 'export HADOOP_CONF_DIR=%s\n' "$STATE/conf" > "$STATE/env"
+    cat "$STATE/env"
+    exit 0
+  fi
+  kill -0 "$(cat "$STATE/run/standin.pid")" 2>/dev/null || { echo "yarn-up.sh: the stand-in died:" >&2; tail -30 "$STATE/standin.out" >&2; exit 1; }
+  sleep 0.25
+done
+echo "yarn-up.sh: the stand-in did not start within 30 s; see $STATE/standin.out" >&2
+exit 1

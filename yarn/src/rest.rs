@@ -1,0 +1,180 @@
+//! The ResourceManager REST API for submission (`/ws/v1/cluster/apps...`): new application,
+//! submit, state and report, kill. On insecure clusters the user goes in `?user.name=`.
+//! Blocking (reqwest): call it from a plain thread, not from inside a tokio runtime.
+
+use crate::error::{Result, YarnError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+pub struct RmRest {
+    base: String,
+    user: String,
+    http: reqwest::blocking::Client,
+}
+
+/// What `GET /apps/{id}` reports.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AppReport {
+    pub id: String,
+    pub user: String,
+    pub name: String,
+    pub queue: String,
+    pub state: String,
+    pub final_status: String,
+    pub progress: f64,
+    pub tracking_url: String,
+    pub diagnostics: String,
+}
+
+impl AppReport {
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.state.as_str(), "FINISHED" | "FAILED" | "KILLED")
+    }
+    /// The only success: FINISHED with final status SUCCEEDED.
+    pub fn succeeded(&self) -> bool {
+        self.state == "FINISHED" && self.final_status == "SUCCEEDED"
+    }
+}
+
+/// A file the NodeManager downloads into the container (`size` and `timestamp` must match HDFS exactly).
+#[derive(Serialize, Debug, Clone)]
+pub struct LocalResource {
+    pub resource: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub visibility: String,
+    pub size: u64,
+    pub timestamp: u64,
+}
+
+#[derive(Serialize, Debug, Clone)]
+struct Entry<V> {
+    key: String,
+    value: V,
+}
+
+/// The submission: everything the RM needs to start the application master.
+#[derive(Debug, Clone, Default)]
+pub struct Submission {
+    pub app_id: String,
+    pub name: String,
+    pub app_type: String,
+    pub queue: String,
+    pub memory_mb: u64,
+    pub vcores: u32,
+    pub local_resources: BTreeMap<String, LocalResource>,
+    pub environment: BTreeMap<String, String>,
+    pub command: String,
+}
+
+impl Submission {
+    fn body(&self) -> serde_json::Value {
+        let lr: Vec<Entry<&LocalResource>> =
+            self.local_resources.iter().map(|(k, v)| Entry { key: k.clone(), value: v }).collect();
+        let env: Vec<Entry<&String>> =
+            self.environment.iter().map(|(k, v)| Entry { key: k.clone(), value: v }).collect();
+        serde_json::json!({
+            "application-id": self.app_id,
+            "application-name": self.name,
+            "application-type": self.app_type,
+            "queue": self.queue,
+            "max-app-attempts": 1,
+            "resource": {"memory": self.memory_mb, "vCores": self.vcores},
+            "am-container-spec": {
+                "local-resources": {"entry": lr},
+                "environment": {"entry": env},
+                "commands": {"command": self.command},
+            },
+        })
+    }
+}
+
+impl RmRest {
+    /// `webapp` is `host:port` (`yarn.resourcemanager.webapp.address`).
+    pub fn new(webapp: &str, user: &str) -> Result<Self> {
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| YarnError::io("creating the HTTP client", e))?;
+        Ok(RmRest { base: format!("http://{webapp}/ws/v1/cluster"), user: user.to_string(), http })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}?user.name={}", self.base, self.user)
+    }
+
+    fn check(&self, what: &str, r: reqwest::blocking::Response) -> Result<reqwest::blocking::Response> {
+        let status = r.status();
+        if status.is_success() {
+            return Ok(r);
+        }
+        let text = r.text().unwrap_or_default();
+        // The RM wraps errors as {"RemoteException": {"exception", "message", ...}}.
+        let msg = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["RemoteException"]["message"].as_str().map(String::from))
+            .unwrap_or(text);
+        Err(YarnError::Io(format!("{what} at {}: HTTP {status}: {msg}", self.base)))
+    }
+
+    /// `POST /apps/new-application`: a new application id.
+    pub fn new_application(&self) -> Result<String> {
+        let r = self
+            .http
+            .post(self.url("/apps/new-application"))
+            .send()
+            .map_err(|e| YarnError::io(format!("asking {} for a new application", self.base), e))?;
+        let v: serde_json::Value =
+            self.check("new-application", r)?.json().map_err(|e| YarnError::Codec(format!("new-application: {e}")))?;
+        v["application-id"]
+            .as_str()
+            .map(String::from)
+            .ok_or_else(|| YarnError::Codec(format!("new-application answered without an application-id: {v}")))
+    }
+
+    /// `POST /apps`: submits (202 Accepted).
+    pub fn submit(&self, s: &Submission) -> Result<()> {
+        let r = self
+            .http
+            .post(self.url("/apps"))
+            .json(&s.body())
+            .send()
+            .map_err(|e| YarnError::io(format!("submitting {} to {}", s.app_id, self.base), e))?;
+        self.check(&format!("submitting {}", s.app_id), r)?;
+        Ok(())
+    }
+
+    pub fn report(&self, app: &str) -> Result<AppReport> {
+        let r = self
+            .http
+            .get(self.url(&format!("/apps/{app}")))
+            .send()
+            .map_err(|e| YarnError::io(format!("getting the report of {app}"), e))?;
+        let v: serde_json::Value =
+            self.check(&format!("report of {app}"), r)?.json().map_err(|e| YarnError::Codec(format!("{app}: {e}")))?;
+        serde_json::from_value(v["app"].clone()).map_err(|e| YarnError::Codec(format!("report of {app}: {e}")))
+    }
+
+    /// `PUT /apps/{id}/state {"state":"KILLED"}`, repeated until the RM answers 200 or the
+    /// application is terminal.
+    pub fn kill(&self, app: &str) -> Result<AppReport> {
+        for _ in 0..100 {
+            let r = self
+                .http
+                .put(self.url(&format!("/apps/{app}/state")))
+                .json(&serde_json::json!({"state": "KILLED"}))
+                .send()
+                .map_err(|e| YarnError::io(format!("killing {app}"), e))?;
+            let done = r.status() == reqwest::StatusCode::OK;
+            self.check(&format!("killing {app}"), r)?;
+            let rep = self.report(app)?;
+            if done || rep.is_terminal() {
+                return Ok(rep);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Err(YarnError::Io(format!("{app} did not reach a final state after 20 s of kill requests")))
+    }
+}

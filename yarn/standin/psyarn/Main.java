@@ -1,0 +1,87 @@
+package psyarn;
+
+import java.io.File;
+import java.io.FileWriter;
+import java.io.PrintWriter;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.CommonConfigurationKeysPublic;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+
+/**
+ * A YARN stand-in for tests: one ResourceManager and N NodeManagers in one JVM on 127.0.0.1, built
+ * on Hadoop 2.7.3's own IPC server, SASL, token identifiers and secret managers, PB service
+ * wrappers and FSDownload. Only the scheduling (hand out containers, run them as local processes)
+ * is ours. Usage: Main STATE_DIR NODES HDFS_CONF_DIR. Writes STATE_DIR/conf/{core,yarn}-site.xml,
+ * prints "READY" and runs until killed.
+ */
+public final class Main {
+  static {
+    // Before any YarnConfiguration is touched (it logs).
+    org.apache.log4j.BasicConfigurator.configure(new org.apache.log4j.varia.NullAppender());
+    org.apache.log4j.Logger.getRootLogger().setLevel(org.apache.log4j.Level.WARN);
+  }
+
+  public static void main(String[] args) throws Exception {
+    try {
+      run(args);
+    } catch (Throwable t) {
+      t.printStackTrace();
+      // IPC threads are not daemons: exit explicitly or the JVM hangs.
+      System.exit(1);
+    }
+  }
+
+  private static void run(String[] args) throws Exception {
+    File root = new File(args[0]).getAbsoluteFile();
+    int n = Integer.parseInt(args[1]);
+    File hdfsConf = new File(args[2]);
+    File confDir = new File(root, "conf");
+    confDir.mkdirs();
+    Configuration conf = new YarnConfiguration();
+    conf.addResource(new org.apache.hadoop.fs.Path(new File(hdfsConf, "core-site.xml").getAbsolutePath()));
+    conf.addResource(new org.apache.hadoop.fs.Path(new File(hdfsConf, "hdfs-site.xml").getAbsolutePath()));
+    // What the real RM and NM do: their RPC servers accept token authentication only.
+    Configuration serverConf = new Configuration(conf);
+    serverConf.set(CommonConfigurationKeysPublic.HADOOP_SECURITY_AUTHENTICATION, "TOKEN");
+    Rm rm = new Rm(root, confDir.getAbsolutePath(), conf);
+    rm.start(serverConf, "127.0.0.1");
+    org.apache.hadoop.yarn.server.security.MasterKeyData nmKey = readKey(rm);
+    for (int i = 0; i < n; i++) {
+      rm.nodes.add(new Node(rm, i, serverConf, conf, rm.containerTokens, nmKey, root));
+    }
+    Rest rest = new Rest(rm, "127.0.0.1");
+    String sched = "127.0.0.1:" + rm.server.getListenerAddress().getPort();
+    String web = "127.0.0.1:" + rest.http.getAddress().getPort();
+    try (PrintWriter w = new PrintWriter(new FileWriter(new File(confDir, "yarn-site.xml")))) {
+      w.println("<configuration>");
+      w.println(prop("yarn.resourcemanager.hostname", "127.0.0.1"));
+      w.println(prop("yarn.resourcemanager.scheduler.address", sched));
+      w.println(prop("yarn.resourcemanager.webapp.address", web));
+      w.println("</configuration>");
+    }
+    java.nio.file.Files.copy(new File(hdfsConf, "core-site.xml").toPath(), new File(confDir, "core-site.xml").toPath(),
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    java.nio.file.Files.copy(new File(hdfsConf, "hdfs-site.xml").toPath(), new File(confDir, "hdfs-site.xml").toPath(),
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    rm.log("ready: scheduler " + sched + ", web " + web + ", " + n + " nodes");
+    System.out.println("READY " + sched + " " + web);
+    System.out.flush();
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      for (Rm.App a : rm.apps.values()) {
+        rm.killAll(a, true);
+      }
+    }));
+    Thread.currentThread().join();
+  }
+
+  private static org.apache.hadoop.yarn.server.security.MasterKeyData readKey(Rm rm) throws Exception {
+    java.lang.reflect.Field f = org.apache.hadoop.yarn.server.security.BaseNMTokenSecretManager.class
+        .getDeclaredField("currentMasterKey");
+    f.setAccessible(true);
+    return (org.apache.hadoop.yarn.server.security.MasterKeyData) f.get(rm.nmTokens);
+  }
+
+  private static String prop(String k, String v) {
+    return "  <property><name>" + k + "</name><value>" + v + "</value></property>";
+  }
+}

@@ -1,0 +1,167 @@
+package psyarn;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.*;
+import org.apache.hadoop.yarn.api.records.*;
+import org.apache.hadoop.yarn.util.ConverterUtils;
+import org.codehaus.jackson.JsonNode;
+import org.codehaus.jackson.map.ObjectMapper;
+import org.codehaus.jackson.node.ObjectNode;
+
+/** The RM REST endpoints a client submits with (`/ws/v1/cluster/apps...`), as the real RM answers them. */
+final class Rest {
+  private final Rm rm;
+  private final ObjectMapper json = new ObjectMapper();
+  final HttpServer http;
+
+  Rest(Rm rm, String host) throws IOException {
+    this.rm = rm;
+    http = HttpServer.create(new InetSocketAddress(host, 0), 16);
+    http.createContext("/ws/v1/cluster/apps", this::handle);
+    http.start();
+  }
+
+  private void send(HttpExchange x, int code, Object body) throws IOException {
+    byte[] b = body == null ? new byte[0] : json.writeValueAsString(body).getBytes(StandardCharsets.UTF_8);
+    x.getResponseHeaders().set("Content-Type", "application/json");
+    x.sendResponseHeaders(code, b.length == 0 ? -1 : b.length);
+    if (b.length > 0) {
+      try (OutputStream o = x.getResponseBody()) {
+        o.write(b);
+      }
+    }
+    x.close();
+  }
+
+  private static Map<String, Object> error(String msg) {
+    Map<String, Object> e = new LinkedHashMap<>();
+    e.put("exception", "BadRequestException");
+    e.put("message", msg);
+    return Collections.singletonMap("RemoteException", (Object) e);
+  }
+
+  private void handle(HttpExchange x) throws IOException {
+    try {
+      String path = x.getRequestURI().getPath().replaceAll("/+$", "");
+      String query = x.getRequestURI().getQuery() == null ? "" : x.getRequestURI().getQuery();
+      String method = x.getRequestMethod();
+      String rest = path.substring("/ws/v1/cluster/apps".length());
+      boolean writable = !method.equals("GET");
+      String user = null;
+      for (String kv : query.split("&")) {
+        if (kv.startsWith("user.name=")) {
+          user = kv.substring("user.name=".length());
+        }
+      }
+      if (writable && user == null) {
+        send(x, 403, error("Unable to obtain user name, user not authenticated"));
+        return;
+      }
+      if (method.equals("POST") && rest.equals("/new-application")) {
+        ApplicationId id = rm.newApp();
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("application-id", id.toString());
+        Map<String, Object> cap = new LinkedHashMap<>();
+        cap.put("memory", 8192);
+        cap.put("vCores", 8);
+        r.put("maximum-resource-capability", cap);
+        send(x, 200, r);
+      } else if (method.equals("POST") && rest.isEmpty()) {
+        submit(x, json.readTree(x.getRequestBody()), user);
+      } else if (rest.matches("/application_[0-9]+_[0-9]+(/state)?")) {
+        String id = rest.split("/")[1];
+        Rm.App a = rm.apps.get(ConverterUtils.toApplicationId(id));
+        if (a == null) {
+          send(x, 404, error("app with id: " + id + " not found"));
+        } else if (method.equals("GET") && rest.endsWith("/state")) {
+          send(x, 200, Collections.singletonMap("state", a.state));
+        } else if (method.equals("GET")) {
+          send(x, 200, Collections.singletonMap("app", report(a)));
+        } else if (method.equals("PUT") && rest.endsWith("/state")) {
+          String target = json.readTree(x.getRequestBody()).path("state").getTextValue();
+          if (!"KILLED".equals(target)) {
+            send(x, 400, error("Only 'KILLED' is allowed as a target state."));
+            return;
+          }
+          boolean was = Rm.isFinal(a.state);
+          rm.kill(a);
+          send(x, was ? 200 : 202, Collections.singletonMap("state", a.state));
+        } else {
+          send(x, 405, error(method + " " + path + " is not supported"));
+        }
+      } else {
+        send(x, 404, error("no such resource: " + method + " " + path));
+      }
+    } catch (Exception e) {
+      rm.log("REST error: " + e);
+      send(x, 400, error(e.toString()));
+    }
+  }
+
+  private Map<String, Object> report(Rm.App a) {
+    Map<String, Object> r = new LinkedHashMap<>();
+    r.put("id", a.id.toString());
+    r.put("user", a.user);
+    r.put("name", a.name);
+    r.put("queue", a.queue);
+    r.put("state", a.state);
+    r.put("finalStatus", a.finalStatus);
+    r.put("progress", a.progress * 100);
+    r.put("trackingUI", "ApplicationMaster");
+    r.put("trackingUrl", a.trackingUrl);
+    r.put("diagnostics", a.diagnostics);
+    r.put("applicationType", a.type);
+    r.put("startedTime", a.submitted);
+    return r;
+  }
+
+  private void submit(HttpExchange x, JsonNode body, String user) throws Exception {
+    String id = body.path("application-id").getTextValue();
+    Rm.App a = id == null ? null : rm.apps.get(ConverterUtils.toApplicationId(id));
+    if (a == null) {
+      send(x, 400, error("application-id missing or unknown: " + id));
+      return;
+    }
+    a.name = body.path("application-name").getTextValue() == null ? "" : body.path("application-name").getTextValue();
+    a.type = body.path("application-type").getTextValue() == null ? "" : body.path("application-type").getTextValue();
+    if (body.path("queue").getTextValue() != null) {
+      a.queue = body.path("queue").getTextValue();
+    }
+    a.user = user;
+    a.memory = body.path("resource").path("memory").getIntValue();
+    a.vcores = body.path("resource").path("vCores").getIntValue();
+    JsonNode spec = body.path("am-container-spec");
+    Map<String, LocalResource> res = new HashMap<>();
+    for (JsonNode e : spec.path("local-resources").path("entry")) {
+      JsonNode v = e.path("value");
+      res.put(e.path("key").getTextValue(), LocalResource.newInstance(
+          ConverterUtils.getYarnUrlFromURI(new URI(v.path("resource").getTextValue())),
+          LocalResourceType.valueOf(v.path("type").getTextValue()),
+          LocalResourceVisibility.valueOf(v.path("visibility").getTextValue()),
+          v.path("size").getLongValue(), v.path("timestamp").getLongValue()));
+    }
+    Map<String, String> env = new HashMap<>();
+    for (JsonNode e : spec.path("environment").path("entry")) {
+      env.put(e.path("key").getTextValue(), e.path("value").getTextValue());
+    }
+    List<String> cmds = Collections.singletonList(spec.path("commands").path("command").getTextValue());
+    ContainerLaunchContext clc = ContainerLaunchContext.newInstance(res, env, cmds, null, null, null);
+    rm.log("submit " + a.id + " by " + user + ": " + cmds);
+    try {
+      rm.submit(a, clc);
+    } catch (Exception e) {
+      a.state = "FAILED";
+      a.finalStatus = "FAILED";
+      a.diagnostics = "AM container failed to launch: " + e;
+      rm.log("submit failed: " + e);
+    }
+    x.getResponseHeaders().set("Location", "/ws/v1/cluster/apps/" + a.id);
+    send(x, 202, null);
+  }
+}

@@ -1,0 +1,293 @@
+package psyarn;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.*;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.io.DataOutputBuffer;
+import org.apache.hadoop.io.Text;
+import org.apache.hadoop.ipc.Server;
+import org.apache.hadoop.security.Credentials;
+import org.apache.hadoop.security.UserGroupInformation;
+import org.apache.hadoop.security.token.TokenIdentifier;
+import org.apache.hadoop.yarn.api.ApplicationMasterProtocol;
+import org.apache.hadoop.yarn.api.protocolrecords.*;
+import org.apache.hadoop.yarn.api.records.*;
+import org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException;
+import org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException;
+import org.apache.hadoop.yarn.exceptions.YarnException;
+import org.apache.hadoop.yarn.ipc.YarnRPC;
+import org.apache.hadoop.yarn.security.AMRMTokenIdentifier;
+
+/**
+ * The ResourceManager part: applications, the ApplicationMasterProtocol server (AMRMToken SASL,
+ * strict response ids, asks as totals, containers on a later heartbeat, NMTokens once per node,
+ * unregister on the second finish call) and a scheduler handing out containers round-robin.
+ */
+final class Rm implements ApplicationMasterProtocol {
+  final long clusterTs = System.currentTimeMillis();
+  final Tokens.AmRm amrm = new Tokens.AmRm();
+  final Tokens.Containers containerTokens;
+  final Tokens.NodeNm nmTokens;
+  final List<Node> nodes = new ArrayList<>();
+  final Map<ApplicationId, App> apps = new ConcurrentHashMap<>();
+  private final File root;
+  private final String confDir;
+  private final PrintStream log;
+  private int nextApp = 1;
+  private int rr = 0;
+  Server server;
+
+  /** One application (single attempt). */
+  static final class App {
+    ApplicationId id;
+    ApplicationAttemptId attempt;
+    String name = "", user = "", queue = "default", type = "";
+    String state = "NEW", finalStatus = "UNDEFINED", diagnostics = "", trackingUrl = "";
+    float progress;
+    long submitted;
+    boolean registered, unregisterAsked;
+    int memory = 1024, vcores = 1;
+    AllocateResponse last;
+    int lastResponseId = -1;
+    long nextContainer = 2;
+    /** Outstanding totals by (priority, capability) from the last ask; served on the next heartbeat. */
+    final Map<String, ResourceRequest> asks = new HashMap<>();
+    final Map<ContainerId, Node> containers = new HashMap<>();
+    final Set<NodeId> nmTokenSent = new HashSet<>();
+    final List<ContainerStatus> completed = new ArrayList<>();
+    final Set<ContainerId> released = new HashSet<>();
+    ContainerId amContainer;
+  }
+
+  Rm(File root, String confDir, Configuration conf) {
+    this.root = root;
+    this.confDir = confDir;
+    this.containerTokens = new Tokens.Containers(conf);
+    this.nmTokens = new Tokens.NodeNm(Tokens.NodeNm.newKey(), null);
+    try {
+      this.log = new PrintStream(new java.io.FileOutputStream(new File(root, "standin.log"), true), true);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  void log(String s) {
+    log.println(new Date() + " " + s);
+  }
+
+  String confDir() {
+    return confDir;
+  }
+
+  File logRoot() {
+    return new File(root, "userlogs");
+  }
+
+  void start(Configuration serverConf, String host) {
+    server = YarnRPC.create(serverConf).getServer(ApplicationMasterProtocol.class, this,
+        new InetSocketAddress(host, 0), serverConf, amrm, 4);
+    server.start();
+  }
+
+  synchronized ApplicationId newApp() {
+    ApplicationId id = ApplicationId.newInstance(clusterTs, nextApp++);
+    App a = new App();
+    a.id = id;
+    a.attempt = ApplicationAttemptId.newInstance(id, 1);
+    apps.put(id, a);
+    return id;
+  }
+
+  private App caller() throws YarnException, IOException {
+    for (TokenIdentifier t : UserGroupInformation.getCurrentUser().getTokenIdentifiers()) {
+      if (t instanceof AMRMTokenIdentifier) {
+        ApplicationAttemptId at = ((AMRMTokenIdentifier) t).getApplicationAttemptId();
+        App a = apps.get(at.getApplicationId());
+        if (a != null) {
+          return a;
+        }
+      }
+    }
+    throw new YarnException("no AMRMToken of a known application in the connection");
+  }
+
+  /** Submits and launches the AM on node 0 (called by the REST endpoint). */
+  synchronized void submit(App a, ContainerLaunchContext clc) throws Exception {
+    a.submitted = System.currentTimeMillis();
+    a.state = "ACCEPTED";
+    amrm.live.add(a.attempt);
+    AMRMTokenIdentifier tid = new AMRMTokenIdentifier(a.attempt, 1);
+    org.apache.hadoop.security.token.Token<AMRMTokenIdentifier> tok =
+        new org.apache.hadoop.security.token.Token<>(tid.getBytes(), amrm.retrievePassword(tid), tid.getKind(), new Text());
+    Credentials creds = new Credentials();
+    if (clc.getTokens() != null) {
+      org.apache.hadoop.io.DataInputByteBuffer in = new org.apache.hadoop.io.DataInputByteBuffer();
+      in.reset(clc.getTokens().duplicate());
+      creds.readTokenStorageStream(in);
+    }
+    // The real RM adds it under its (empty) service as alias.
+    creds.addToken(tok.getService(), tok);
+    DataOutputBuffer out = new DataOutputBuffer();
+    creds.writeTokenStorageToStream(out);
+    clc.setTokens(ByteBuffer.wrap(out.getData(), 0, out.getLength()));
+    a.amContainer = ContainerId.newContainerId(a.attempt, 1);
+    Node n = nodes.get(0);
+    a.containers.put(a.amContainer, n);
+    Map<String, String> env = new HashMap<>();
+    env.put("APP_SUBMIT_TIME_ENV", Long.toString(a.submitted));
+    env.put("USER", a.user);
+    a.state = "RUNNING";
+    n.launch(a.amContainer, clc, env);
+  }
+
+  /** A container ended (on any node): the AM's own ends the attempt, others are reported. */
+  synchronized void containerDone(ContainerId cid, ContainerStatus st) {
+    App a = apps.get(cid.getApplicationAttemptId().getApplicationId());
+    if (a == null) {
+      return;
+    }
+    if (cid.equals(a.amContainer)) {
+      amrm.live.remove(a.attempt);
+      if (!a.unregisterAsked && !isFinal(a.state)) {
+        a.state = "FAILED";
+        a.finalStatus = "FAILED";
+        a.diagnostics = "AM container " + cid + " exited with exitCode: " + st.getExitStatus()
+            + " before unregistering. " + st.getDiagnostics();
+      } else if (!isFinal(a.state)) {
+        a.state = "FINISHED";
+      }
+      killAll(a, false);
+      return;
+    }
+    if (a.released.contains(cid)) {
+      // Already reported as released (-100).
+      return;
+    }
+    a.completed.add(st);
+  }
+
+  static boolean isFinal(String s) {
+    return s.equals("FINISHED") || s.equals("FAILED") || s.equals("KILLED");
+  }
+
+  /** Kills every container of `a` (and the AM if `am`). */
+  synchronized void killAll(App a, boolean am) {
+    for (Map.Entry<ContainerId, Node> e : a.containers.entrySet()) {
+      if (am || !e.getKey().equals(a.amContainer)) {
+        e.getValue().kill(e.getKey());
+      }
+    }
+  }
+
+  synchronized void kill(App a) {
+    if (isFinal(a.state)) {
+      return;
+    }
+    a.state = "KILLED";
+    a.finalStatus = "KILLED";
+    a.diagnostics = "Application killed by user.";
+    amrm.live.remove(a.attempt);
+    killAll(a, true);
+  }
+
+  @Override
+  public synchronized RegisterApplicationMasterResponse registerApplicationMaster(
+      RegisterApplicationMasterRequest req) throws YarnException, IOException {
+    App a = caller();
+    if (a.registered) {
+      throw new InvalidApplicationMasterRequestException("Application Master is already registered : " + a.id);
+    }
+    a.registered = true;
+    a.trackingUrl = req.getTrackingUrl() == null ? "" : req.getTrackingUrl();
+    a.lastResponseId = 0;
+    log("register " + a.attempt + " from " + req.getHost() + ":" + req.getRpcPort() + " tracking " + a.trackingUrl);
+    RegisterApplicationMasterResponse r = org.apache.hadoop.yarn.util.Records.newRecord(RegisterApplicationMasterResponse.class);
+    r.setMaximumResourceCapability(Resource.newInstance(8192, 8));
+    r.setQueue(a.queue);
+    r.setApplicationACLs(new HashMap<ApplicationAccessType, String>());
+    return r;
+  }
+
+  @Override
+  public synchronized AllocateResponse allocate(AllocateRequest req) throws YarnException, IOException {
+    App a = caller();
+    if (!a.registered) {
+      throw new ApplicationMasterNotRegisteredException("AM is not registered for known application attempt: " + a.attempt);
+    }
+    if (a.last != null && req.getResponseId() + 1 == a.lastResponseId) {
+      return a.last;
+    }
+    if (req.getResponseId() != a.lastResponseId) {
+      throw new InvalidApplicationMasterRequestException("Invalid responseId in AllocateRequest from application attempt: "
+          + a.attempt + ", expect responseId to be " + a.lastResponseId + ", but get " + req.getResponseId());
+    }
+    a.progress = req.getProgress();
+    List<ContainerStatus> done = new ArrayList<>(a.completed);
+    a.completed.clear();
+    for (ContainerId c : req.getReleaseList()) {
+      Node n = a.containers.get(c);
+      if (n != null && a.released.add(c)) {
+        n.kill(c);
+        done.add(ContainerStatus.newInstance(c, ContainerState.COMPLETE, "Container released by application", -100));
+      }
+    }
+    // Serve asks made on an earlier heartbeat: containers never arrive on the call that asked.
+    List<Container> alloc = new ArrayList<>();
+    List<NMToken> tokens = new ArrayList<>();
+    for (Map.Entry<String, ResourceRequest> e : a.asks.entrySet()) {
+      // Asks recorded below are served from the next call on.
+      ResourceRequest rr0 = e.getValue();
+      int n = rr0.getNumContainers();
+      for (int i = 0; i < n; i++) {
+        Node node = nodes.get(rr++ % nodes.size());
+        ContainerId cid = ContainerId.newContainerId(a.attempt, a.nextContainer++);
+        Token ct = BuilderToken.create(containerTokens, cid, node.id, a.user, rr0.getCapability(), clusterTs);
+        alloc.add(Container.newInstance(cid, node.id, "127.0.0.1:" + node.httpPort, rr0.getCapability(),
+            rr0.getPriority(), ct));
+        a.containers.put(cid, node);
+        if (a.nmTokenSent.add(node.id)) {
+          tokens.add(NMToken.newInstance(node.id, nmTokens.createNMToken(a.attempt, node.id, a.user)));
+        }
+      }
+      rr0.setNumContainers(0);
+    }
+    for (ResourceRequest r : req.getAskList()) {
+      if (!ResourceRequest.ANY.equals(r.getResourceName())) {
+        continue;
+      }
+      String key = r.getPriority().getPriority() + "/" + r.getCapability();
+      a.asks.put(key, ResourceRequest.newInstance(r.getPriority(), r.getResourceName(), r.getCapability(),
+          r.getNumContainers()));
+    }
+    AllocateResponse resp = AllocateResponse.newInstance(a.lastResponseId + 1, done, alloc, new ArrayList<NodeReport>(),
+        Resource.newInstance(8192 * nodes.size(), 8 * nodes.size()), null, nodes.size(), null, tokens);
+    a.lastResponseId += 1;
+    a.last = resp;
+    return resp;
+  }
+
+  @Override
+  public synchronized FinishApplicationMasterResponse finishApplicationMaster(FinishApplicationMasterRequest req)
+      throws YarnException, IOException {
+    App a = caller();
+    a.diagnostics = req.getDiagnostics() == null ? "" : req.getDiagnostics();
+    a.finalStatus = req.getFinalApplicationStatus().toString();
+    if (req.getTrackingUrl() != null && !req.getTrackingUrl().isEmpty()) {
+      a.trackingUrl = req.getTrackingUrl();
+    }
+    // Like the real RM, the first call only records the request.
+    if (!a.unregisterAsked) {
+      a.unregisterAsked = true;
+      log("finish " + a.attempt + " " + a.finalStatus + ": " + a.diagnostics);
+      return FinishApplicationMasterResponse.newInstance(false);
+    }
+    a.state = "FINISHED";
+    killAll(a, false);
+    return FinishApplicationMasterResponse.newInstance(true);
+  }
+}

@@ -1,0 +1,166 @@
+//! The YARN client against Hadoop's own server code: the stand-in (`scripts/yarn-up.sh`, started
+//! by the test command; `PS_YARN_CONF` names its configuration directory) runs Hadoop 2.7.3's IPC
+//! server, SASL, token secret managers and PB service wrappers. Every wire fact in `ps-yarn` is
+//! checked here against that code, not against our own.
+
+use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
+use ps_yarn::conf::HadoopConf;
+use ps_yarn::credentials::{Credentials, KIND_AMRM};
+use ps_yarn::proto::*;
+use ps_yarn::rest::{RmRest, Submission};
+use ps_yarn::{nm, YarnError};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn conf() -> HadoopConf {
+    let dir = std::env::var("PS_YARN_CONF")
+        .expect("PS_YARN_CONF is not set: run through scripts/test.sh (it starts the YARN stand-in)");
+    HadoopConf::load_dir(Path::new(&dir)).unwrap()
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ps-yarn-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn wait_file(p: &Path) {
+    let t0 = Instant::now();
+    while !p.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "{} never appeared", p.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Submits an "AM" that hands its token file and environment to the test and waits for `stop`.
+fn submit_probe_am(rest: &RmRest, dir: &Path) -> String {
+    let app = rest.new_application().unwrap();
+    let d = dir.display();
+    let cmd = format!(
+        "cp \"$HADOOP_TOKEN_FILE_LOCATION\" {d}/t.tmp && env > {d}/env && mv {d}/t.tmp {d}/tokens; \
+         while [ ! -f {d}/stop ]; do sleep 0.1; done"
+    );
+    let s = Submission {
+        app_id: app.clone(),
+        name: "probe".into(),
+        app_type: "PS-TEST".into(),
+        queue: "default".into(),
+        memory_mb: 256,
+        vcores: 1,
+        command: cmd,
+        ..Default::default()
+    };
+    rest.submit(&s).unwrap();
+    app
+}
+
+fn launch_context(cmd: &str) -> ContainerLaunchContextProto {
+    ContainerLaunchContextProto { command: vec![cmd.to_string()], ..Default::default() }
+}
+
+#[test]
+fn am_and_nm_protocols_against_hadoops_own_servers() {
+    let c = conf();
+    let rest = RmRest::new(&c.rm_webapp(), "tester").unwrap();
+    let dir = tmp("am");
+    let app = submit_probe_am(&rest, &dir);
+    wait_file(&dir.join("tokens"));
+    let env = std::fs::read_to_string(dir.join("env")).unwrap();
+    for k in ["CONTAINER_ID=container_", "NM_HOST=", "NM_PORT=", "HADOOP_TOKEN_FILE_LOCATION=", "APP_SUBMIT_TIME_ENV="]
+    {
+        assert!(env.contains(k), "AM environment lacks {k}");
+    }
+    let creds = Credentials::read_file(&dir.join("tokens")).unwrap();
+    let token = creds.find_kind(KIND_AMRM).expect("AMRMToken in the container's token file").clone();
+    let sched = c.rm_scheduler();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        // Wrong password: Hadoop's SASL server refuses with a FATAL reply.
+        let mut bad = token.clone();
+        bad.password[0] ^= 1;
+        let e = AmRmClient::connect(&sched, bad).await.err().expect("a wrong password must fail");
+        assert!(matches!(e, YarnError::Fatal { .. }) && e.to_string().contains("DIGEST-MD5"), "{e}");
+
+        let mut am = AmRmClient::connect(&sched, token.clone()).await.unwrap();
+        let reg = am.register("127.0.0.1", 0, "http://127.0.0.1:1/probe").await.unwrap();
+        assert!(reg.maximum_capability.unwrap().memory.unwrap() >= 256);
+        // Containers come on a later heartbeat than the ask, with one NMToken per node.
+        let first = am.allocate(vec![ask_anywhere(1, 256, 1, 2)], vec![], 0.1).await.unwrap();
+        assert!(first.allocated_containers.is_empty());
+        let mut got = Vec::new();
+        for _ in 0..50 {
+            let r = am.allocate(vec![], vec![], 0.2).await.unwrap();
+            got.extend(r.allocated_containers);
+            if got.len() >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(got.len(), 2);
+        assert_eq!(am.nm_tokens.len(), 2, "one NMToken per node");
+        // A repeated response id gets the cached response; any other mismatch is an ERROR that
+        // keeps the connection usable.
+        let rid = am.response_id();
+        am.set_response_id(rid - 1);
+        let again = am.allocate(vec![], vec![], 0.2).await.unwrap();
+        assert_eq!(again.response_id, Some(rid));
+        am.set_response_id(rid + 5);
+        let e = am.allocate(vec![], vec![], 0.2).await.unwrap_err();
+        assert_eq!(
+            e.remote_class(),
+            Some("org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException")
+        );
+        assert!(e.to_string().contains("Invalid responseId"), "{e}");
+        am.set_response_id(rid);
+
+        // The other node's NMToken is refused by Hadoop's NM-side check.
+        let (a, b) = (&got[0], &got[1]);
+        let (ka, kb) = (node_key(a.node_id.as_ref().unwrap()), node_key(b.node_id.as_ref().unwrap()));
+        assert_ne!(ka, kb, "round-robin over two nodes");
+        let e = nm::start_container(a, &am.nm_tokens[&kb], launch_context("exit 0")).await.unwrap_err();
+        assert!(e.to_string().contains("not valid for current node manager"), "{e}");
+        // Started properly, they run and their exits come back through allocate.
+        nm::start_container(a, &am.nm_tokens[&ka], launch_context("exit 0")).await.unwrap();
+        nm::start_container(b, &am.nm_tokens[&kb], launch_context("exit 7")).await.unwrap();
+        let mut done = Vec::new();
+        for _ in 0..100 {
+            done.extend(am.allocate(vec![], vec![], 0.5).await.unwrap().completed_container_statuses);
+            if done.len() >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let exit_of = |c: &ContainerProto| {
+            done.iter().find(|s| s.container_id == c.id).and_then(|s| s.exit_status).expect("status reported")
+        };
+        assert_eq!((exit_of(a), exit_of(b)), (0, 7));
+        am.finish(APP_SUCCEEDED, "probe done", "").await.unwrap();
+    });
+    std::fs::write(dir.join("stop"), b"").unwrap();
+    let rep = rest.report(&app).unwrap();
+    assert!(rep.succeeded(), "{rep:?}");
+    assert_eq!(rep.diagnostics, "probe done");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn rest_submission_kill_and_errors() {
+    let c = conf();
+    let rest = RmRest::new(&c.rm_webapp(), "tester").unwrap();
+    let dir = tmp("kill");
+    let app = submit_probe_am(&rest, &dir);
+    wait_file(&dir.join("tokens"));
+    assert_eq!(rest.report(&app).unwrap().state, "RUNNING");
+    let rep = rest.kill(&app).unwrap();
+    assert_eq!((rep.state.as_str(), rep.final_status.as_str()), ("KILLED", "KILLED"));
+    let e = rest.report("application_1_9999").unwrap_err();
+    assert!(e.to_string().contains("404"), "{e}");
+    // Without a user the writable endpoints refuse, as Hadoop's do.
+    let anon = reqwest::blocking::Client::new()
+        .post(format!("http://{}/ws/v1/cluster/apps/new-application", c.rm_webapp()))
+        .send()
+        .unwrap();
+    assert_eq!(anon.status().as_u16(), 403);
+    std::fs::remove_dir_all(&dir).ok();
+}
