@@ -52,7 +52,7 @@ fn parse_master(m: &str) -> Result<usize, String> {
     Ok(n)
 }
 
-fn runtime_bin(cli: &Cli) -> Result<PathBuf, String> {
+pub fn runtime_bin(cli: &Cli) -> Result<PathBuf, String> {
     if let Some(p) = cli.runtime_bin.clone().or_else(|| std::env::var_os("PS_RUNTIME_BIN").map(PathBuf::from)) {
         return Ok(p);
     }
@@ -71,7 +71,7 @@ fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
     ls.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
 }
 
-fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+pub fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
@@ -275,16 +275,24 @@ pub fn run(cli: &Cli) -> i32 {
 }
 
 fn finish_stats(cli: &Cli, job: &Job) -> i32 {
+    report_stats(cli, job.n, &job.dir.to_string_lossy())
+}
+
+/// Merges the per-process `stats-<k>.json` under `dir` (local or `hdfs://`), logs the summary and
+/// writes `--stats`. Returns the exit code.
+pub fn report_stats(cli: &Cli, n: usize, dir: &str) -> i32 {
     let mut procs = Vec::new();
-    for k in 0..job.n {
-        let p = job.dir.join(format!("stats-{k}.json"));
-        match std::fs::read_to_string(&p)
-            .map_err(|e| e.to_string())
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-        {
+    for k in 0..n {
+        let p = format!("{}/stats-{k}.json", dir.trim_end_matches('/'));
+        let read = ps_runtime::input::storage_for(&p).and_then(|st| {
+            let mut t = String::new();
+            st.open(&p, 0)?.read_to_string(&mut t).map_err(|e| ps_runtime::PsError::io(format!("reading {p}"), e))?;
+            Ok(t)
+        });
+        match read.map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
             Ok(v) => procs.push(v),
             Err(e) => {
-                log::error!("reading stats of process {k} ({}): {e}", p.display());
+                log::error!("reading stats of process {k} ({p}): {e}");
                 return 1;
             }
         }

@@ -2,6 +2,7 @@
 //! N local processes; `--master yarn` arrives with the YARN integration.
 
 mod local;
+mod yarn;
 
 use clap::Parser;
 use ps_runtime::config::SnapshotMode;
@@ -16,7 +17,8 @@ use std::path::PathBuf;
     after_help = "Example: yarn-submit --master local[2] --threads 2 --consistency essp demo --clocks 50"
 )]
 pub struct Cli {
-    /// Where to run: local, local[N] (N processes on this machine), local[*] (one per core).
+    /// Where to run: local, local[N] (N processes on this machine), local[*] (one per core), or
+    /// yarn (the cluster of HADOOP_CONF_DIR).
     #[arg(long, default_value = "local[2]")]
     pub master: String,
     /// Worker threads per process.
@@ -62,6 +64,24 @@ pub struct Cli {
     /// The ps-runtime binary (default: next to yarn-submit, or $PS_RUNTIME_BIN).
     #[arg(long)]
     pub runtime_bin: Option<PathBuf>,
+    /// YARN: runtime processes (one container each).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// YARN: memory per runtime container, MB.
+    #[arg(long, default_value_t = 1024)]
+    pub worker_memory: i64,
+    /// YARN: virtual cores per runtime container.
+    #[arg(long, default_value_t = 1)]
+    pub worker_vcores: i32,
+    /// YARN: memory of the application master's container, MB.
+    #[arg(long, default_value_t = 512)]
+    pub am_memory: u64,
+    /// YARN: the queue to submit to.
+    #[arg(long, default_value = "default")]
+    pub queue: String,
+    /// YARN: the application name (default ps-<app>).
+    #[arg(long)]
+    pub name: Option<String>,
     /// The application (demo) followed by its own options.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP [APP ARGS]")]
     pub app: Vec<String>,
@@ -131,12 +151,16 @@ impl Cli {
 
 fn main() {
     local::init_logging();
+    // `yarn-submit status APP_ID` and `yarn-submit kill APP_ID`.
+    let argv: Vec<String> = std::env::args().collect();
+    if let (Some(cmd @ ("status" | "kill")), Some(id)) = (argv.get(1).map(String::as_str), argv.get(2)) {
+        std::process::exit(yarn::command(cmd, id));
+    }
     let cli = Cli::parse();
     let code = if cli.master == "local" || cli.master.starts_with("local[") {
         local::run(&cli)
     } else if cli.master == "yarn" {
-        log::error!("--master yarn is not available yet: this build supports local[N] only");
-        2
+        yarn::run(&cli)
     } else {
         log::error!("--master: '{}' is not local, local[N], local[*] or yarn", cli.master);
         2

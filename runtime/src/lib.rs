@@ -32,6 +32,7 @@ pub mod local_cluster;
 pub mod logging;
 mod net;
 mod process;
+pub mod rendezvous;
 pub mod row;
 mod server;
 pub mod snapshot;

@@ -22,6 +22,10 @@ enum Cmd {
         /// This process's id (line of the hostfile).
         #[arg(long)]
         id: usize,
+        /// Get the hostfile from the YARN application master at HOST:PORT instead (this process
+        /// binds a free port and reports it there).
+        #[arg(long, value_name = "HOST:PORT")]
+        rendezvous: Option<String>,
     },
     /// List the built-in applications.
     Apps,
@@ -195,33 +199,48 @@ fn gen(cmd: GenCmd) -> Result<(), PsError> {
     }
 }
 
-fn run(job: PathBuf, id: usize) -> Result<(), PsError> {
+fn run(job: PathBuf, id: usize, rendezvous: Option<String>) -> Result<(), PsError> {
     let job = JobConfig::load(&job)?;
-    let hosts = Hostfile::load(&job.hostfile)?;
+    let app = apps::build(&job.app, &job.app_args)?;
+    // Under YARN the hostfile comes from the application master (ports bound here, reported there).
+    let (hosts, listener, progress) = match &rendezvous {
+        Some(am) => {
+            let host = std::env::var("NM_HOST").unwrap_or_else(|_| "127.0.0.1".into());
+            let timeout = std::time::Duration::from_millis(job.runtime.connect_timeout_ms);
+            let (l, hosts, conn) = ps_runtime::rendezvous::join(am, id, &host, timeout)?;
+            let clock = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+            ps_runtime::rendezvous::report_progress(conn, clock.clone(), app.total_clocks());
+            (hosts, Some(l), Some(clock))
+        }
+        None => (Hostfile::load(&job.hostfile)?, None, None),
+    };
     let secret = std::fs::read(&job.secret_file)
         .map_err(|e| PsError::io(format!("reading job secret {}", job.secret_file.display()), e))?;
-    let app = apps::build(&job.app, &job.app_args)?;
     let echo = serde_json::json!({
         "runtime": job.runtime,
         "app": job.app,
         "app_args": job.app_args,
         "processes": hosts.len(),
     });
+    let stats_url = job.stats_dir.to_string_lossy().into_owned();
     let spec = ProcessSpec {
         cfg: job.runtime.clone(),
         hosts,
         pid: id,
         secret,
-        listener: None,
-        stats_dir: Some(job.stats_dir.clone()),
+        listener,
+        // Per-clock lines go to a local directory (the container's, when stats go to HDFS).
+        stats_dir: Some(if stats_url.contains("://") { PathBuf::from(".") } else { job.stats_dir.clone() }),
+        progress,
     };
     let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
-    let path = job.stats_dir.join(format!("stats-{id}.json"));
-    let tmp = path.with_extension("json.tmp");
+    let path = format!("{}/stats-{id}.json", stats_url.trim_end_matches('/'));
     let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|e| PsError::io(format!("writing {}", path.display()), e))?;
+    let st = ps_runtime::input::storage_for(&path)?;
+    let mut f = st.create(&format!("{path}.tmp"))?;
+    std::io::Write::write_all(&mut f, text.as_bytes()).map_err(|e| PsError::io(format!("writing {path}"), e))?;
+    f.close()?;
+    st.rename(&format!("{path}.tmp"), &path)?;
     log::info!(
         "process {id} done: {} clocks in {:.2}s (compute {:.2}s, wait {:.2}s per thread)",
         stats.clocks,
@@ -249,8 +268,8 @@ fn main() {
                 std::process::exit(1);
             }
         }
-        Cmd::Run { job, id } => {
-            if let Err(e) = run(job, id) {
+        Cmd::Run { job, id, rendezvous } => {
+            if let Err(e) = run(job, id, rendezvous) {
                 log::error!("process {id} failed: {e}");
                 std::process::exit(1);
             }

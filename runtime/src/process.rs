@@ -24,6 +24,10 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 pub trait App: Send + Sync + 'static {
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()>;
     fn run_worker(&self, worker: &mut Worker) -> Result<()>;
+    /// The clocks a worker will run, if known in advance (progress reports).
+    fn total_clocks(&self) -> Option<i64> {
+        None
+    }
     /// Extra keys for this process's stats (e.g. `objective`); process 0's reach the job stats.
     fn report(&self) -> Map<String, Value> {
         Map::new()
@@ -40,6 +44,8 @@ pub struct ProcessSpec {
     pub listener: Option<std::net::TcpListener>,
     /// Where per-clock stats lines go when enabled.
     pub stats_dir: Option<PathBuf>,
+    /// Updated with the process clock as it advances (progress reports to a YARN AM).
+    pub progress: Option<Arc<std::sync::atomic::AtomicI64>>,
 }
 
 /// A started process: its communication runtime, client and server. Create tables, call
@@ -76,7 +82,7 @@ impl PsContext {
         let (client_tx, client_rx) = unbounded_channel();
         let (server_tx, server_rx) = unbounded_channel();
         let snaps = crate::snapshot::Snapshots::open(&spec.cfg.checkpoint, spec.pid, n, spec.cfg.threads)?;
-        let core = Arc::new(Core::new(spec.pid, n, spec.cfg.clone(), cmd_tx, snaps));
+        let core = Arc::new(Core::new(spec.pid, n, spec.cfg.clone(), cmd_tx, snaps, spec.progress.clone()));
         let clock_log = match (&spec.stats_dir, spec.cfg.stats_per_clock) {
             (Some(d), true) => {
                 let p = d.join(format!("clocks-{}.jsonl", spec.pid));

@@ -183,6 +183,10 @@ impl App for Lda {
     fn report(&self) -> Map<String, Value> {
         self.obj.report()
     }
+
+    fn total_clocks(&self) -> Option<i64> {
+        Some(self.args.common.total_clocks())
+    }
 }
 
 /// Rebuilds per-document topic assignments from a saved state (one u32 per token, in order).

@@ -228,6 +228,10 @@ impl App for Mf {
     fn report(&self) -> Map<String, Value> {
         self.obj.report()
     }
+
+    fn total_clocks(&self) -> Option<i64> {
+        Some(self.args.common.total_clocks())
+    }
 }
 
 impl Mf {

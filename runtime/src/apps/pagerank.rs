@@ -340,6 +340,10 @@ impl App for PageRank {
     fn report(&self) -> Map<String, Value> {
         self.obj.report()
     }
+
+    fn total_clocks(&self) -> Option<i64> {
+        Some(self.args.common.total_clocks())
+    }
 }
 
 /// Adds `vals[v]` to node `v` for every node, one dense row update per block with a non-zero

@@ -107,6 +107,8 @@ pub(crate) struct Core {
     pub snaps: Option<crate::snapshot::Snapshots>,
     /// First clock of this run: 0, or the clock of the checkpoint it resumed from.
     pub start_clock: i64,
+    /// The process clock, for an observer outside the runtime (YARN progress).
+    progress: Option<Arc<AtomicI64>>,
     tracker: Mutex<Tracker>,
     barrier: Mutex<LocalBarrier>,
     barrier_cv: Condvar,
@@ -122,6 +124,7 @@ impl Core {
         cfg: RuntimeConfig,
         cmd: UnboundedSender<ClientCmd>,
         snaps: Option<crate::snapshot::Snapshots>,
+        progress: Option<Arc<AtomicI64>>,
     ) -> Self {
         let threads = cfg.threads;
         let start_clock = snaps.as_ref().map_or(0, |s| s.start_clock());
@@ -141,6 +144,7 @@ impl Core {
             ctl: Mutex::new(Ctl::default()),
             ctl_cv: Condvar::new(),
             snaps,
+            progress,
             start_clock,
             tracker: Mutex::new(Tracker { clocks: vec![start_clock; threads], proc_clock: start_clock }),
             barrier: Mutex::new(LocalBarrier {
@@ -247,6 +251,9 @@ impl Core {
         let min = t.clocks.iter().copied().min().unwrap_or(clock);
         if min > t.proc_clock {
             t.proc_clock = min;
+            if let Some(p) = &self.progress {
+                p.store(min.min(CLOCK_FINISHED), Ordering::Relaxed);
+            }
             // Sent under the lock so the task sees process clocks in order.
             let completed = if min > CLOCK_FINISHED { CLOCK_FINISHED } else { min - 1 };
             self.send(ClientCmd::ProcessClock { completed });

@@ -163,6 +163,12 @@ impl Storage for HdfsFs {
             .map_err(|e| err(format!("deleting {url}"), e))
     }
 
+    fn status(&self, url: &str) -> Result<(u64, u64)> {
+        let st =
+            self.rt.block_on(self.client.get_file_info(self.path(url))).map_err(|e| err(format!("stat {url}"), e))?;
+        Ok((st.length as u64, st.modification_time))
+    }
+
     fn children(&self, dir: &str) -> Result<Vec<String>> {
         let mut v: Vec<String> = self
             .rt

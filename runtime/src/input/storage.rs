@@ -36,6 +36,8 @@ pub trait Storage: Send + Sync {
     fn delete(&self, path: &str) -> Result<()>;
     /// Files directly inside a directory (names only), sorted.
     fn children(&self, dir: &str) -> Result<Vec<String>>;
+    /// Length in bytes and modification time in ms since the epoch (what YARN's localizer checks).
+    fn status(&self, path: &str) -> Result<(u64, u64)>;
     /// 1-based number of the line holding byte `offset` (for error messages only).
     fn line_number(&self, path: &str, offset: u64) -> Result<u64> {
         let mut r = self.open(path, 0)?.take(offset);
@@ -140,6 +142,12 @@ impl Storage for LocalFs {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(PsError::io(format!("deleting {path}"), e)),
             _ => Ok(()),
         }
+    }
+
+    fn status(&self, path: &str) -> Result<(u64, u64)> {
+        let m = std::fs::metadata(local_path(path)).map_err(|e| PsError::io(format!("stat {path}"), e))?;
+        let mtime = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        Ok((m.len(), mtime.map_or(0, |d| d.as_millis() as u64)))
     }
 
     fn children(&self, dir: &str) -> Result<Vec<String>> {

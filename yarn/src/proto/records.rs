@@ -326,7 +326,12 @@ impl ContainerIdProto {
     /// `container_[e<epoch>_]<clusterTs>_<appId>_<attempt>_<id>`, as Hadoop prints it: the epoch
     /// lives in the bits above 40 of `id`.
     pub fn to_hadoop_string(&self) -> String {
-        let app = self.app_id.clone().unwrap_or_default();
+        // Hadoop 2.x fills only the attempt's application id; older records had `app_id`.
+        let app = self
+            .app_id
+            .clone()
+            .or_else(|| self.app_attempt_id.as_ref().and_then(|a| a.application_id.clone()))
+            .unwrap_or_default();
         let attempt = self.app_attempt_id.as_ref().and_then(|a| a.attempt_id).unwrap_or(0);
         let raw = self.id.unwrap_or(0);
         let (epoch, id) = (raw >> 40, raw & ((1 << 40) - 1));

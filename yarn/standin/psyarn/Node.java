@@ -136,6 +136,7 @@ final class Node implements ContainerManagementProtocol {
     dir.mkdirs();
     logs.mkdirs();
     FileContext fc = FileContext.getLocalFSFileContext(conf);
+    new File(root, "cache/" + cid).mkdirs();
     for (Map.Entry<String, LocalResource> e : clc.getLocalResources().entrySet()) {
       Path dest = new Path(new File(root, "cache/" + cid + "/" + e.getKey()).getAbsolutePath());
       Path got = new FSDownload(fc, UserGroupInformation.getCurrentUser(), conf, dest, e.getValue()).call();

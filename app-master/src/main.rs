@@ -1,0 +1,337 @@
+//! `ps-app-master`: the YARN application master of a parameter-server job. It registers with the
+//! ResourceManager, gang-allocates N containers, starts `ps-runtime` in each through the
+//! NodeManagers (binaries and job files localized from the HDFS staging directory), builds the
+//! hostfile from the ports the processes bound and reported, writes it to HDFS, heartbeats with
+//! the job's progress, and finishes SUCCEEDED when every process exits 0, or FAILED (after stopping
+//! the others) with the first failed container's exit status and diagnostics.
+
+mod rendezvous;
+
+use clap::Parser;
+use ps_runtime::input::storage_for;
+use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
+use ps_yarn::conf::HadoopConf;
+use ps_yarn::credentials::{Credentials, KIND_AMRM};
+use ps_yarn::proto::*;
+use ps_yarn::{nm, YarnError};
+use rendezvous::Shared;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "ps-app-master", about = "YARN application master of a parameter-server job")]
+struct Args {
+    /// HDFS staging directory holding ps-runtime, job.json and job.secret.
+    #[arg(long)]
+    staging: String,
+    /// Runtime processes (one container each).
+    #[arg(long)]
+    workers: usize,
+    #[arg(long, default_value_t = 1024)]
+    worker_memory: i64,
+    #[arg(long, default_value_t = 1)]
+    worker_vcores: i32,
+    /// Give up if the containers are not all allocated within this many seconds.
+    #[arg(long, default_value_t = 600)]
+    allocation_timeout_s: u64,
+}
+
+const FILES: [&str; 3] = ["ps-runtime", "job.json", "job.secret"];
+
+fn env(k: &str) -> Result<String, String> {
+    std::env::var(k).map_err(|_| format!("{k} is not set: ps-app-master must run in a YARN container"))
+}
+
+/// `hdfs://host:port/path` as the URL record of a LocalResource.
+fn url_proto(url: &str) -> Result<UrlProto, String> {
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| format!("{url}: not a URL"))?;
+    let (auth, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (host, port) = match auth.rsplit_once(':') {
+        Some((h, p)) => (h.to_string(), p.parse::<i32>().map_err(|_| format!("{url}: bad port"))?),
+        None => (auth.to_string(), -1),
+    };
+    Ok(UrlProto {
+        scheme: Some(scheme.into()),
+        host: Some(host),
+        port: Some(port),
+        file: Some(path.to_string()),
+        user_info: None,
+    })
+}
+
+/// The staged files as LocalResources; size and timestamp must match HDFS exactly.
+fn local_resources(staging: &str) -> Result<Vec<StringLocalResourceMapProto>, String> {
+    let st = storage_for(staging).map_err(|e| e.to_string())?;
+    FILES
+        .iter()
+        .map(|f| {
+            let url = format!("{staging}/{f}");
+            let (size, mtime) = st.status(&url).map_err(|e| e.to_string())?;
+            Ok(StringLocalResourceMapProto {
+                key: Some(f.to_string()),
+                value: Some(LocalResourceProto {
+                    resource: Some(url_proto(&url)?),
+                    size: Some(size as i64),
+                    timestamp: Some(mtime as i64),
+                    r#type: Some(FILE),
+                    visibility: Some(APPLICATION),
+                    pattern: None,
+                }),
+            })
+        })
+        .collect()
+}
+
+struct Am {
+    args: Args,
+    rm: AmRmClient,
+    shared: Arc<Mutex<Shared>>,
+    /// Allocated containers by process index.
+    procs: Vec<ContainerProto>,
+}
+
+impl Am {
+    fn index_of(&self, id: &Option<ContainerIdProto>) -> Option<usize> {
+        self.procs.iter().position(|c| &c.id == id)
+    }
+
+    fn set_status(&self, s: impl Into<String>) {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner()).status = s.into();
+    }
+
+    /// Asks for N containers and waits until all are allocated (extras are released).
+    async fn gang_allocate(&mut self) -> Result<(), String> {
+        let n = self.args.workers;
+        let ask = ask_anywhere(1, self.args.worker_memory, self.args.worker_vcores, n as i32);
+        let mut asks = vec![ask];
+        let mut extra = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(self.args.allocation_timeout_s);
+        while self.procs.len() < n {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "only {} of {n} containers were allocated within {} s",
+                    self.procs.len(),
+                    self.args.allocation_timeout_s
+                ));
+            }
+            let r = self
+                .rm
+                .allocate(std::mem::take(&mut asks), std::mem::take(&mut extra), 0.0)
+                .await
+                .map_err(|e| e.to_string())?;
+            for c in r.allocated_containers {
+                if self.procs.len() < n {
+                    self.procs.push(c);
+                } else {
+                    extra.push(c.id.unwrap_or_default());
+                }
+            }
+            if let Some(s) = r.completed_container_statuses.first() {
+                return Err(format!("a container ended before the job started: {:?}", s.diagnostics));
+            }
+            if self.procs.len() < n {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+        // Deterministic process ids: container id order.
+        self.procs.sort_by_key(|c| c.id.as_ref().and_then(|i| i.id).unwrap_or(0));
+        log::info!(
+            "all {n} containers allocated: {:?}",
+            self.procs
+                .iter()
+                .map(|c| node_key(c.node_id.as_ref().unwrap_or(&NodeIdProto::default())))
+                .collect::<Vec<_>>()
+        );
+        Ok(())
+    }
+
+    async fn start_all(
+        &mut self,
+        resources: &[StringLocalResourceMapProto],
+        tokens: Vec<u8>,
+        am_addr: &str,
+    ) -> Result<(), String> {
+        let mut env: Vec<StringStringMapProto> = Vec::new();
+        for k in ["HADOOP_USER_NAME", "PS_LOG", "RUST_BACKTRACE"] {
+            if let Ok(v) = std::env::var(k) {
+                env.push(StringStringMapProto { key: Some(k.into()), value: Some(v) });
+            }
+        }
+        for (i, c) in self.procs.iter().enumerate() {
+            let cmd = format!(
+                "./ps-runtime run --job job.json --id {i} --rendezvous {am_addr} 1><LOG_DIR>/runtime.out 2><LOG_DIR>/runtime.err"
+            );
+            let clc = ContainerLaunchContextProto {
+                local_resources: resources.to_vec(),
+                tokens: Some(tokens.clone()),
+                environment: env.clone(),
+                command: vec![cmd],
+            };
+            let key = node_key(c.node_id.as_ref().unwrap_or(&NodeIdProto::default()));
+            let tok = self.rm.nm_tokens.get(&key).ok_or_else(|| format!("no NMToken for node {key}"))?;
+            nm::start_container(c, tok, clc).await.map_err(|e| format!("starting process {i} on {key}: {e}"))?;
+        }
+        log::info!("started {} runtime processes", self.procs.len());
+        Ok(())
+    }
+
+    /// Stops every container not yet finished (best effort).
+    async fn stop_all(&self, finished: &HashSet<usize>) {
+        let mut by_node: HashMap<String, Vec<ContainerIdProto>> = HashMap::new();
+        for (i, c) in self.procs.iter().enumerate() {
+            if !finished.contains(&i) {
+                by_node
+                    .entry(node_key(c.node_id.as_ref().unwrap_or(&NodeIdProto::default())))
+                    .or_default()
+                    .push(c.id.clone().unwrap_or_default());
+            }
+        }
+        for (node, ids) in by_node {
+            if let Some(t) = self.rm.nm_tokens.get(&node) {
+                if let Err(e) = nm::stop_containers(&node, t, ids).await {
+                    log::warn!("stopping containers on {node}: {e}");
+                }
+            }
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let conf = HadoopConf::from_env().map_err(|e| e.to_string())?;
+    let creds =
+        Credentials::read_file(std::path::Path::new(&env("HADOOP_TOKEN_FILE_LOCATION")?)).map_err(|e| e.to_string())?;
+    let amrm = creds.find_kind(KIND_AMRM).ok_or("the container's token file has no AMRMToken")?.clone();
+    let host = env("NM_HOST")?;
+    log::info!("application master {} for {} processes; staging {}", env("CONTAINER_ID")?, args.workers, args.staging);
+    let staging = args.staging.clone();
+    let resources =
+        tokio::task::spawn_blocking(move || local_resources(&staging)).await.map_err(|e| e.to_string())??;
+
+    // Rendezvous/status server first: its address is the tracking URL.
+    let listener =
+        tokio::net::TcpListener::bind(("0.0.0.0", 0)).await.map_err(|e| format!("binding the rendezvous port: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let am_addr = format!("{host}:{port}");
+    let tracking = format!("http://{am_addr}/");
+    let shared = Arc::new(Mutex::new(Shared { status: "starting".into(), ..Default::default() }));
+    let (hello_tx, mut hello_rx) = mpsc::unbounded_channel();
+    let (hosts_tx, hosts_rx) = watch::channel(None);
+    tokio::spawn(rendezvous::serve(listener, shared.clone(), hello_tx, hosts_rx));
+
+    let mut rm = AmRmClient::connect(&conf.rm_scheduler(), amrm).await.map_err(|e| e.to_string())?;
+    rm.register(&host, port as i32, &tracking).await.map_err(|e| e.to_string())?;
+    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new() };
+    let outcome =
+        drive(&mut am, &resources, creds.without_kind(KIND_AMRM).to_bytes(), &am_addr, &mut hello_rx, &hosts_tx).await;
+    let (status, diag) = match &outcome {
+        Ok(()) => (APP_SUCCEEDED, format!("all {} processes finished", args.workers)),
+        Err(d) => (APP_FAILED, d.clone()),
+    };
+    am.set_status(if outcome.is_ok() { "succeeded" } else { "failed" });
+    log::info!("finishing: {}: {diag}", if outcome.is_ok() { "SUCCEEDED" } else { "FAILED" });
+    am.rm.finish(status, &diag, &tracking).await.map_err(|e| format!("unregistering: {e}"))?;
+    outcome
+}
+
+/// Allocation, start-up, rendezvous and the heartbeat loop until the job ends.
+async fn drive(
+    am: &mut Am,
+    resources: &[StringLocalResourceMapProto],
+    tokens: Vec<u8>,
+    am_addr: &str,
+    hello_rx: &mut mpsc::UnboundedReceiver<(usize, String, u16)>,
+    hosts_tx: &watch::Sender<Option<String>>,
+) -> Result<(), String> {
+    let n = am.args.workers;
+    am.set_status("allocating");
+    am.gang_allocate().await?;
+    am.start_all(resources, tokens, am_addr).await?;
+    am.set_status("starting processes");
+    let mut reported: BTreeMap<usize, (String, u16)> = BTreeMap::new();
+    let mut finished: HashSet<usize> = HashSet::new();
+    let mut last_log = Instant::now();
+    loop {
+        // Rendezvous: once every process reported its port, publish the hostfile.
+        while let Ok((id, h, p)) = hello_rx.try_recv() {
+            if id < n {
+                reported.insert(id, (h, p));
+            }
+        }
+        if hosts_tx.borrow().is_none() && reported.len() == n {
+            let mut text = format!("hosts {n}\n");
+            let mut file = String::new();
+            for (id, (h, p)) in &reported {
+                text += &format!("{id} {h} {p}\n");
+                file += &format!("{id} {h} {p}\n");
+            }
+            let url = format!("{}/hostfile", am.args.staging);
+            let u2 = url.clone();
+            tokio::task::spawn_blocking(move || -> Result<(), String> {
+                let st = storage_for(&u2).map_err(|e| e.to_string())?;
+                let mut f = st.create(&u2).map_err(|e| e.to_string())?;
+                std::io::Write::write_all(&mut f, file.as_bytes()).map_err(|e| format!("writing {u2}: {e}"))?;
+                f.close().map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| e.to_string())??;
+            log::info!("hostfile written to {url}");
+            let _ = hosts_tx.send(Some(text));
+            am.set_status("running");
+        }
+        let progress = am.shared.lock().unwrap_or_else(|e| e.into_inner()).fraction(n);
+        let r = match am.rm.allocate(vec![], vec![], progress).await {
+            Ok(r) => r,
+            Err(YarnError::Io(e)) => {
+                log::warn!("heartbeat failed ({e}); reconnecting");
+                am.rm.reconnect().await.map_err(|e| e.to_string())?;
+                continue;
+            }
+            Err(e) => return Err(format!("heartbeat: {e}")),
+        };
+        if r.a_m_command == Some(AM_SHUTDOWN) {
+            return Err("the ResourceManager told the application master to shut down".into());
+        }
+        for s in r.completed_container_statuses {
+            let Some(i) = am.index_of(&s.container_id) else { continue };
+            finished.insert(i);
+            let code = s.exit_status.unwrap_or(-1000);
+            let cid = s.container_id.as_ref().map(|c| c.to_hadoop_string()).unwrap_or_default();
+            if code != 0 {
+                let diag = format!(
+                    "process {i} ({cid}) failed with exit status {code}: {}",
+                    s.diagnostics.unwrap_or_default().trim()
+                );
+                log::error!("{diag}; stopping the other processes");
+                am.stop_all(&finished).await;
+                return Err(diag);
+            }
+            log::info!("process {i} ({cid}) finished");
+        }
+        if finished.len() == n {
+            return Ok(());
+        }
+        if last_log.elapsed() > Duration::from_secs(10) {
+            last_log = Instant::now();
+            log::info!("progress {:.0}%, {} of {n} processes finished", progress * 100.0, finished.len());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn main() {
+    ps_runtime::logging::init(log::LevelFilter::Info);
+    let args = Args::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            log::error!("starting the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = rt.block_on(run(args)) {
+        log::error!("{e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,209 @@
+//! `yarn-submit --master yarn` end to end, against the YARN stand-in built on Hadoop's own server
+//! code (PS_YARN_CONF) and the real test HDFS (HDFS_URL), both started by the test command:
+//! submit over REST → our AM (IPC + SASL) → NodeManagers → runtime processes that read HDFS.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+
+/// YARN jobs of this file run one at a time (the kill test finds processes by name).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn bin(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_yarn-submit")).with_file_name(name)
+}
+
+fn submit() -> Command {
+    let conf = std::env::var("PS_YARN_CONF").expect("PS_YARN_CONF is not set: run through scripts/test.sh");
+    let mut c = Command::new(bin("yarn-submit"));
+    c.env("HADOOP_CONF_DIR", conf)
+        .env("PS_RUNTIME_BIN", bin("ps-runtime"))
+        .env("PS_APP_MASTER_BIN", bin("ps-app-master"));
+    c
+}
+
+fn hdfs() -> String {
+    std::env::var("HDFS_URL").expect("HDFS_URL is not set: run through scripts/test.sh")
+}
+
+fn ratings(tag: &str) -> (PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("ps-yarnjob-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let local = dir.join("r.tsv");
+    let st = Command::new(bin("ps-runtime"))
+        .args(["gen", "ratings", "--ratings", "40000", "--users", "1500", "--items", "300", "--rank", "4", "--out"])
+        .arg(&local)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let url = format!("{}/ps-test/yarn-{tag}-{}/ratings/part-00000", hdfs(), std::process::id());
+    let fs = ps_runtime::input::storage_for(&url).unwrap();
+    let mut f = fs.create(&url).unwrap();
+    std::io::Write::write_all(&mut f, &std::fs::read(&local).unwrap()).unwrap();
+    f.close().unwrap();
+    (dir, url.trim_end_matches("/part-00000").to_string())
+}
+
+/// Spawns yarn-submit; returns it with a channel of its stdout and stderr lines.
+fn spawn(args: &[String]) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = submit().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let (tx, rx) = mpsc::channel();
+    for s in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(s).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+    }
+    (child, rx)
+}
+
+fn wait_line(rx: &mpsc::Receiver<String>, pat: &str, log: &mut Vec<String>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let l = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no '{pat}' in:\n{}", log.join("\n")));
+        log.push(l.clone());
+        if l.contains(pat) {
+            return l;
+        }
+    }
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+/// Runtime processes of `app` (found by their container directory), as (pid, command line).
+fn runtime_pids(app: &str) -> Vec<(u32, String)> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+        if cmd.contains("ps-runtime run") && cwd.to_string_lossy().contains(app) {
+            v.push((pid, cmd));
+        }
+    }
+    v
+}
+
+#[test]
+fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, input) = ratings("mf");
+    let base = input.trim_end_matches("/ratings").to_string();
+    let (out, ck, stats) = (format!("{base}/out"), format!("{base}/ckpt"), dir.join("stats.json"));
+    let mut args = s(&["--master", "yarn", "--workers", "2", "--threads", "2", "--worker-memory", "256"]);
+    args.extend(s(&["--checkpoint", &ck, "--checkpoint-every", "6", "--stats", stats.to_str().unwrap()]));
+    args.extend(s(&[
+        "mf",
+        "--input",
+        &input,
+        "--output",
+        &out,
+        "--passes",
+        "6",
+        "--clocks-per-pass",
+        "3",
+        "--rank",
+        "6",
+    ]));
+    let o = submit().args(&args).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "yarn-submit failed:\n{stdout}\n{stderr}");
+    // The application id is printed first, then the tracking URL.
+    let first = stdout.lines().next().unwrap_or_default();
+    let app = first.strip_prefix("application id: ").expect("application id first").to_string();
+    assert!(stdout.contains("tracking URL: http://"), "{stdout}");
+    assert!(stderr.contains("FINISHED") && stderr.contains("SUCCEEDED"), "{stderr}");
+    let fs = ps_runtime::input::storage_for(&out).unwrap();
+    assert!(fs.exists(&format!("{out}/_SUCCESS")).unwrap());
+    let factors = fs.list(&format!("{out}/user_factors")).unwrap();
+    assert!(factors.iter().map(|f| f.1).sum::<u64>() > 0);
+    let store = ps_runtime::snapshot::CheckpointStore::open(&ck).unwrap();
+    let list = store.list().unwrap();
+    assert!(list.len() >= 2 && list.iter().all(|x| x.1), "{list:?}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["processes_count"], 2);
+    let rmse = v["objective"].as_array().unwrap().last().unwrap()["value"].as_f64().unwrap();
+    assert!(rmse < 1.2, "final RMSE {rmse}");
+    // The RM's record agrees, and the staging directory is gone after success.
+    let st = submit().args(["status", &app]).output().unwrap();
+    let rep: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!((rep["state"].as_str(), rep["finalStatus"].as_str()), (Some("FINISHED"), Some("SUCCEEDED")));
+    assert!(!fs.exists(&format!("{}/user/{}/.ps-staging/{app}", hdfs(), whoami())).unwrap());
+    fs.delete(&base).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn whoami() -> String {
+    std::env::var("HADOOP_USER_NAME").or_else(|_| std::env::var("USER")).unwrap_or_else(|_| "root".into())
+}
+
+#[test]
+fn killed_runtime_container_fails_the_application_with_its_status() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, input) = ratings("kill");
+    let mut args = s(&["--master", "yarn", "--workers", "3", "--threads", "1", "--worker-memory", "256"]);
+    // Slow enough (0.1 s per clock) to be killed mid-job.
+    args.extend(s(&["mf", "--input", &input, "--passes", "100", "--rank", "4"]));
+    args.extend(s(&["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.1"]));
+    let (mut child, rx) = spawn(&args);
+    let mut log = Vec::new();
+    let app = wait_line(&rx, "application id: ", &mut log).replace("application id: ", "");
+    wait_line(&rx, ": RUNNING", &mut log);
+    let t0 = Instant::now();
+    let victim = loop {
+        if let Some(p) = runtime_pids(&app).into_iter().find(|(_, c)| c.contains("--id 1 ")) {
+            break p.0;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "runtime process 1 of {app} never appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let status = child.wait().unwrap();
+    log.extend(rx.iter());
+    let text = log.join("\n");
+    assert!(!status.success(), "{text}");
+    assert!(text.contains("FAILED") && text.contains("process 1") && text.contains("exit status 137"), "{text}");
+    // The AM stopped the other processes: none of this application's is left.
+    let t1 = Instant::now();
+    while !runtime_pids(&app).is_empty() {
+        assert!(t1.elapsed() < Duration::from_secs(20), "left behind: {:?}", runtime_pids(&app));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = ps_runtime::input::storage_for(&input).and_then(|fs| fs.delete(input.trim_end_matches("/ratings")));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn yarn_submit_kill_stops_a_running_application() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let args =
+        s(&["--master", "yarn", "--workers", "2", "--threads", "1", "demo", "--clocks", "600", "--delay-ms", "50"]);
+    let (mut child, rx) = spawn(&args);
+    let mut log = Vec::new();
+    let app = wait_line(&rx, "application id: ", &mut log).replace("application id: ", "");
+    wait_line(&rx, ": RUNNING", &mut log);
+    let k = submit().args(["kill", &app]).output().unwrap();
+    assert!(k.status.success(), "{}", String::from_utf8_lossy(&k.stderr));
+    let rep: serde_json::Value = serde_json::from_slice(&k.stdout).unwrap();
+    assert_eq!(rep["state"], "KILLED");
+    let status = child.wait().unwrap();
+    log.extend(rx.iter());
+    assert!(!status.success() && log.join("\n").contains("KILLED"), "{}", log.join("\n"));
+    let t1 = Instant::now();
+    while !runtime_pids(&app).is_empty() {
+        assert!(t1.elapsed() < Duration::from_secs(20), "left behind: {:?}", runtime_pids(&app));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
