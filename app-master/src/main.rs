@@ -90,9 +90,26 @@ struct Am {
     shared: Arc<Mutex<Shared>>,
     /// Allocated containers by process index.
     procs: Vec<ContainerProto>,
+    /// What register sent (host, rpc port, tracking URL), for re-registering on resync.
+    reg: (String, i32, String),
 }
 
 impl Am {
+    /// Acts on the RM's command in a heartbeat reply. Returns true after a resync (the RM lost
+    /// this attempt's state: register again, and asks must be sent again).
+    async fn on_command(&mut self, cmd: Option<i32>) -> Result<bool, String> {
+        match cmd {
+            Some(AM_SHUTDOWN) => Err("the ResourceManager told the application master to shut down".into()),
+            Some(AM_RESYNC) => {
+                log::warn!("the ResourceManager asked for a resync; registering again");
+                let (h, p, t) = self.reg.clone();
+                self.rm.register(&h, p, &t).await.map_err(|e| format!("re-registering: {e}"))?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     fn index_of(&self, id: &Option<ContainerIdProto>) -> Option<usize> {
         self.procs.iter().position(|c| &c.id == id)
     }
@@ -121,6 +138,12 @@ impl Am {
                 .allocate(std::mem::take(&mut asks), std::mem::take(&mut extra), 0.0)
                 .await
                 .map_err(|e| e.to_string())?;
+            if self.on_command(r.a_m_command).await? {
+                // The new registration starts from nothing: ask again for what is missing.
+                let missing = (n - self.procs.len()) as i32;
+                asks = vec![ask_anywhere(1, self.args.worker_memory, self.args.worker_vcores, missing)];
+                continue;
+            }
             for c in r.allocated_containers {
                 if self.procs.len() < n {
                     self.procs.push(c);
@@ -222,7 +245,8 @@ async fn run(args: Args) -> Result<(), String> {
 
     let mut rm = AmRmClient::connect(&conf.rm_scheduler(), amrm).await.map_err(|e| e.to_string())?;
     rm.register(&host, port as i32, &tracking).await.map_err(|e| e.to_string())?;
-    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new() };
+    let reg = (host.clone(), port as i32, tracking.clone());
+    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new(), reg };
     let outcome =
         drive(&mut am, &resources, creds.without_kind(KIND_AMRM).to_bytes(), &am_addr, &mut hello_rx, &hosts_tx).await;
     let (status, diag) = match &outcome {
@@ -290,9 +314,7 @@ async fn drive(
             }
             Err(e) => return Err(format!("heartbeat: {e}")),
         };
-        if r.a_m_command == Some(AM_SHUTDOWN) {
-            return Err("the ResourceManager told the application master to shut down".into());
-        }
+        am.on_command(r.a_m_command).await?;
         for s in r.completed_container_statuses {
             let Some(i) = am.index_of(&s.container_id) else { continue };
             finished.insert(i);
