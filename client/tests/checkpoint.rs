@@ -2,17 +2,15 @@
 //! checkpoints to `hdfs://`, a job killed after a checkpoint resumes to the same result, offline
 //! evaluation reads the snapshot, and a DataNode stopped mid-write fails the job clearly.
 
+mod common;
+
+use common::{bin, spawn_lines, wait_for};
 use ps_runtime::snapshot::{read, CheckpointStore};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-fn bin(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_yarn-submit")).with_file_name(name)
-}
+use std::time::Instant;
 
 fn submit() -> Command {
     let mut c = Command::new(bin("yarn-submit"));
@@ -53,28 +51,7 @@ fn mf_args<'a>(input: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 
 /// Starts a job and returns it with a channel of its log lines.
 fn spawn_job(args: &[String]) -> (Child, mpsc::Receiver<String>) {
-    let mut child = submit().args(args).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    (child, rx)
-}
-
-fn wait_for(rx: &mpsc::Receiver<String>, pat: &str, log: &mut Vec<String>) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let l = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no '{pat}' in log:\n{}", log.join("\n")));
-        log.push(l.clone());
-        if l.contains(pat) {
-            return;
-        }
-    }
+    spawn_lines(submit().args(args))
 }
 
 fn run_ok(args: &[String]) -> String {
@@ -246,16 +223,7 @@ fn datanode_stopped_mid_job_fails_it_naming_path_and_operation() {
     let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "2"]);
     let slow = ["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.05"];
     args.extend(strings(&mf_args(&input, &slow)));
-    let mut cmd = submit();
-    cmd.args(&args).env("HADOOP_CONF_DIR", &hdfs.conf).stderr(Stdio::piped()).stdout(Stdio::null());
-    let mut child = cmd.spawn().unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
+    let (mut child, rx) = spawn_lines(submit().args(&args).env("HADOOP_CONF_DIR", &hdfs.conf));
     let mut log = Vec::new();
     wait_for(&rx, "snapshot 4 complete", &mut log);
     hdfs.kill_datanode();

@@ -1,15 +1,17 @@
 //! End-to-end tests of `yarn-submit --master local[N]` with real `ps-runtime` processes.
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
+use common::{bin, spawn_lines, wait_for};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 fn submit() -> Command {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_yarn-submit"));
-    let mut c = Command::new(&exe);
-    c.env("PS_RUNTIME_BIN", exe.with_file_name("ps-runtime"));
+    let mut c = Command::new(bin("yarn-submit"));
+    c.env("PS_RUNTIME_BIN", bin("ps-runtime"));
     c
 }
 
@@ -22,34 +24,7 @@ fn tmpdir(tag: &str) -> PathBuf {
 
 /// Starts a job and returns it with a channel of its log lines.
 fn spawn_job(args: &[&str]) -> (Child, mpsc::Receiver<String>) {
-    let mut child = submit().args(args).stderr(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    let (tx, rx) = mpsc::channel();
-    for stream in [
-        Box::new(child.stderr.take().unwrap()) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stdout.take().unwrap()),
-    ] {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stream).lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-    }
-    (child, rx)
-}
-
-/// Reads log lines until one contains `pat`; returns all lines read.
-fn wait_for(rx: &mpsc::Receiver<String>, pat: &str, log: &mut Vec<String>) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let l = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no '{pat}' in log:\n{}", log.join("\n")));
-        log.push(l.clone());
-        if l.contains(pat) {
-            return l;
-        }
-    }
+    spawn_lines(submit().args(args))
 }
 
 fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {

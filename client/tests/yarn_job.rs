@@ -2,18 +2,16 @@
 //! code (PS_YARN_CONF) and the real test HDFS (HDFS_URL), both started by the test command:
 //! submit over REST → our AM (IPC + SASL) → NodeManagers → runtime processes that read HDFS.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use common::{bin, spawn_lines, wait_for};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 /// YARN jobs of this file run one at a time (the kill test finds processes by name).
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn bin(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_yarn-submit")).with_file_name(name)
-}
 
 fn submit() -> Command {
     let conf = std::env::var("PS_YARN_CONF").expect("PS_YARN_CONF is not set: run through scripts/test.sh");
@@ -48,33 +46,7 @@ fn ratings(tag: &str) -> (PathBuf, String) {
 
 /// Spawns yarn-submit; returns it with a channel of its stdout and stderr lines.
 fn spawn(args: &[String]) -> (std::process::Child, mpsc::Receiver<String>) {
-    let mut child = submit().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let (tx, rx) = mpsc::channel();
-    for s in [
-        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stderr.take().unwrap()),
-    ] {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for l in BufReader::new(s).lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-    }
-    (child, rx)
-}
-
-fn wait_line(rx: &mpsc::Receiver<String>, pat: &str, log: &mut Vec<String>) -> String {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let l = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no '{pat}' in:\n{}", log.join("\n")));
-        log.push(l.clone());
-        if l.contains(pat) {
-            return l;
-        }
-    }
+    spawn_lines(submit().args(args))
 }
 
 fn s(v: &[&str]) -> Vec<String> {
@@ -159,8 +131,8 @@ fn killed_runtime_container_fails_the_application_with_its_status() {
     args.extend(s(&["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.1"]));
     let (mut child, rx) = spawn(&args);
     let mut log = Vec::new();
-    let app = wait_line(&rx, "application id: ", &mut log).replace("application id: ", "");
-    wait_line(&rx, ": RUNNING", &mut log);
+    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
+    wait_for(&rx, ": RUNNING", &mut log);
     let t0 = Instant::now();
     let victim = loop {
         if let Some(p) = runtime_pids(&app).into_iter().find(|(_, c)| c.contains("--id 1 ")) {
@@ -192,8 +164,8 @@ fn yarn_submit_kill_stops_a_running_application() {
         s(&["--master", "yarn", "--workers", "2", "--threads", "1", "demo", "--clocks", "600", "--delay-ms", "50"]);
     let (mut child, rx) = spawn(&args);
     let mut log = Vec::new();
-    let app = wait_line(&rx, "application id: ", &mut log).replace("application id: ", "");
-    wait_line(&rx, ": RUNNING", &mut log);
+    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
+    wait_for(&rx, ": RUNNING", &mut log);
     let k = submit().args(["kill", &app]).output().unwrap();
     assert!(k.status.success(), "{}", String::from_utf8_lossy(&k.stderr));
     let rep: serde_json::Value = serde_json::from_slice(&k.stdout).unwrap();

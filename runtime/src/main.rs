@@ -85,7 +85,7 @@ fn snapshot(cmd: SnapCmd) -> Result<(), PsError> {
                     continue;
                 }
                 let m = store.read_manifest(t)?;
-                let bytes: u64 = m.tables.iter().flat_map(|t| &t.shards).chain(&m.workers).map(|f| f.bytes).sum();
+                let bytes = m.total_bytes();
                 println!("{t}\tcomplete\t{}\t{}\t{}\t{bytes}", m.mode, m.resumable, m.is_final);
             }
         }

@@ -4,7 +4,7 @@
 //! Clock 0 adds the random initial assignments; each later clock resamples 1/C of the worker's
 //! documents. Quality: the collapsed log-likelihood log p(w, z).
 
-use super::common::{decode_state, encode_state, CommonArgs, Objective, Output, Tracker};
+use super::common::{CommonArgs, Objective, Output, SavedState, Tracker};
 use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
@@ -13,7 +13,7 @@ use crate::row::{DenseRow, SparseRow};
 use crate::{App, PsContext, TableHandle, Worker};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -108,13 +108,11 @@ impl App for Lda {
                 c.seed.wrapping_mul(0x9e37_79b9) ^ (gid as u64) << 40 ^ clock as u64,
             ))
         };
-        let (start, mut z) = match w.resume_state()? {
-            Some(b) => {
+        let (start, mut z) = match SavedState::load(w, "lda")? {
+            Some(s) => {
                 // Resumed: the tables hold the counts of the saved assignments.
-                let (meta, raw) = decode_state(&b, "lda")?;
-                tracker.restore(&meta["tracker"])?;
-                let start = meta["clock"].as_i64().ok_or_else(|| PsError::codec("lda: saved state has no clock"))?;
-                (start, unpack_assignments(raw, &docs, a.topics)?)
+                s.restore_tracker(&mut tracker)?;
+                (s.clock, unpack_assignments(&s.raw, &docs, a.topics)?)
             }
             None => {
                 // Clock 0: random initial assignments.
@@ -170,7 +168,7 @@ impl App for Lda {
             }
             w.clock_saving(|buf| {
                 let raw: Vec<u8> = z.iter().flatten().flat_map(|t| t.to_le_bytes()).collect();
-                encode_state(&json!({"clock": clock + 1, "tracker": tracker.save()}), &raw, buf)
+                SavedState::write(buf, clock + 1, &tracker, Value::Null, &raw)
             })?;
         }
         tracker.finish(w)?;

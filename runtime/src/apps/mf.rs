@@ -6,14 +6,14 @@
 //! `--test-fraction` (a fixed hash of (user, item, seed) picks the held-out ratings, so the split
 //! does not depend on the number of workers).
 
-use super::common::{decode_state, encode_state, CommonArgs, Objective, Output, Tracker};
+use super::common::{CommonArgs, Objective, Output, SavedState, Tracker};
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
 use crate::input::{read_ratings, Rating, RatingFormat};
 use crate::row::DenseRow;
 use crate::{App, PsContext, TableHandle, Worker};
 use clap::Parser;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -147,10 +147,7 @@ impl App for Mf {
         // when many workers' stale updates add up on popular items.
         let mut mean_t = w.table::<DenseRow<f64>>(MEAN)?;
         // A resumed worker continues after the saved clock; the restored tables hold the mean.
-        let saved = match w.resume_state()? {
-            Some(b) => Some(decode_state(&b, "mf")?.0),
-            None => None,
-        };
+        let saved = SavedState::load(w, "mf")?;
         if saved.is_none() {
             let sum: f64 = train.iter().map(|r| r.value as f64).sum();
             mean_t.batch_inc(0, &[(0, sum), (1, train.len() as f64)])?;
@@ -187,8 +184,8 @@ impl App for Mf {
         };
         let start = match &saved {
             Some(s) => {
-                tracker.restore(&s["tracker"])?;
-                s["clock"].as_i64().ok_or_else(|| PsError::codec("mf: saved worker state has no clock"))?
+                s.restore_tracker(&mut tracker)?;
+                s.clock
             }
             None => {
                 let first = eval(&mut lt, &mut rt)?;
@@ -216,7 +213,7 @@ impl App for Mf {
                 tracker.evaluate(w, clock + 1, || eval(&mut lt, &mut rt))?;
             }
             // The ratings order is fixed by the seed, so the loop position is the data position.
-            w.clock_saving(|buf| encode_state(&json!({"clock": clock + 1, "tracker": tracker.save()}), &[], buf))?;
+            w.clock_saving(|buf| SavedState::write(buf, clock + 1, &tracker, Value::Null, &[]))?;
         }
         tracker.finish(w)?;
         if let Some(out) = &self.output {

@@ -7,7 +7,7 @@
 //! Quality: L1 change per iteration (`l1_delta`) and, with `--reference`, L1 error against a
 //! converged sequential run (`ref_l1`).
 
-use super::common::{decode_state, encode_state, CommonArgs, Objective, Output, Tracker};
+use super::common::{CommonArgs, Objective, Output, SavedState, Tracker};
 use crate::config::TableConfig;
 use crate::error::{PsError, Result};
 use crate::input::read_edges;
@@ -158,13 +158,7 @@ impl App for PageRank {
         let mut global = w.table::<DenseRow<f64>>(GLOBAL)?;
         // Set-up: the node count (largest id + 1 over all workers) and out-degrees.
         // A resumed worker finds the node count, degrees and base ranks in the restored tables.
-        let saved = match w.resume_state()? {
-            Some(b) => {
-                let (meta, raw) = decode_state(&b, "pagerank")?;
-                Some((meta, raw.to_vec()))
-            }
-            None => None,
-        };
+        let saved = SavedState::load(w, "pagerank")?;
         let local_max = edges.src.iter().chain(&edges.dst).map(|&x| x as i64 + 1).max().unwrap_or(0);
         if saved.is_none() {
             meta.inc_col(0, gid as u32, local_max)?;
@@ -233,12 +227,13 @@ impl App for PageRank {
         let mut prev_owned: Option<Vec<f64>> = None;
         let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
         let start = match &saved {
-            Some((meta, raw)) => {
-                tracker.restore(&meta["tracker"])?;
+            Some(s) => {
+                s.restore_tracker(&mut tracker)?;
+                let raw = &s.raw;
                 // The rank already pushed per source and per dangling node, then the last sample.
                 let vals: Vec<f64> =
                     raw.chunks_exact(8).map(|x| f64::from_le_bytes(x.try_into().expect("8"))).collect();
-                let prev_len = meta["prev_owned"].as_u64().map(|x| x as usize);
+                let prev_len = s.meta["prev_owned"].as_u64().map(|x| x as usize);
                 let want = pushed.len() + pushed_dangling.len() + prev_len.unwrap_or(0);
                 if vals.len() != want || raw.len() % 8 != 0 {
                     return Err(PsError::codec(format!(
@@ -251,7 +246,7 @@ impl App for PageRank {
                 pushed.copy_from_slice(p);
                 pushed_dangling.copy_from_slice(pd);
                 prev_owned = prev_len.map(|_| prev.to_vec());
-                meta["clock"].as_i64().ok_or_else(|| PsError::codec("pagerank: saved state has no clock"))?
+                s.clock
             }
             None => {
                 w.clock()?;
@@ -316,7 +311,7 @@ impl App for PageRank {
                     raw.extend_from_slice(&x.to_le_bytes());
                 }
                 let prev = prev_owned.as_ref().map(|p| p.len());
-                encode_state(&json!({"clock": it + 1, "tracker": tracker.save(), "prev_owned": prev}), &raw, buf)
+                SavedState::write(buf, it + 1, &tracker, json!({"prev_owned": prev}), &raw)
             })?;
         }
         tracker.finish(w)?;

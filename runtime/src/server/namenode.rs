@@ -88,7 +88,7 @@ impl NameNode {
         snaps.submit(&self.core, move || {
             let snaps = core.snaps.as_ref().expect("checked above");
             let r = snaps.store.write_manifest(&m).and_then(|_| {
-                let bytes: u64 = m.tables.iter().flat_map(|t| &t.shards).chain(&m.workers).map(|f| f.bytes).sum();
+                let bytes = m.total_bytes();
                 log::info!(
                     "snapshot {} complete: {} ({} tables, {:.1} MB, {})",
                     m.clock,

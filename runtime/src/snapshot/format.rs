@@ -236,6 +236,10 @@ impl Manifest {
     pub fn table(&self, id: u32) -> Option<&TableEntry> {
         self.tables.iter().find(|t| t.config.id == id)
     }
+    /// Bytes of all the snapshot's files (shards and worker states).
+    pub fn total_bytes(&self) -> u64 {
+        self.tables.iter().flat_map(|t| &t.shards).chain(&self.workers).map(|f| f.bytes).sum()
+    }
 }
 
 #[cfg(test)]

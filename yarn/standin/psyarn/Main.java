@@ -45,7 +45,7 @@ public final class Main {
     serverConf.set(CommonConfigurationKeysPublic.HADOOP_SECURITY_AUTHENTICATION, "TOKEN");
     Rm rm = new Rm(root, confDir.getAbsolutePath(), conf);
     rm.start(serverConf, "127.0.0.1");
-    org.apache.hadoop.yarn.server.security.MasterKeyData nmKey = readKey(rm);
+    org.apache.hadoop.yarn.server.security.MasterKeyData nmKey = rm.nmTokens.key();
     for (int i = 0; i < n; i++) {
       rm.nodes.add(new Node(rm, i, serverConf, conf, rm.containerTokens, nmKey, root));
     }
@@ -72,13 +72,6 @@ public final class Main {
       }
     }));
     Thread.currentThread().join();
-  }
-
-  private static org.apache.hadoop.yarn.server.security.MasterKeyData readKey(Rm rm) throws Exception {
-    java.lang.reflect.Field f = org.apache.hadoop.yarn.server.security.BaseNMTokenSecretManager.class
-        .getDeclaredField("currentMasterKey");
-    f.setAccessible(true);
-    return (org.apache.hadoop.yarn.server.security.MasterKeyData) f.get(rm.nmTokens);
   }
 
   private static String prop(String k, String v) {

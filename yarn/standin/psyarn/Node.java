@@ -4,7 +4,6 @@ import java.io.File;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -28,7 +27,6 @@ import org.apache.hadoop.yarn.exceptions.YarnException;
 import org.apache.hadoop.yarn.ipc.YarnRPC;
 import org.apache.hadoop.yarn.security.ContainerTokenIdentifier;
 import org.apache.hadoop.yarn.security.NMTokenIdentifier;
-import org.apache.hadoop.yarn.util.ConverterUtils;
 import org.apache.hadoop.yarn.util.FSDownload;
 
 /**
@@ -55,29 +53,14 @@ final class Node implements ContainerManagementProtocol {
     this.containerTokens = containerTokens;
     this.root = new File(root, "node-" + index);
     this.root.mkdirs();
-    YarnRPC rpc = YarnRPC.create(serverConf);
-    // Port 0: the real port is known once the server is bound.
-    Server s = null;
-    NodeId placeholder = NodeId.newInstance("127.0.0.1", 0);
-    Tokens.NodeNm[] box = new Tokens.NodeNm[1];
-    box[0] = new Tokens.NodeNm(nmKey, placeholder);
-    s = rpc.getServer(ContainerManagementProtocol.class, this, new InetSocketAddress("127.0.0.1", 0), serverConf,
-        box[0], 4);
-    s.start();
-    this.server = s;
-    this.id = NodeId.newInstance("127.0.0.1", s.getListenerAddress().getPort());
+    // Port 0: the node id (and so the NMToken check) is known once the server is bound.
+    Tokens.NodeNm nmTokens = new Tokens.NodeNm(nmKey, NodeId.newInstance("127.0.0.1", 0));
+    this.server = YarnRPC.create(serverConf).getServer(ContainerManagementProtocol.class, this,
+        new InetSocketAddress("127.0.0.1", 0), serverConf, nmTokens, 4);
+    this.server.start();
+    this.id = NodeId.newInstance("127.0.0.1", server.getListenerAddress().getPort());
     this.httpPort = 8042 + index;
-    setNode(box[0], this.id);
-  }
-
-  private static void setNode(Tokens.NodeNm nm, NodeId id) {
-    try {
-      java.lang.reflect.Field f = Tokens.NodeNm.class.getDeclaredField("node");
-      f.setAccessible(true);
-      f.set(nm, id);
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException(e);
-    }
+    nmTokens.setNode(this.id);
   }
 
   void stop() {
@@ -254,11 +237,4 @@ final class Node implements ContainerManagementProtocol {
     return GetContainerStatusesResponse.newInstance(out, failed);
   }
 
-  static String readAll(File f) throws IOException {
-    return new String(Files.readAllBytes(f.toPath()), StandardCharsets.UTF_8);
-  }
-
-  static ContainerId parse(String s) {
-    return ConverterUtils.toContainerId(s);
-  }
 }

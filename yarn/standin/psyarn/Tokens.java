@@ -42,11 +42,21 @@ final class Tokens {
 
   /** NMTokens of one node: the shared master key, plus the check that a token names this node. */
   static final class NodeNm extends BaseNMTokenSecretManager {
-    private final NodeId node;
+    /** Set once the node's server is bound (its port is part of the node id). */
+    private volatile NodeId node;
 
     NodeNm(MasterKeyData key, NodeId node) {
       this.currentMasterKey = key;
       this.node = node;
+    }
+
+    void setNode(NodeId node) {
+      this.node = node;
+    }
+
+    /** The master key, shared by every node of the stand-in. */
+    MasterKeyData key() {
+      return currentMasterKey;
     }
 
     static MasterKeyData newKey() {
