@@ -110,7 +110,7 @@ impl Cli {
         let mut cfg = match &self.conf {
             Some(p) => {
                 let text = std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?;
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?
+                RuntimeConfig::from_json(&text, &p.display().to_string()).map_err(|e| e.to_string())?
             }
             None => RuntimeConfig::default(),
         };

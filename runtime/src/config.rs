@@ -74,7 +74,10 @@ pub struct RuntimeConfig {
     pub stats_per_clock: bool,
     /// Snapshots and checkpoints (LazyTable §3.3); off unless `checkpoint.url` is set.
     pub checkpoint: CheckpointConfig,
-    /// Fault injection for tests of the test suite itself; never set in production.
+    /// Fault injection for tests of the test suite itself. Not serialized: a job file or `--conf`
+    /// that names `fault` is refused (see [`RuntimeConfig::from_json`]), so it can only be set
+    /// from Rust code, i.e. by tests.
+    #[serde(skip)]
     pub fault: FaultConfig,
 }
 
@@ -130,12 +133,15 @@ impl CheckpointConfig {
     }
 }
 
-/// Deliberate misbehaviour, used to check that the consistency tests can fail.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-#[serde(deny_unknown_fields, default)]
+/// Deliberate misbehaviour, used to check that the consistency tests can fail. Test-only: it is
+/// not part of the JSON configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FaultConfig {
     /// Servers claim rows are this many clocks fresher than they are (breaks SSP).
     pub overstate_age: u32,
+    /// Clients accept rows this many clocks older than the bound allows (`c - s - 1 - k`): an
+    /// off-by-one in the client's staleness check.
+    pub loosen_client_bound: u32,
 }
 
 impl Default for RuntimeConfig {
@@ -161,6 +167,23 @@ impl Default for RuntimeConfig {
 }
 
 impl RuntimeConfig {
+    /// Reads a configuration from JSON text (`--conf`, the `runtime` of `job.json`); `source`
+    /// names the file in errors. Unknown keys are errors, and so is `fault`: fault injection
+    /// silently breaks the consistency guarantee and exists for the test suite only.
+    pub fn from_json(text: &str, source: &str) -> Result<Self> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| PsError::Config(format!("{source}: {e}")))?;
+        Self::from_value(v, source)
+    }
+
+    fn from_value(v: serde_json::Value, source: &str) -> Result<Self> {
+        if v.get("fault").is_some() {
+            return Err(PsError::Config(format!(
+                "{source}: fault: fault injection is for the test suite only and cannot be set in a job configuration"
+            )));
+        }
+        serde_json::from_value(v).map_err(|e| PsError::Config(format!("{source}: {e}")))
+    }
+
     /// Checks ranges; errors name the offending key.
     pub fn validate(&self) -> Result<()> {
         let bad = |k: &str, why: &str| Err(PsError::Config(format!("{k}: {why}")));
@@ -307,8 +330,23 @@ impl JobConfig {
     pub fn load(path: &std::path::Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| PsError::io(format!("reading job config {}", path.display()), e))?;
-        let cfg: JobConfig =
-            serde_json::from_str(&text).map_err(|e| PsError::Config(format!("{}: {e}", path.display())))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks `job.json` text; `source` names it in errors.
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        let mut v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| PsError::Config(format!("{source}: {e}")))?;
+        // The runtime part goes through the same checks as `--conf` (no `fault`).
+        let runtime = match v.as_object_mut().and_then(|o| o.remove("runtime")) {
+            Some(r) => RuntimeConfig::from_value(r, &format!("{source}: runtime"))?,
+            None => return Err(PsError::Config(format!("{source}: missing field `runtime`"))),
+        };
+        let mut rest = v;
+        if let Some(o) = rest.as_object_mut() {
+            o.insert("runtime".into(), serde_json::to_value(&runtime).map_err(|e| PsError::codec(e.to_string()))?);
+        }
+        let cfg: JobConfig = serde_json::from_value(rest).map_err(|e| PsError::Config(format!("{source}: {e}")))?;
         cfg.runtime.validate()?;
         Ok(cfg)
     }

@@ -182,3 +182,19 @@ fn pagerank_converges_to_the_sequential_reference() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A corrupt edge whose node id is far beyond what the edges can justify fails the job with a
+/// clear message instead of allocating dense rank vectors for four billion nodes.
+#[test]
+fn pagerank_refuses_node_ids_the_input_cannot_justify() {
+    let d = tmp("pr-sparse");
+    let g = d.join("g.tsv");
+    std::fs::write(&g, "0\t1\n1\t2\n2\t0\n4000000000\t1\n").unwrap();
+    let a = args(format!("--input {} --passes 3", g.display()));
+    let res = run_cluster(2, &RuntimeConfig { threads: 1, ..RuntimeConfig::default() }, |_| {
+        apps::build("pagerank", &a).unwrap()
+    });
+    let msgs: Vec<String> = res.iter().filter_map(|r| r.as_ref().err().map(|e| e.to_string())).collect();
+    assert!(msgs.iter().any(|m| m.contains("node ids reach 4000000000") && m.contains("4 edges")), "{msgs:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}

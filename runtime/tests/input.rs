@@ -25,7 +25,7 @@ fn write(p: &Path, s: &str) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     /// Any files, any line lengths (including empty lines and a missing final newline), any
     /// number of workers: the union of the lines read is exactly the lines of the files.
@@ -155,6 +155,41 @@ fn malformed_lines_name_file_and_line_or_are_skipped() {
     let c = write(&d.join("docword.x.txt"), "2\n5\n3\n1 1 2\n1 9 x\n2 3 1\n");
     let e = read_corpus(&c, None, 0, 1, BadRecords::Fail).unwrap_err().to_string();
     assert!(e.contains("docword.x.txt:5") && e.contains("count 'x'"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// What a file can make a reader allocate is bounded by what the file can justify: absurd counts
+/// and headers are `file:line` errors, not multi-gigabyte allocations.
+#[test]
+fn absurd_sizes_are_refused_with_file_and_line() {
+    let d = dir("absurd");
+    // One entry asking for four billion tokens (16 GiB of word ids before this check).
+    let p = write(&d.join("docword.a.txt"), "1\n3\n1\n1 2 4000000000\n");
+    let e = read_corpus(&p, None, 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("docword.a.txt:4") && e.contains("count 4000000000"), "{e}");
+    // Headers the file cannot hold: NNZ beyond the bytes, a vocabulary beyond the entries.
+    let p = write(&d.join("docword.b.txt"), "1\n3\n99999999999\n1 2 1\n");
+    let e = read_corpus(&p, None, 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("docword.b.txt:3") && e.contains("NNZ 99999999999"), "{e}");
+    let p = write(&d.join("docword.c.txt"), "1\n17179869184\n1\n1 2 1\n");
+    let e = read_corpus(&p, None, 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("docword.c.txt:2") && e.contains("vocabulary size 17179869184"), "{e}");
+    // Entries outside the header's ranges.
+    let p = write(&d.join("docword.d.txt"), "1\n3\n2\n1 2 1\n1 9 1\n");
+    let e = read_corpus(&p, None, 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("docword.d.txt:5") && e.contains("word id 9"), "{e}");
+    // Netflix ratings get the same finite check as the other formats.
+    let p = write(&d.join("mv_1.txt"), "7:\n1,3,2005-01-01\n2,inf,2005-01-01\n");
+    let e = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("mv_1.txt:3") && e.contains("not finite"), "{e}");
+    let p = write(&d.join("r.tsv"), "1\t2\tNaN\n");
+    let e = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("r.tsv:1") && e.contains("not finite"), "{e}");
+    // A file without line breaks is not read into one buffer.
+    let big = d.join("one-line.txt");
+    std::fs::write(&big, vec![b'7'; ps_runtime::input::MAX_LINE_BYTES + 10]).unwrap();
+    let e = read_edges(big.to_str().unwrap(), 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("one-line.txt") && e.contains("longer than 64 MiB"), "{e}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -7,44 +7,59 @@ use crate::error::{Result, YarnError};
 use base64::Engine;
 use md5::{Digest, Md5};
 
-/// Parses `key=value,key="quoted, value",...` into pairs.
+/// Parses `key=value,key="quoted, value",...` into pairs. Never panics: a server's challenge is
+/// untrusted input. A token without `=` becomes a key with an empty value; an unterminated quote
+/// runs to the end; backslash escapes inside quotes are honoured (RFC 2831 quoted-string).
 pub fn parse_challenge(s: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        while i < b.len() && (b[i] == b',' || b[i] == b' ') {
-            i += 1;
+    let mut rest = s;
+    loop {
+        rest = rest.trim_start_matches([',', ' ', '\t']);
+        if rest.is_empty() {
+            return out;
         }
-        let k0 = i;
-        while i < b.len() && b[i] != b'=' {
-            i += 1;
+        let cut = rest.find(['=', ',']).unwrap_or(rest.len());
+        let key = rest[..cut].trim().to_string();
+        if !rest[cut..].starts_with('=') {
+            // `foo` or `foo,`: a bare token.
+            if !key.is_empty() {
+                out.push((key, String::new()));
+            }
+            rest = &rest[cut..];
+            continue;
         }
-        let key = s[k0..i].trim().to_string();
-        i += 1;
-        let mut val = String::new();
-        if i < b.len() && b[i] == b'"' {
-            i += 1;
-            while i < b.len() && b[i] != b'"' {
-                if b[i] == b'\\' && i + 1 < b.len() {
-                    i += 1;
+        let after = &rest[cut + 1..];
+        let (val, next) = match after.strip_prefix('"') {
+            Some(q) => {
+                let mut val = String::new();
+                let mut chars = q.char_indices();
+                let mut end = q.len();
+                while let Some((i, c)) = chars.next() {
+                    match c {
+                        '"' => {
+                            end = i + 1;
+                            break;
+                        }
+                        '\\' => {
+                            if let Some((_, e)) = chars.next() {
+                                val.push(e);
+                            }
+                        }
+                        c => val.push(c),
+                    }
                 }
-                val.push(b[i] as char);
-                i += 1;
+                (val, &q[end.min(q.len())..])
             }
-            i += 1;
-        } else {
-            let v0 = i;
-            while i < b.len() && b[i] != b',' {
-                i += 1;
+            None => {
+                let e = after.find(',').unwrap_or(after.len());
+                (after[..e].trim().to_string(), &after[e..])
             }
-            val = s[v0.min(b.len())..i].trim().to_string();
-        }
+        };
         if !key.is_empty() {
             out.push((key, val));
         }
+        rest = next;
     }
-    out
 }
 
 fn md5(parts: &[&[u8]]) -> [u8; 16] {
@@ -166,5 +181,19 @@ mod tests {
         assert_eq!((d.username.as_str(), d.password.as_str(), d.realm.as_str()), ("aWQ=", "cHc=", "default"));
         let e = DigestMd5::for_token(b"id", b"pw", r#"nonce="x",qop="auth-conf""#, "/default", "rm").unwrap_err();
         assert!(e.to_string().contains("only 'auth' is supported"), "{e}");
+    }
+
+    /// Challenges from a hostile or broken server parse without panicking (the old parser
+    /// sliced past the end on a last element without `=`).
+    #[test]
+    fn malformed_challenges_do_not_panic() {
+        let kv = parse_challenge(r#"nonce="x",foo"#);
+        assert_eq!(kv, vec![("nonce".into(), "x".into()), ("foo".into(), String::new())]);
+        for bad in ["foo", "=", "a=", "a=\"unterminated", "a=\"\\", ",,,", "é=ü,\"=\"", "k=\"a\\\"b\"", "x=\"é"] {
+            let _ = parse_challenge(bad);
+        }
+        assert_eq!(parse_challenge(r#"k="a\"b",z=1"#), vec![("k".into(), "a\"b".into()), ("z".into(), "1".into())]);
+        // A challenge without a nonce is a clear error, not a panic.
+        assert!(DigestMd5::for_token(b"i", b"p", "realm=x,foo", "/default", "rm").is_err());
     }
 }

@@ -54,6 +54,23 @@ pub fn pagerank_sequential(n: usize, src: &[u32], dst: &[u32], d: f64, iters: us
     r
 }
 
+/// Refuses node ids far sparser than the edges can justify. Ranks, degrees and their updates are
+/// dense vectors of the largest id + 1 (about 40 bytes per node on every worker), so one corrupt
+/// line such as `4000000000 1` would otherwise allocate 160 GB. An edge list names at most two
+/// nodes per edge; some slack is left for isolated ids, and small graphs always pass.
+fn check_node_count(input: &str, n: usize, edges: u64) -> Result<()> {
+    let limit = edges.saturating_mul(16).saturating_add(1 << 20);
+    if n as u64 > limit {
+        return Err(PsError::Config(format!(
+            "pagerank: {input}: node ids reach {} but the input has only {edges} edges (at most {limit} nodes \
+             are accepted; dense rank vectors would need {:.1} GB per worker): renumber the nodes 0..N-1",
+            n - 1,
+            n as f64 * 40.0 / 1e9
+        )));
+    }
+    Ok(())
+}
+
 /// In-edges in compressed rows (pull form) and out-degrees.
 pub struct Csr {
     pub offsets: Vec<usize>,
@@ -162,11 +179,15 @@ impl App for PageRank {
         let local_max = edges.src.iter().chain(&edges.dst).map(|&x| x as i64 + 1).max().unwrap_or(0);
         if saved.is_none() {
             meta.inc_col(0, gid as u32, local_max)?;
+            meta.inc_col(1, gid as u32, edges.src.len() as i64)?;
             w.global_barrier()?;
         }
         let n = meta.get(0)?.iter().copied().max().unwrap_or(0) as usize;
         if n == 0 {
             return Err(PsError::Config(format!("pagerank: {} has no edges", c.input)));
+        }
+        if saved.is_none() {
+            check_node_count(&c.input, n, meta.get(1)?.iter().sum::<i64>() as u64)?;
         }
         let blocks = n.div_ceil(b);
         let mut counts = vec![0i64; n];

@@ -42,6 +42,8 @@ pub(crate) struct ThreadTable<R: Row> {
     proc: Arc<ProcessTable<R>>,
     clock: Rc<ThreadClock>,
     slack: Option<i64>,
+    /// Test-only fault: accept rows this many clocks too old (`fault.loosen_client_bound`).
+    loosen: i64,
     prefetch: PrefetchPolicy,
     capacity: usize,
     cache: FxHashMap<u64, Entry<R>>,
@@ -56,6 +58,7 @@ impl<R: Row> ThreadTable<R> {
         let slack = cfg.slack(proc.cfg.staleness);
         ThreadTable {
             slack,
+            loosen: cfg.fault.loosen_client_bound as i64,
             // Async has no staleness bound to trigger fetches: without refresh a row would never
             // change, so it always refreshes aggressively.
             prefetch: if slack.is_none() { PrefetchPolicy::Aggressive } else { cfg.prefetch },
@@ -73,7 +76,7 @@ impl<R: Row> ThreadTable<R> {
     #[inline]
     fn required(&self, c: i64) -> i64 {
         let by_slack = match self.slack {
-            Some(s) => c - s - 1,
+            Some(s) => c - s - 1 - self.loosen,
             None => NO_AGE + 1,
         };
         by_slack.max(self.clock.floor.get())

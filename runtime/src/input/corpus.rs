@@ -71,6 +71,11 @@ fn sibling_vocab(path: &str) -> Option<String> {
     v.exists().then(|| v.to_string_lossy().to_string())
 }
 
+/// Largest count of one word in one document. Counts are expanded into one token each (4 bytes
+/// of word id plus 4 of topic), so `1 1 4000000000` would ask for 32 GB; no real document repeats
+/// a word a million times, so a larger count is reported as corrupt instead of allocated.
+pub const MAX_WORD_COUNT: u32 = 1 << 20;
+
 fn parse_triple(t: &str) -> std::result::Result<(u64, u32, u32), String> {
     let mut f = t.split_whitespace();
     let d = field::<u64>(f.next(), "doc id")?;
@@ -79,7 +84,35 @@ fn parse_triple(t: &str) -> std::result::Result<(u64, u32, u32), String> {
     if d == 0 || w == 0 {
         return Err("doc and word ids are 1-based".into());
     }
+    if c > MAX_WORD_COUNT {
+        return Err(format!("count {c} is larger than any real document can hold (at most {MAX_WORD_COUNT})"));
+    }
     Ok((d, w - 1, c))
+}
+
+/// Checks a docword header against what the file can hold. Every entry line takes at least 6
+/// bytes (`1 1 1\n`), which bounds NNZ by the file size. The vocabulary size `W` drives the topic
+/// model's `V` and the output's loop over word ids, so it must not exceed what the entries or the
+/// vocabulary file can justify; samples of a corpus keep the full `W` of the original, so some
+/// slack beyond the entries is allowed.
+fn check_header(path: &str, len: u64, h: [u64; 3], body_start: u64, vocab_lines: usize) -> Result<()> {
+    let max_entries = len.saturating_sub(body_start) / 6 + 1;
+    let [_, w, nnz] = h;
+    let bad = |line: u32, why: String| PsError::Config(format!("{path}:{line}: {why}"));
+    if nnz > max_entries {
+        return Err(bad(3, format!("NNZ {nnz} entries cannot fit in the file's {len} bytes (at most {max_entries})")));
+    }
+    let justified = (vocab_lines as u64).max(nnz.saturating_mul(16).saturating_add(1 << 20));
+    if w > justified {
+        return Err(bad(
+            2,
+            format!(
+                "vocabulary size {w} is more than the {nnz} entries and the {vocab_lines} words of the vocabulary \
+                 file can justify (at most {justified})"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Reads worker `k`'s share (of `n`) of the corpus at `url`. `vocab` overrides the vocabulary
@@ -101,9 +134,13 @@ pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadR
     };
     let mut corpus = Corpus::default();
     if docword {
+        if let Some((h, end)) = header_and_end(st, &files[0].0)? {
+            check_header(&files[0].0, files.iter().map(|f| f.1).sum(), h, end, words.as_ref().map_or(0, Vec::len))?;
+        }
+        let limits = header.map(|h| (h[0], h[1]));
         let mut max_w = 0usize;
         for split in plan_splits(&files, k, n) {
-            read_docword_split(st, &split, bad, &mut corpus, &mut stats, &mut max_w)?;
+            read_docword_split(st, &split, bad, limits, &mut corpus, &mut stats, &mut max_w)?;
         }
         let declared = header.map(|h| h[1] as usize).unwrap_or(0);
         corpus.vocab_size = words.as_ref().map(|w| w.len()).unwrap_or(0).max(max_w).max(declared);
@@ -155,6 +192,7 @@ fn read_docword_split(
     st: &dyn Storage,
     split: &super::Split,
     bad: BadRecords,
+    limits: Option<(u64, u64)>,
     corpus: &mut Corpus,
     stats: &mut ReadStats,
     max_w: &mut usize,
@@ -183,7 +221,12 @@ fn read_docword_split(
         if t.is_empty() {
             continue;
         }
-        let (d, w, c) = match parse_triple(t) {
+        let parsed = parse_triple(t).and_then(|(d, w, c)| match limits {
+            Some((docs, _)) if d > docs => Err(format!("doc id {d} exceeds the header's {docs} documents")),
+            Some((_, v)) if w as u64 >= v => Err(format!("word id {} exceeds the header's {v} words", w as u64 + 1)),
+            _ => Ok((d, w, c)),
+        });
+        let (d, w, c) = match parsed {
             Ok(x) => x,
             Err(why) => {
                 if past {

@@ -14,7 +14,7 @@ pub use corpus::{read_corpus, Corpus, Doc};
 pub use graph::{read_edges, Edges};
 pub use hdfs::HdfsFs;
 pub use ratings::{read_ratings, Rating, RatingFormat};
-pub use split::{plan_splits, LineReader, Split};
+pub use split::{plan_splits, LineReader, Split, MAX_LINE_BYTES};
 pub use storage::{storage_for, LocalFs, OutFile, Storage};
 
 use crate::error::{PsError, Result};

@@ -54,13 +54,19 @@ fn detect(storage: &dyn Storage, path: &str) -> Result<RatingFormat> {
     })
 }
 
-fn parse_fields<'a>(mut it: impl Iterator<Item = &'a str>) -> std::result::Result<Rating, String> {
-    let user = field::<u32>(it.next(), "user id")?;
-    let item = field::<u32>(it.next(), "item id")?;
-    let value = field::<f32>(it.next(), "rating")?;
+/// A rating value: a finite number (NaN or infinity would poison every factor it touches).
+fn rating_value(s: Option<&str>) -> std::result::Result<f32, String> {
+    let value = field::<f32>(s, "rating")?;
     if !value.is_finite() {
         return Err(format!("rating {value} is not finite"));
     }
+    Ok(value)
+}
+
+fn parse_fields<'a>(mut it: impl Iterator<Item = &'a str>) -> std::result::Result<Rating, String> {
+    let user = field::<u32>(it.next(), "user id")?;
+    let item = field::<u32>(it.next(), "item id")?;
+    let value = rating_value(it.next())?;
     Ok(Rating { user, item, value })
 }
 
@@ -104,10 +110,8 @@ pub fn read_ratings(
                         None => Err("rating line before any 'MOVIEID:' line".to_string()),
                         Some(m) => {
                             let mut f = t.split(',');
-                            field::<u32>(f.next(), "user id").and_then(|u| {
-                                let v = field::<f32>(f.next(), "rating")?;
-                                Ok(Rating { user: u, item: m, value: v })
-                            })
+                            field::<u32>(f.next(), "user id")
+                                .and_then(|u| Ok(Rating { user: u, item: m, value: rating_value(f.next())? }))
                         }
                     }
                 }

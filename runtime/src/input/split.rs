@@ -30,6 +30,11 @@ pub fn plan_splits(files: &[(String, u64)], k: usize, n: usize) -> Vec<Split> {
     out
 }
 
+/// Longest line a reader accepts. A line is held in memory whole, so a file without line breaks
+/// must fail with a clear error rather than be read into one buffer; real records (a rating, an
+/// edge, a document of tokens) are far shorter.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
 /// Reads the lines owned by a split, with their byte offsets.
 pub struct LineReader {
     inner: BufReader<Box<dyn Read + Send>>,
@@ -59,10 +64,18 @@ impl LineReader {
 
     fn raw_line(&mut self) -> Result<usize> {
         self.buf.clear();
-        let n = self
-            .inner
+        let n = (&mut self.inner)
+            .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut self.buf)
             .map_err(|e| PsError::io(format!("reading {} at byte {}", self.path, self.pos), e))?;
+        if n > MAX_LINE_BYTES {
+            return Err(PsError::Config(format!(
+                "{} (byte {}): a line longer than {} MiB (is this a text input?)",
+                self.path,
+                self.pos,
+                MAX_LINE_BYTES >> 20
+            )));
+        }
         self.pos += n as u64;
         Ok(n)
     }
