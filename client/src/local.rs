@@ -137,12 +137,20 @@ fn describe(status: &ExitStatus) -> String {
     }
 }
 
-fn stream(k: usize, src: impl Read + Send + 'static) {
+/// The last failure each process reported in its log (`process K failed: why`), so the job's final
+/// message can say why, not just which process exited first.
+type Reasons = std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>;
+
+fn stream(k: usize, src: impl Read + Send + 'static, reasons: Reasons) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        let marker = format!("process {k} failed: ");
         for line in BufReader::new(src).lines().map_while(Result::ok) {
+            if let Some(why) = line.split_once(&marker).map(|x| x.1) {
+                reasons.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(why.to_string());
+            }
             log::info!(target: "child", "[p{k}] {line}");
         }
-    });
+    })
 }
 
 fn signal(pid: u32, sig: libc::c_int) {
@@ -171,6 +179,8 @@ pub fn run(cli: &Cli) -> i32 {
     log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
     let (tx, rx) = mpsc::channel();
     let mut pids = Vec::new();
+    let reasons: Reasons = std::sync::Arc::new(std::sync::Mutex::new(vec![None; job.n]));
+    let mut streams = Vec::new();
     for k in 0..job.n {
         let mut cmd = Command::new(&bin);
         cmd.arg("run").arg("--job").arg(&job.job_file).arg("--id").arg(k.to_string());
@@ -192,8 +202,8 @@ pub fn run(cli: &Cli) -> i32 {
         };
         pids.push(child.id());
         log::info!("process {k} started (pid {})", child.id());
-        stream(k, child.stdout.take().expect("piped"));
-        stream(k, child.stderr.take().expect("piped"));
+        streams.push(stream(k, child.stdout.take().expect("piped"), reasons.clone()));
+        streams.push(stream(k, child.stderr.take().expect("piped"), reasons.clone()));
         let tx = tx.clone();
         std::thread::spawn(move || {
             if let Ok(st) = child.wait() {
@@ -218,7 +228,7 @@ pub fn run(cli: &Cli) -> i32 {
     }
     drop(tx);
     let mut running = vec![true; job.n];
-    let mut failure: Option<String> = None;
+    let mut failure: Option<(String, Option<usize>)> = None;
     // Escalation after a failure: survivors get a grace period to notice the lost peer and exit
     // with their own message, then SIGTERM, then SIGKILL.
     let mut escalation: Vec<(Instant, libc::c_int)> = Vec::new();
@@ -243,28 +253,34 @@ pub fn run(cli: &Cli) -> i32 {
                 Err(_) => break,
             },
         };
-        let (reason, grace) = match ev {
+        let (reason, who, grace) = match ev {
             Event::Exited(k, st) => {
                 running[k] = false;
                 if st.success() || failure.is_some() {
                     continue;
                 }
-                (format!("process {k} {}", describe(&st)), Duration::from_secs(5))
+                (format!("process {k} {}", describe(&st)), Some(k), Duration::from_secs(5))
             }
             Event::Interrupted => {
                 if failure.is_some() {
                     continue;
                 }
-                ("interrupted".to_string(), Duration::ZERO)
+                ("interrupted".to_string(), None, Duration::ZERO)
             }
         };
         log::error!("job failed: {reason}; stopping the other processes");
-        failure = Some(reason);
+        failure = Some((reason, who));
         let now = Instant::now();
         escalation = vec![(now + grace, libc::SIGTERM), (now + grace + Duration::from_secs(3), libc::SIGKILL)];
     }
-    if let Some(f) = failure {
-        log::error!("job failed: {f} (job directory kept: {})", job.dir.display());
+    if let Some((f, who)) = failure {
+        // Every process has exited: once their pipes are drained, their last words are known.
+        streams.into_iter().for_each(|h| {
+            let _ = h.join();
+        });
+        let why = who.and_then(|k| reasons.lock().unwrap_or_else(|e| e.into_inner())[k].clone());
+        let why = why.map(|w| format!(": {w}")).unwrap_or_default();
+        log::error!("job failed: {f}{why} (job directory kept: {})", job.dir.display());
         return 1;
     }
     let code = finish_stats(cli, &job);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{bin, spawn_lines, wait_for};
+use common::{bin, output, spawn_lines, wait_for, wait_within, JOB_LIMIT};
 use ps_runtime::snapshot::{read, CheckpointStore};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -32,13 +32,13 @@ fn tmpdir(tag: &str) -> PathBuf {
 /// Small Netflix-shaped ratings (planted rank 5), generated once per test.
 fn ratings(dir: &Path) -> String {
     let out = dir.join("ratings.tsv");
-    let st = Command::new(bin("ps-runtime"))
-        .args(["gen", "ratings", "--ratings", "60000", "--users", "2000", "--items", "400", "--rank", "5"])
-        .arg("--out")
-        .arg(&out)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let st = output(
+        Command::new(bin("ps-runtime"))
+            .args(["gen", "ratings", "--ratings", "60000", "--users", "2000", "--items", "400", "--rank", "5"])
+            .arg("--out")
+            .arg(&out),
+    );
+    assert!(st.status.success());
     out.to_string_lossy().into_owned()
 }
 
@@ -55,7 +55,7 @@ fn spawn_job(args: &[String]) -> (Child, mpsc::Receiver<String>) {
 }
 
 fn run_ok(args: &[String]) -> String {
-    let out = submit().args(args).output().unwrap();
+    let out = output(submit().args(args));
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "job failed:\n{err}");
     err
@@ -94,7 +94,7 @@ fn kill_and_resume(tag: &str, shape: &[&str]) -> ((f64, f64), (f64, f64)) {
     let mut log = Vec::new();
     wait_for(&rx, "snapshot 16 complete", &mut log);
     child.kill().unwrap();
-    let status = child.wait().unwrap();
+    let status = wait_within(child, JOB_LIMIT, "the killed job");
     assert!(!status.success());
     assert!(!st_b.exists(), "the killed job must not have finished");
     let store = CheckpointStore::open(&ck_b).unwrap();
@@ -159,17 +159,24 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
     }
     // Offline evaluation of the end-of-job snapshot agrees with the job's own final RMSE (which
     // each worker measured before the other workers' last-clock updates were visible).
-    let ev = Command::new(bin("ps-runtime"))
-        .args(["snapshot", "eval-mf", &ck, "--input", &input, "--seed", "3", "--test-fraction", "0.1"])
-        .output()
-        .unwrap();
+    let ev = output(Command::new(bin("ps-runtime")).args([
+        "snapshot",
+        "eval-mf",
+        &ck,
+        "--input",
+        &input,
+        "--seed",
+        "3",
+        "--test-fraction",
+        "0.1",
+    ]));
     assert!(ev.status.success(), "{}", String::from_utf8_lossy(&ev.stderr));
     let v: Value = serde_json::from_slice(&ev.stdout).unwrap();
     let (train, test) = final_objective(&stats);
     assert!((v["train_rmse"].as_f64().unwrap() - train).abs() < 0.02 * train, "offline {v} vs job {train}");
     assert!((v["test_rmse"].as_f64().unwrap() - test).abs() < 0.02 * test, "offline {v} vs job {test}");
     // The dump tool prints every row: 2000 users + 400 items + mean + owner/objective rows.
-    let dump = Command::new(bin("ps-runtime")).args(["snapshot", "dump", &ck, "--table", "1"]).output().unwrap();
+    let dump = output(Command::new(bin("ps-runtime")).args(["snapshot", "dump", &ck, "--table", "1"]));
     assert!(dump.status.success());
     let text = String::from_utf8(dump.stdout).unwrap();
     assert_eq!(text.lines().count(), 400);
@@ -191,7 +198,7 @@ struct PrivateHdfs {
 impl PrivateHdfs {
     fn start(state: PathBuf) -> Self {
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts");
-        let out = Command::new(scripts.join("hdfs-up.sh")).env("PS_HDFS_DIR", &state).output().unwrap();
+        let out = output(Command::new(scripts.join("hdfs-up.sh")).env("PS_HDFS_DIR", &state));
         assert!(out.status.success(), "hdfs-up.sh failed: {}", String::from_utf8_lossy(&out.stderr));
         let env = std::fs::read_to_string(state.join("env")).unwrap();
         let get = |k: &str| {
@@ -201,15 +208,18 @@ impl PrivateHdfs {
     }
     fn kill_datanode(&self) {
         let pid = std::fs::read_to_string(self.state.join("run/datanode.pid")).unwrap();
-        let st = Command::new("kill").args(["-9", pid.trim()]).status().unwrap();
-        assert!(st.success());
+        let st = output(Command::new("kill").args(["-9", pid.trim()]));
+        assert!(st.status.success());
     }
 }
 
 impl Drop for PrivateHdfs {
     fn drop(&mut self) {
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts");
-        let _ = Command::new(scripts.join("hdfs-down.sh")).env("PS_HDFS_DIR", &self.state).output();
+        let _ = common::exit_within(
+            Command::new(scripts.join("hdfs-down.sh")).env("PS_HDFS_DIR", &self.state).spawn().unwrap(),
+            std::time::Duration::from_secs(60),
+        );
         let _ = std::fs::remove_dir_all(&self.state);
     }
 }
@@ -223,12 +233,12 @@ fn datanode_stopped_mid_job_fails_it_naming_path_and_operation() {
     let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "2"]);
     let slow = ["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.05"];
     args.extend(strings(&mf_args(&input, &slow)));
-    let (mut child, rx) = spawn_lines(submit().args(&args).env("HADOOP_CONF_DIR", &hdfs.conf));
+    let (child, rx) = spawn_lines(submit().args(&args).env("HADOOP_CONF_DIR", &hdfs.conf));
     let mut log = Vec::new();
     wait_for(&rx, "snapshot 4 complete", &mut log);
     hdfs.kill_datanode();
     let killed = Instant::now();
-    let status = child.wait().unwrap();
+    let status = wait_within(child, JOB_LIMIT, "the job without its DataNode");
     eprintln!("job ended {:.1}s after the DataNode was killed", killed.elapsed().as_secs_f64());
     log.extend(rx.iter());
     let text = log.join("\n");

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{bin, spawn_lines, wait_for};
+use common::{bin, exit_within, output, spawn_lines, wait_for};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command};
@@ -27,28 +27,17 @@ fn spawn_job(args: &[&str]) -> (Child, mpsc::Receiver<String>) {
     spawn_lines(submit().args(args))
 }
 
-fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if let Some(st) = child.try_wait().unwrap() {
-            return Some(st);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
-}
-
 #[test]
 fn demo_job_succeeds_and_writes_stats() {
     let dir = tmpdir("stats");
     let stats = dir.join("stats.json");
-    let out = submit()
-        .args(["--master", "local[3]", "--threads", "2", "--consistency", "essp", "--staleness", "2"])
-        .arg("--stats")
-        .arg(&stats)
-        .args(["demo", "--clocks", "15", "--jitter-ms", "2"])
-        .output()
-        .unwrap();
+    let out = output(
+        submit()
+            .args(["--master", "local[3]", "--threads", "2", "--consistency", "essp", "--staleness", "2"])
+            .arg("--stats")
+            .arg(&stats)
+            .args(["demo", "--clocks", "15", "--jitter-ms", "2"]),
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     for k in [
@@ -79,13 +68,13 @@ fn demo_job_succeeds_and_writes_stats() {
 
 #[test]
 fn bad_options_fail_fast_with_a_clear_message() {
-    let out = submit().args(["--master", "local[2]", "demo", "--clocks", "x"]).output().unwrap();
+    let out = output(submit().args(["--master", "local[2]", "demo", "--clocks", "x"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--clocks"));
-    let out = submit().args(["--master", "local[2]", "nosuchapp"]).output().unwrap();
+    let out = output(submit().args(["--master", "local[2]", "nosuchapp"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown application 'nosuchapp'"));
-    let out = submit().args(["--consistency", "eventual", "demo"]).output().unwrap();
+    let out = output(submit().args(["--consistency", "eventual", "demo"]));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bsp, ssp, essp, async"));
 }
@@ -94,7 +83,7 @@ fn bad_options_fail_fast_with_a_clear_message() {
 /// runtime process is left behind.
 #[test]
 fn killed_process_fails_the_job_naming_it() {
-    let (mut child, rx) =
+    let (child, rx) =
         spawn_job(&["--master", "local[3]", "--threads", "2", "demo", "--clocks", "100000", "--delay-ms", "5"]);
     let mut log = Vec::new();
     let started = wait_for(&rx, "process 1 started (pid", &mut log);
@@ -102,7 +91,7 @@ fn killed_process_fails_the_job_naming_it() {
     wait_for(&rx, "job ready", &mut log);
     let t0 = Instant::now();
     unsafe { libc::kill(pid, libc::SIGKILL) };
-    let st = wait_exit(&mut child, Duration::from_secs(30)).expect("job did not exit within 30 s");
+    let st = exit_within(child, Duration::from_secs(30)).expect("job did not exit within 30 s");
     assert!(t0.elapsed() < Duration::from_secs(30));
     assert!(!st.success());
     log.extend(rx.try_iter());
@@ -116,7 +105,7 @@ fn killed_process_fails_the_job_naming_it() {
 #[test]
 fn connection_without_secret_is_rejected_and_job_continues() {
     let dir = tmpdir("secret");
-    let (mut child, rx) = spawn_job(&[
+    let (child, rx) = spawn_job(&[
         "--master",
         "local[2]",
         "--job-dir",
@@ -144,7 +133,7 @@ fn connection_without_secret_is_rejected_and_job_continues() {
     });
     assert!(err.is_err(), "handshake with a wrong secret succeeded");
     wait_for(&rx, "wrong job secret", &mut log);
-    let st = wait_exit(&mut child, Duration::from_secs(120)).expect("job hung");
+    let st = exit_within(child, Duration::from_secs(120)).expect("job hung");
     log.extend(rx.try_iter());
     assert!(st.success(), "job failed after the bad connections:\n{}", log.join("\n"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -157,7 +146,7 @@ fn silent_process_is_detected_by_heartbeat_timeout() {
     let dir = tmpdir("hang");
     let conf = dir.join("rt.json");
     std::fs::write(&conf, r#"{"heartbeat_ms": 200, "peer_timeout_ms": 2000}"#).unwrap();
-    let (mut child, rx) = spawn_job(&[
+    let (child, rx) = spawn_job(&[
         "--master",
         "local[3]",
         "--conf",
@@ -174,7 +163,7 @@ fn silent_process_is_detected_by_heartbeat_timeout() {
     wait_for(&rx, "job ready", &mut log);
     let t0 = Instant::now();
     unsafe { libc::kill(pid, libc::SIGSTOP) };
-    let st = wait_exit(&mut child, Duration::from_secs(30)).expect("job hung on a silent process");
+    let st = exit_within(child, Duration::from_secs(30)).expect("job hung on a silent process");
     assert!(!st.success());
     assert!(t0.elapsed() >= Duration::from_millis(1500), "declared lost before the timeout");
     log.extend(rx.try_iter());
@@ -188,7 +177,7 @@ fn silent_process_is_detected_by_heartbeat_timeout() {
 fn stats_can_be_written_to_hdfs() {
     let hdfs = std::env::var("HDFS_URL").expect("HDFS_URL is not set: run through scripts/test.sh (it starts HDFS)");
     let url = format!("{hdfs}/ps-test/stats-{}.json", std::process::id());
-    let out = submit().args(["--master", "local[2]", "--stats", &url, "demo", "--clocks", "5"]).output().unwrap();
+    let out = output(submit().args(["--master", "local[2]", "--stats", &url, "demo", "--clocks", "5"]));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let st = ps_runtime::input::storage_for(&url).unwrap();
     let mut text = String::new();
@@ -197,4 +186,32 @@ fn stats_can_be_written_to_hdfs() {
     assert_eq!(v["clocks"], 5);
     assert!(!st.exists(&format!("{url}.tmp")).unwrap());
     st.delete(&url).unwrap();
+}
+
+/// A worker thread that panics fails the whole job at once (well within `peer_timeout_ms`), and
+/// the job's final message names the process and the panic message; no process is left hanging.
+#[test]
+fn panicking_worker_fails_the_job_fast_naming_process_and_panic() {
+    let dir = tmpdir("panic");
+    let conf = dir.join("rt.json");
+    std::fs::write(&conf, r#"{"peer_timeout_ms": 8000}"#).unwrap();
+    let t0 = Instant::now();
+    // Global worker 3 is thread 1 of process 1 (2 threads per process).
+    let args = ["--master", "local[3]", "--threads", "2", "--conf", conf.to_str().unwrap(), "demo"];
+    let out = output(submit().args(args).args(["--clocks", "100000", "--delay-ms", "5"]).args([
+        "--fail-at-clock",
+        "20",
+        "--fail-worker",
+        "3",
+    ]));
+    let elapsed = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(elapsed < Duration::from_millis(8000), "took {elapsed:?}, beyond peer_timeout_ms:\n{err}");
+    let last = err.lines().rev().find(|l| l.contains("job failed")).unwrap_or_default();
+    assert!(
+        last.contains("process 1 failed: worker thread 1 panicked: demo: injected failure of worker 3 at clock 20"),
+        "final message does not name the process and the panic:\n{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

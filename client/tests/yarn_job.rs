@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{bin, spawn_lines, wait_for};
+use common::{bin, output, spawn_lines, wait_for, wait_within, JOB_LIMIT};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{mpsc, Mutex};
@@ -30,12 +30,12 @@ fn ratings(tag: &str) -> (PathBuf, String) {
     let dir = std::env::temp_dir().join(format!("ps-yarnjob-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let local = dir.join("r.tsv");
-    let st = Command::new(bin("ps-runtime"))
-        .args(["gen", "ratings", "--ratings", "40000", "--users", "1500", "--items", "300", "--rank", "4", "--out"])
-        .arg(&local)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let st = output(
+        Command::new(bin("ps-runtime"))
+            .args(["gen", "ratings", "--ratings", "40000", "--users", "1500", "--items", "300", "--rank", "4", "--out"])
+            .arg(&local),
+    );
+    assert!(st.status.success());
     let url = format!("{}/ps-test/yarn-{tag}-{}/ratings/part-00000", hdfs(), std::process::id());
     let fs = ps_runtime::input::storage_for(&url).unwrap();
     let mut f = fs.create(&url).unwrap();
@@ -89,7 +89,7 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
         "--rank",
         "6",
     ]));
-    let o = submit().args(&args).output().unwrap();
+    let o = output(submit().args(&args));
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "yarn-submit failed:\n{stdout}\n{stderr}");
     // The application id is printed first, then the tracking URL.
@@ -109,12 +109,24 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
     let rmse = v["objective"].as_array().unwrap().last().unwrap()["value"].as_f64().unwrap();
     assert!(rmse < 1.2, "final RMSE {rmse}");
     // The RM's record agrees, and the staging directory is gone after success.
-    let st = submit().args(["status", &app]).output().unwrap();
+    let st = output(submit().args(["status", &app]));
     let rep: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     assert_eq!((rep["state"].as_str(), rep["finalStatus"].as_str()), (Some("FINISHED"), Some("SUCCEEDED")));
     assert!(!fs.exists(&format!("{}/user/{}/.ps-staging/{app}", hdfs(), whoami())).unwrap());
     fs.delete(&base).unwrap();
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Kills a YARN application if the test fails while it runs, so a failed test leaves no
+/// application behind to slow down the next ones.
+struct KillOnPanic(String);
+
+impl Drop for KillOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = common::output_within(submit().args(["kill", &self.0]), std::time::Duration::from_secs(30));
+        }
+    }
 }
 
 fn whoami() -> String {
@@ -129,9 +141,10 @@ fn killed_runtime_container_fails_the_application_with_its_status() {
     // Slow enough (0.1 s per clock) to be killed mid-job.
     args.extend(s(&["mf", "--input", &input, "--passes", "100", "--rank", "4"]));
     args.extend(s(&["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.1"]));
-    let (mut child, rx) = spawn(&args);
+    let (child, rx) = spawn(&args);
     let mut log = Vec::new();
     let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
+    let _guard = KillOnPanic(app.clone());
     wait_for(&rx, ": RUNNING", &mut log);
     let t0 = Instant::now();
     let victim = loop {
@@ -142,7 +155,7 @@ fn killed_runtime_container_fails_the_application_with_its_status() {
         std::thread::sleep(Duration::from_millis(100));
     };
     unsafe { libc::kill(victim as i32, libc::SIGKILL) };
-    let status = child.wait().unwrap();
+    let status = wait_within(child, JOB_LIMIT, "yarn-submit after a killed container");
     log.extend(rx.iter());
     let text = log.join("\n");
     assert!(!status.success(), "{text}");
@@ -162,15 +175,16 @@ fn yarn_submit_kill_stops_a_running_application() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let args =
         s(&["--master", "yarn", "--workers", "2", "--threads", "1", "demo", "--clocks", "600", "--delay-ms", "50"]);
-    let (mut child, rx) = spawn(&args);
+    let (child, rx) = spawn(&args);
     let mut log = Vec::new();
     let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
+    let _guard = KillOnPanic(app.clone());
     wait_for(&rx, ": RUNNING", &mut log);
-    let k = submit().args(["kill", &app]).output().unwrap();
+    let k = output(submit().args(["kill", &app]));
     assert!(k.status.success(), "{}", String::from_utf8_lossy(&k.stderr));
     let rep: serde_json::Value = serde_json::from_slice(&k.stdout).unwrap();
     assert_eq!(rep["state"], "KILLED");
-    let status = child.wait().unwrap();
+    let status = wait_within(child, JOB_LIMIT, "yarn-submit of a killed application");
     log.extend(rx.iter());
     assert!(!status.success() && log.join("\n").contains("KILLED"), "{}", log.join("\n"));
     let t1 = Instant::now();

@@ -27,6 +27,9 @@ pub enum PsError {
     /// A consistency check of an application failed (used by the demo app and tests).
     #[error("consistency violation: {0}")]
     Violation(String),
+    /// A thread or task of the runtime panicked; the message says which and why.
+    #[error("{0}")]
+    Panicked(String),
 }
 
 pub type Result<T, E = PsError> = std::result::Result<T, E>;
@@ -39,4 +42,21 @@ impl PsError {
     pub fn codec(what: impl fmt::Display) -> Self {
         PsError::Codec(what.to_string())
     }
+}
+
+/// The message a panic was raised with (`panic!("...")` gives a `&str` or a `String`).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(a panic without a message)".to_string())
+}
+
+/// Runs `f`, turning a panic into [`PsError::Panicked`] naming `what` (a thread or task) and the
+/// panic message. One panicking thread must fail the job at once: a thread that dies silently
+/// never finishes its clock, and every other thread would wait for it forever.
+pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(PsError::Panicked(format!("{what} panicked: {}", panic_message(p.as_ref())))))
 }

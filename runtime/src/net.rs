@@ -4,19 +4,34 @@
 //! authenticated first (`wire::auth`), then runs a writer task (batching frames, heartbeats) and a
 //! reader task (decoding, failure detection).
 
-use crate::client::Core;
-use crate::error::{PsError, Result};
+use crate::client::{ClientCmd, Core};
+use crate::error::{panic_message, PsError, Result};
 use crate::hostfile::Hostfile;
 use crate::server::ServerIn;
 use crate::wire::{self, auth, Msg};
 use bytes::BytesMut;
-use futures::{SinkExt, StreamExt};
+use futures::{FutureExt, SinkExt, StreamExt};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::codec::{Framed, FramedRead, FramedWrite};
+
+/// Spawns a task of the communication runtime that fails the process if it panics: a task that
+/// died silently would leave every thread waiting for messages nobody handles, while heartbeats
+/// kept the peers believing all is well.
+pub(crate) fn spawn_guarded(core: Arc<Core>, what: &'static str, fut: impl Future<Output = ()> + Send + 'static) {
+    tokio::spawn(async move {
+        if let Err(p) = AssertUnwindSafe(fut).catch_unwind().await {
+            let e = PsError::Panicked(format!("{what} panicked: {}", panic_message(p.as_ref())));
+            core.send(ClientCmd::Abort(e.to_string()));
+            core.fail(e);
+        }
+    });
+}
 
 /// An outgoing queue to one peer. Counts queued messages in the core so that a failing process
 /// can let its last messages (an abort reason) reach the peers before it exits.
@@ -66,7 +81,7 @@ pub(crate) fn start(
     // Local delivery: my client to my server and back, without sockets.
     let mut local_srv = server_rx[me].take().expect("fresh");
     let (sin, c) = (server_in.clone(), core.clone());
-    tokio::spawn(async move {
+    spawn_guarded(core.clone(), "local server delivery", async move {
         while let Some(m) = local_srv.recv().await {
             c.message_done();
             if sin.send(ServerIn::Net(me, m)).is_err() {
@@ -76,7 +91,7 @@ pub(crate) fn start(
     });
     let mut local_cli = client_rx[me].take().expect("fresh");
     let (cin, c) = (client_in.clone(), core.clone());
-    tokio::spawn(async move {
+    spawn_guarded(core.clone(), "local client delivery", async move {
         while let Some(m) = local_cli.recv().await {
             c.message_done();
             if cin.send((me, m)).is_err() {
@@ -86,13 +101,17 @@ pub(crate) fn start(
     });
 
     let client_rx: Rxs = Arc::new(Mutex::new(client_rx));
-    tokio::spawn(accept_loop(core.clone(), hosts.clone(), listener, secret.clone(), client_rx, server_in));
+    spawn_guarded(
+        core.clone(),
+        "the connection acceptor",
+        accept_loop(core.clone(), hosts.clone(), listener, secret.clone(), client_rx, server_in),
+    );
     for (q, rx) in server_rx.into_iter().enumerate() {
         if let Some(rx) = rx {
             let addr = hosts.addr(q);
             let deliver = client_in.clone();
             let (core, secret) = (core.clone(), secret.clone());
-            tokio::spawn(async move {
+            spawn_guarded(core.clone(), "a connector", async move {
                 match connect(&core, q, &addr, &secret).await {
                     Ok(conn) => run_conn(core, q, addr, conn, rx, move |m| deliver.send((q, m)).is_ok()),
                     Err(e) => core.fail(PsError::PeerLost { pid: q, addr, reason: e.to_string() }),
@@ -152,7 +171,7 @@ async fn accept_loop(
         };
         let (core, secret, rxs, hosts, server_in) =
             (core.clone(), secret.clone(), rxs.clone(), hosts.clone(), server_in.clone());
-        tokio::spawn(async move {
+        spawn_guarded(core.clone(), "a connection handshake", async move {
             let _ = sock.set_nodelay(true);
             let mut conn = Framed::new(sock, wire::codec(core.cfg.max_frame_bytes));
             let who = tokio::time::timeout(Duration::from_secs(10), auth::accept(&mut conn, &secret, core.nprocs))
@@ -192,8 +211,8 @@ fn run_conn(
     let mut reader = FramedRead::new(r, codec.clone());
     reader.read_buffer_mut().extend_from_slice(&parts.read_buf);
     let writer = FramedWrite::new(w, codec);
-    tokio::spawn(write_loop(core.clone(), q, addr.clone(), writer, rx));
-    tokio::spawn(async move {
+    spawn_guarded(core.clone(), "a connection writer", write_loop(core.clone(), q, addr.clone(), writer, rx));
+    spawn_guarded(core.clone(), "a connection reader", async move {
         let timeout = Duration::from_millis(core.cfg.peer_timeout_ms);
         loop {
             let reason = match tokio::time::timeout(timeout, reader.next()).await {

@@ -4,7 +4,7 @@
 use crate::client::comm::ClientTask;
 use crate::client::{ClientCmd, Core, Worker};
 use crate::config::{RuntimeConfig, TableConfig};
-use crate::error::{PsError, Result};
+use crate::error::{catch_panic, PsError, Result};
 use crate::hostfile::Hostfile;
 use crate::net;
 use crate::row::RowTypeRegistry;
@@ -103,8 +103,9 @@ impl PsContext {
                 clock_log,
                 last_progress: Instant::now(),
             };
-            rt.spawn(client.run(cmd_rx, client_rx));
-            rt.spawn(Server::new(core.clone(), links.to_client, server_tx.clone()).run(server_rx));
+            net::spawn_guarded(core.clone(), "the client task", client.run(cmd_rx, client_rx));
+            let server = Server::new(core.clone(), links.to_client, server_tx.clone());
+            net::spawn_guarded(core.clone(), "the server task", server.run(server_rx));
         }
         log::info!("process {} of {n} listening on {addr}", spec.pid);
         Ok(PsContext { core, rt: Some(rt), registry, server_in: server_tx, tables: Vec::new() })
@@ -229,7 +230,7 @@ pub fn run_app(
 ) -> Result<ProcessStats> {
     let started = Instant::now();
     let mut ctx = PsContext::start(spec, registry)?;
-    if let Err(e) = app.initialize(&mut ctx) {
+    if let Err(e) = catch_panic("initialization", || app.initialize(&mut ctx)) {
         ctx.abort(&e.to_string());
         return Err(e);
     }
@@ -244,8 +245,12 @@ pub fn run_app(
             .name(format!("ps-worker-{tid}"))
             .spawn(move || {
                 let mut w = Worker::new(core, tid);
-                let r = app.run_worker(&mut w);
-                let fin = w.finish();
+                let r = catch_panic(&format!("worker thread {tid}"), || app.run_worker(&mut w));
+                // A panicked worker's tables may be half-updated: never ship them as finished.
+                let fin = match &r {
+                    Err(e @ PsError::Panicked(_)) => Err(e.clone()),
+                    _ => catch_panic(&format!("worker thread {tid}"), || w.finish()),
+                };
                 let _ = tx.send((tid, r, fin));
             })
             .map_err(|e| PsError::io("spawning worker thread", e))?;

@@ -75,7 +75,8 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
     let token = creds.find_kind(KIND_AMRM).expect("AMRMToken in the container's token file").clone();
     let sched = c.rm_scheduler();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(async {
+    // Bounded: a stand-in that stops answering fails the test instead of hanging it.
+    rt.block_on(tokio::time::timeout(Duration::from_secs(120), async {
         // Wrong password: Hadoop's SASL server refuses with a FATAL reply.
         let mut bad = token.clone();
         bad.password[0] ^= 1;
@@ -136,7 +137,8 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
         };
         assert_eq!((exit_of(a), exit_of(b)), (0, 7));
         am.finish(APP_SUCCEEDED, "probe done", "").await.unwrap();
-    });
+    }))
+    .expect("the AM/NM protocol exchange did not finish within 120 s");
     std::fs::write(dir.join("stop"), b"").unwrap();
     let rep = rest.report(&app).unwrap();
     assert!(rep.succeeded(), "{rep:?}");

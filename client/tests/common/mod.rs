@@ -1,22 +1,39 @@
 //! Helpers shared by the end-to-end tests: the built binaries, and running a job while reading
-//! its log lines.
+//! its log lines. Every wait on a job is bounded: a hang fails the test (and kills the job)
+//! instead of stalling CI.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// Upper bound of one job in these tests (they take seconds; this only catches hangs).
+pub const JOB_LIMIT: Duration = Duration::from_secs(180);
 
 /// A binary of this workspace (they are built next to `yarn-submit`).
 pub fn bin(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_yarn-submit")).with_file_name(name)
 }
 
+/// Children die with the test thread that started them, so an aborted test leaves nothing behind
+/// (yarn-submit in turn takes its runtime processes down with it).
+fn die_with_parent(cmd: &mut Command) -> &mut Command {
+    // SAFETY: prctl in the child between fork and exec; async-signal-safe, no allocation.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        })
+    }
+}
+
 /// Starts `cmd` and returns it with a channel of its stdout and stderr lines. The channel ends
 /// when both streams close.
 pub fn spawn_lines(cmd: &mut Command) -> (Child, mpsc::Receiver<String>) {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = die_with_parent(cmd).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let (tx, rx) = mpsc::channel();
     for stream in
         [Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>, Box::new(child.stderr.take().unwrap())]
@@ -44,4 +61,63 @@ pub fn wait_for(rx: &mpsc::Receiver<String>, pat: &str, log: &mut Vec<String>) -
             return l;
         }
     }
+}
+
+/// Waits for `child` to exit within `limit`. `None` if it did not (it has then been killed).
+pub fn exit_within(child: Child, limit: Duration) -> Option<ExitStatus> {
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = tx.send(child.wait());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(r) => Some(r.expect("waiting for a child")),
+        Err(_) => {
+            // SAFETY: kill(2) on the pid of a child that has not been reaped (the waiter still
+            // blocks in wait()).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+            None
+        }
+    }
+}
+
+/// Waits for `child` to exit within `limit`; on timeout kills it and fails the test.
+pub fn wait_within(child: Child, limit: Duration, what: &str) -> ExitStatus {
+    exit_within(child, limit).unwrap_or_else(|| panic!("{what} did not finish within {limit:?}; killed it"))
+}
+
+/// `cmd.output()` with a time limit: on timeout the command is killed and the test fails with
+/// what it printed.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let what = format!("{cmd:?}");
+    let mut child =
+        die_with_parent(cmd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut readers = [child.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>), None];
+    readers[1] = child.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>);
+    let [so, se] = readers.map(|r| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    });
+    let status = exit_within(child, limit);
+    let (stdout, stderr) = (so.join().unwrap_or_default(), se.join().unwrap_or_default());
+    match status {
+        Some(status) => Output { status, stdout, stderr },
+        None => panic!(
+            "{what} did not finish within {limit:?}; killed it. Its output:\n{}\n{}",
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        ),
+    }
+}
+
+/// `output_within` with the default job limit.
+pub fn output(cmd: &mut Command) -> Output {
+    output_within(cmd, JOB_LIMIT)
 }

@@ -37,6 +37,12 @@ pub struct DemoArgs {
     /// Call global_barrier() every N clocks (0 = never) and check that it makes every update visible.
     #[arg(long, default_value_t = 0)]
     pub barrier_every: i64,
+    /// For tests of failure handling: worker `--fail-worker` panics when it reaches clock K.
+    #[arg(long, value_name = "K")]
+    pub fail_at_clock: Option<i64>,
+    /// The global worker thread id that `--fail-at-clock` makes panic.
+    #[arg(long, default_value_t = 0, value_name = "G")]
+    pub fail_worker: u64,
 }
 
 pub const OWN: u32 = 0;
@@ -84,6 +90,9 @@ impl App for Demo {
             |what: String, c: i64| PsError::Violation(format!("thread {me} at clock {c} (staleness {s:?}): {what}"));
         while w.current_clock() < self.args.clocks {
             let c = w.current_clock();
+            if self.args.fail_at_clock == Some(c) && me == self.args.fail_worker {
+                panic!("demo: injected failure of worker {me} at clock {c} (--fail-at-clock)");
+            }
             own.inc_col(me, c as u32, 1)?;
             for r in 0..self.args.shared_rows {
                 shared.inc_col(r, c as u32, 1)?;

@@ -117,7 +117,7 @@ impl Snapshots {
         core.update_ctl(|c| c.snap_jobs += 1);
         let core2 = core.clone();
         let run = move || {
-            if let Err(e) = job() {
+            if let Err(e) = crate::error::catch_panic("the snapshot writer", job) {
                 core2.send(ClientCmd::Abort(e.to_string()));
                 core2.fail(e);
             }

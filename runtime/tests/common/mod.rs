@@ -13,6 +13,9 @@ pub fn run_cluster(
     run_cluster_with(n, cfg, RowTypeRegistry::with_builtins(), make_app)
 }
 
+/// Upper bound of one in-process job: they take seconds, this only turns a hang into a failure.
+pub const JOB_LIMIT: std::time::Duration = std::time::Duration::from_secs(180);
+
 pub fn run_cluster_with(
     n: usize,
     cfg: &RuntimeConfig,
@@ -20,7 +23,19 @@ pub fn run_cluster_with(
     make_app: impl Fn(usize) -> Box<dyn App>,
 ) -> Vec<Result<ProcessStats>> {
     ps_runtime::logging::init(log::LevelFilter::Warn);
-    ps_runtime::local_cluster::run_local_cluster(n, cfg, &registry, make_app).expect("cluster start")
+    // Apps are built here (the closure need not be Send); the job runs on a thread of its own
+    // so that a hang fails the test after JOB_LIMIT instead of stalling the suite.
+    let apps: Vec<Box<dyn App>> = (0..n).map(make_app).collect();
+    let apps = std::sync::Mutex::new(apps.into_iter().map(Some).collect::<Vec<_>>());
+    let (cfg, (tx, rx)) = (cfg.clone(), std::sync::mpsc::channel());
+    std::thread::spawn(move || {
+        let take = |pid: usize| apps.lock().unwrap()[pid].take().expect("one app per process");
+        let _ = tx.send(ps_runtime::local_cluster::run_local_cluster(n, &cfg, &registry, take));
+    });
+    match rx.recv_timeout(JOB_LIMIT) {
+        Ok(r) => r.expect("cluster start"),
+        Err(_) => panic!("in-process job of {n} processes did not finish within {JOB_LIMIT:?}"),
+    }
 }
 
 pub fn demo(args: &str) -> Box<dyn App> {
