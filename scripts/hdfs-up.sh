@@ -55,7 +55,7 @@ prop() { printf '  <property><name>%s</name><value>%s</value></property>\n' "$1"
   prop dfs.replication 1
   prop dfs.namenode.name.dir "$STATE/name"
   prop dfs.datanode.data.dir "$STATE/data"
-  prop dfs.permissions.enabled false
+  prop dfs.permissions.enabled true
   prop dfs.namenode.rpc-address "127.0.0.1:$NN"
   prop dfs.namenode.http-address "127.0.0.1:$NNH"
   prop dfs.namenode.secondary.http-address "127.0.0.1:$SNN"

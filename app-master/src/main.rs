@@ -9,12 +9,13 @@ mod rendezvous;
 
 use clap::Parser;
 use ps_runtime::input::storage_for;
+use ps_runtime::{secret, Hostfile};
 use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
 use ps_yarn::conf::HadoopConf;
 use ps_yarn::credentials::{Credentials, KIND_AMRM};
 use ps_yarn::proto::*;
 use ps_yarn::{nm, YarnError};
-use rendezvous::Shared;
+use rendezvous::{lock, Shared, SharedRef};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,7 +39,9 @@ struct Args {
     allocation_timeout_s: u64,
 }
 
-const FILES: [&str; 3] = ["ps-runtime", "job.json", "job.secret"];
+/// Files localized into each runtime container (the job secret is not one: it travels in the
+/// containers' credentials).
+const FILES: [&str; 2] = ["ps-runtime", "job.json"];
 
 fn env(k: &str) -> Result<String, String> {
     std::env::var(k).map_err(|_| format!("{k} is not set: ps-app-master must run in a YARN container"))
@@ -87,7 +90,7 @@ fn local_resources(staging: &str) -> Result<Vec<StringLocalResourceMapProto>, St
 struct Am {
     args: Args,
     rm: AmRmClient,
-    shared: Arc<Mutex<Shared>>,
+    shared: SharedRef,
     /// Allocated containers by process index.
     procs: Vec<ContainerProto>,
     /// What register sent (host, rpc port, tracking URL), for re-registering on resync.
@@ -115,7 +118,19 @@ impl Am {
     }
 
     fn set_status(&self, s: impl Into<String>) {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner()).status = s.into();
+        lock(&self.shared).status = s.into();
+    }
+
+    /// Why process `i` failed, as it reported over the rendezvous connection. Its last words are
+    /// sent just before it exits, so they may trail the NodeManager's exit report slightly.
+    async fn failure_reason(&self, i: usize) -> Option<String> {
+        for _ in 0..10 {
+            if let Some(r) = lock(&self.shared).failures.get(&i) {
+                return Some(r.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        None
     }
 
     /// Asks for N containers and waits until all are allocated (extras are released).
@@ -160,6 +175,9 @@ impl Am {
         }
         // Deterministic process ids: container id order.
         self.procs.sort_by_key(|c| c.id.as_ref().and_then(|i| i.id).unwrap_or(0));
+        // From now on the rendezvous accepts process i only from the node of container i.
+        let hosts = self.procs.iter().map(|c| c.node_id.as_ref().and_then(|n| n.host.clone()).unwrap_or_default());
+        lock(&self.shared).expected = Some(hosts.collect());
         log::info!(
             "all {n} containers allocated: {:?}",
             self.procs
@@ -226,8 +244,13 @@ async fn run(args: Args) -> Result<(), String> {
     let creds =
         Credentials::read_file(std::path::Path::new(&env("HADOOP_TOKEN_FILE_LOCATION")?)).map_err(|e| e.to_string())?;
     let amrm = creds.find_kind(KIND_AMRM).ok_or("the container's token file has no AMRMToken")?.clone();
+    let secret = creds.secrets.iter().find(|(a, _)| a == secret::CREDENTIALS_ALIAS).map(|(_, s)| s.clone());
+    let secret = secret.ok_or("the container's credentials hold no job secret (was it submitted by yarn-submit?)")?;
+    secret::check(&secret, "of the application's credentials").map_err(|e| e.to_string())?;
     let host = env("NM_HOST")?;
-    log::info!("application master {} for {} processes; staging {}", env("CONTAINER_ID")?, args.workers, args.staging);
+    let cid = env("CONTAINER_ID")?;
+    let app_id = ContainerIdProto::application_of(&cid).ok_or_else(|| format!("CONTAINER_ID '{cid}' is malformed"))?;
+    log::info!("application master {cid} for {} processes; staging {}", args.workers, args.staging);
     let staging = args.staging.clone();
     let resources =
         tokio::task::spawn_blocking(move || local_resources(&staging)).await.map_err(|e| e.to_string())??;
@@ -241,7 +264,15 @@ async fn run(args: Args) -> Result<(), String> {
     let shared = Arc::new(Mutex::new(Shared { status: "starting".into(), ..Default::default() }));
     let (hello_tx, mut hello_rx) = mpsc::unbounded_channel();
     let (hosts_tx, hosts_rx) = watch::channel(None);
-    tokio::spawn(rendezvous::serve(listener, shared.clone(), hello_tx, hosts_rx));
+    let rcfg = rendezvous::Config {
+        secret: Arc::new(secret),
+        app_id,
+        first_line_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(60),
+        // Every process keeps one connection open; the rest is room for status requests.
+        max_connections: args.workers + 32,
+    };
+    tokio::spawn(rendezvous::serve(listener, rcfg, shared.clone(), hello_tx, hosts_rx));
 
     let mut rm = AmRmClient::connect(&conf.rm_scheduler(), amrm).await.map_err(|e| e.to_string())?;
     rm.register(&host, port as i32, &tracking).await.map_err(|e| e.to_string())?;
@@ -266,7 +297,7 @@ async fn drive(
     tokens: Vec<u8>,
     am_addr: &str,
     hello_rx: &mut mpsc::UnboundedReceiver<(usize, String, u16)>,
-    hosts_tx: &watch::Sender<Option<String>>,
+    hosts_tx: &watch::Sender<Option<Hostfile>>,
 ) -> Result<(), String> {
     let n = am.args.workers;
     am.set_status("allocating");
@@ -284,27 +315,25 @@ async fn drive(
             }
         }
         if hosts_tx.borrow().is_none() && reported.len() == n {
-            let mut text = format!("hosts {n}\n");
-            let mut file = String::new();
-            for (id, (h, p)) in &reported {
-                text += &format!("{id} {h} {p}\n");
-                file += &format!("{id} {h} {p}\n");
-            }
+            let hosts = Hostfile::new(reported.values().cloned().collect());
             let url = format!("{}/hostfile", am.args.staging);
-            let u2 = url.clone();
+            let (u2, text) = (url.clone(), hosts.render());
+            // Under a temporary name, then renamed: a reader never sees half a hostfile.
             tokio::task::spawn_blocking(move || -> Result<(), String> {
                 let st = storage_for(&u2).map_err(|e| e.to_string())?;
-                let mut f = st.create(&u2).map_err(|e| e.to_string())?;
-                std::io::Write::write_all(&mut f, file.as_bytes()).map_err(|e| format!("writing {u2}: {e}"))?;
-                f.close().map_err(|e| e.to_string())
+                let tmp = format!("{u2}.tmp");
+                let mut f = st.create(&tmp).map_err(|e| e.to_string())?;
+                std::io::Write::write_all(&mut f, text.as_bytes()).map_err(|e| format!("writing {tmp}: {e}"))?;
+                f.close().map_err(|e| e.to_string())?;
+                st.rename(&tmp, &u2).map_err(|e| e.to_string())
             })
             .await
             .map_err(|e| e.to_string())??;
             log::info!("hostfile written to {url}");
-            let _ = hosts_tx.send(Some(text));
+            let _ = hosts_tx.send(Some(hosts));
             am.set_status("running");
         }
-        let progress = am.shared.lock().unwrap_or_else(|e| e.into_inner()).fraction(n);
+        let progress = lock(&am.shared).fraction(n);
         let r = match am.rm.allocate(vec![], vec![], progress).await {
             Ok(r) => r,
             Err(YarnError::Io(e)) => {
@@ -321,9 +350,12 @@ async fn drive(
             let code = s.exit_status.unwrap_or(-1000);
             let cid = s.container_id.as_ref().map(|c| c.to_hadoop_string()).unwrap_or_default();
             if code != 0 {
+                // The process's own reason first (a panic message, a bad input line, a lost
+                // peer); the NodeManager's diagnostics only know the exit status.
+                let why = am.failure_reason(i).await;
                 let diag = format!(
                     "process {i} ({cid}) failed with exit status {code}: {}",
-                    s.diagnostics.unwrap_or_default().trim()
+                    why.unwrap_or_else(|| s.diagnostics.unwrap_or_default().trim().to_string())
                 );
                 log::error!("{diag}; stopping the other processes");
                 am.stop_all(&finished).await;

@@ -1,18 +1,53 @@
-//! The AM's rendezvous server: runtime processes report `hello <id> <host> <port>` (they bound
-//! port 0 themselves); once all N have, each gets the hostfile; afterwards their `clock <c> <total>`
-//! lines give the job's progress. An HTTP GET on the same port answers a JSON status (the tracking URL).
+//! The AM's rendezvous server (protocol: `ps_runtime::rendezvous`). Runtime processes report
+//! `hello` with the port they bound; once all N have, each gets the hostfile; afterwards their
+//! `clock` lines give the job's progress and a `failed` line the reason a process is failing. An
+//! HTTP GET on the same port answers a JSON status: it is the tracking URL.
+//!
+//! The port is published as the tracking URL and listens on all interfaces, so it trusts nobody:
+//! a hello counts only if its MAC verifies under the job secret, names a process id of this job
+//! and the node YARN allocated that process's container on; lines are capped at `MAX_LINE`, silent
+//! connections time out, and at most `max_connections` are served at once (the rest are closed
+//! at once). The HTTP side is read-only: GET and HEAD answer the status, anything else is 405.
 
+use ps_runtime::rendezvous::{hosts_message, Hello, Report, MAX_LINE};
+use ps_runtime::Hostfile;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use std::time::Duration;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Semaphore};
+
+/// Settings of the rendezvous server.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub secret: Arc<Vec<u8>>,
+    pub app_id: String,
+    /// A connection must send its first line within this time.
+    pub first_line_timeout: Duration,
+    /// An established process connection silent for this long is closed (they report each second).
+    pub idle_timeout: Duration,
+    /// Connections served at once; more are closed as soon as they are accepted.
+    pub max_connections: usize,
+}
 
 #[derive(Default)]
 pub struct Shared {
     /// Per process: (clock, total clocks if known).
     pub progress: BTreeMap<usize, (i64, i64)>,
+    /// Per process: the reason it reported before failing.
+    pub failures: BTreeMap<usize, String>,
     pub status: String,
+    /// The node host YARN allocated each process's container on; hellos are refused before this
+    /// is known and for any other host.
+    pub expected: Option<Vec<String>>,
+    /// Processes registered so far: (host, port) each. A process may hello again (its connection
+    /// broke) only with the same address.
+    pub registered: BTreeMap<usize, (String, u16)>,
+    /// Connections refused (bad MAC, unknown process, oversized or silent, over the limit).
+    pub refused: u64,
+    /// Connections being served now.
+    pub open: usize,
 }
 
 impl Shared {
@@ -30,55 +65,166 @@ impl Shared {
     }
 }
 
-/// Serves connections: hellos go to `hello_tx`, then wait for the hostfile on `hosts_rx`.
+pub type SharedRef = Arc<Mutex<Shared>>;
+
+pub fn lock(s: &SharedRef) -> std::sync::MutexGuard<'_, Shared> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Logs refusals without letting a flood of them flood the log: the first ten, then every 100th.
+fn refused(shared: &SharedRef, why: String) {
+    let n = {
+        let mut g = lock(shared);
+        g.refused += 1;
+        g.refused
+    };
+    if n <= 10 || n % 100 == 0 {
+        log::warn!("rendezvous: {why} ({n} refused so far)");
+    }
+}
+
+/// Serves connections: verified hellos go to `hello_tx`, then wait for the hostfile on `hosts_rx`.
 pub async fn serve(
     l: TcpListener,
-    shared: Arc<Mutex<Shared>>,
+    cfg: Config,
+    shared: SharedRef,
     hello_tx: mpsc::UnboundedSender<(usize, String, u16)>,
-    hosts_rx: watch::Receiver<Option<String>>,
+    hosts_rx: watch::Receiver<Option<Hostfile>>,
 ) {
+    let slots = Arc::new(Semaphore::new(cfg.max_connections));
     loop {
         let Ok((s, peer)) = l.accept().await else { return };
-        let (shared, hello_tx, hosts_rx) = (shared.clone(), hello_tx.clone(), hosts_rx.clone());
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            refused(&shared, format!("connection from {peer} closed: {} connections open", cfg.max_connections));
+            continue;
+        };
+        let (cfg, shared, hello_tx, hosts_rx) = (cfg.clone(), shared.clone(), hello_tx.clone(), hosts_rx.clone());
+        lock(&shared).open += 1;
         tokio::spawn(async move {
-            if let Err(e) = handle(s, shared, hello_tx, hosts_rx).await {
-                log::warn!("rendezvous connection from {peer}: {e}");
+            if let Err(e) = handle(s, &cfg, &shared, hello_tx, hosts_rx).await {
+                refused(&shared, format!("connection from {peer}: {e}"));
             }
+            lock(&shared).open -= 1;
+            drop(permit);
         });
+    }
+}
+
+/// One line of at most `MAX_LINE` bytes, within `limit`. `Ok(None)` at end of stream.
+async fn line_within(r: &mut (impl AsyncBufRead + Unpin), limit: Duration) -> std::io::Result<Option<String>> {
+    let mut buf = Vec::new();
+    let mut bounded = (&mut *r).take(MAX_LINE as u64 + 1);
+    let n = tokio::time::timeout(limit, bounded.read_until(b'\n', &mut buf))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("silent for {limit:?}")))??;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if n > MAX_LINE {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("line longer than {MAX_LINE} bytes")));
+    }
+    String::from_utf8(buf).map(Some).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8"))
+}
+
+/// An HTTP request line such as `GET / HTTP/1.1`.
+fn http_method(line: &str) -> Option<&str> {
+    let f: Vec<&str> = line.split(' ').collect();
+    match f.as_slice() {
+        [m, _, v] if v.starts_with("HTTP/") && !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => Some(m),
+        _ => None,
+    }
+}
+
+async fn http(
+    r: &mut (impl AsyncBufRead + Unpin),
+    w: &mut (impl AsyncWriteExt + Unpin),
+    method: &str,
+    cfg: &Config,
+    shared: &SharedRef,
+) -> std::io::Result<()> {
+    // Headers up to the blank line, each bounded; the body (if any) is never read.
+    for _ in 0..64 {
+        match line_within(r, cfg.first_line_timeout).await? {
+            Some(l) if !l.trim().is_empty() => continue,
+            _ => break,
+        }
+    }
+    let (code, body) = if method == "GET" || method == "HEAD" {
+        let g = lock(shared);
+        let v = serde_json::json!({"status": g.status, "progress": g.progress, "failures": g.failures,
+            "registered": g.registered.len(), "refused_connections": g.refused});
+        ("200 OK", v.to_string())
+    } else {
+        ("405 Method Not Allowed", r#"{"error":"the status page is read-only"}"#.to_string())
+    };
+    let head = format!(
+        "HTTP/1.0 {code}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nAllow: GET, HEAD\r\n\r\n",
+        body.len()
+    );
+    w.write_all(head.as_bytes()).await?;
+    if method != "HEAD" {
+        w.write_all(body.as_bytes()).await?;
+    }
+    // Closing with an unread request body would reset the connection and could destroy the
+    // answer in flight: end our side, then discard a bounded amount of what the client still sends.
+    w.shutdown().await?;
+    let _ = tokio::time::timeout(cfg.first_line_timeout, async {
+        let mut buf = [0u8; 4096];
+        let mut left = 64usize << 10;
+        while left > 0 {
+            match r.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    })
+    .await;
+    Ok(())
+}
+
+/// Checks a hello against the secret, the process ids and the allocated nodes, and registers it.
+fn admit(h: &Hello, cfg: &Config, shared: &SharedRef) -> Result<(), String> {
+    if !h.verify(&cfg.secret, &cfg.app_id) {
+        return Err(format!("hello for process {} is not authenticated by the job secret", h.id));
+    }
+    let mut g = lock(shared);
+    let expected = g.expected.as_ref().ok_or("hello before the containers were allocated")?;
+    let node = expected.get(h.id).ok_or_else(|| format!("hello for process {}, not in this job", h.id))?;
+    if *node != h.host {
+        return Err(format!("hello for process {} from host {}, but its container is on {node}", h.id, h.host));
+    }
+    match g.registered.get(&h.id) {
+        Some((host, port)) if (host, *port) != (&h.host, h.port) => {
+            Err(format!("process {} already registered at {host}:{port}", h.id))
+        }
+        _ => {
+            g.registered.insert(h.id, (h.host.clone(), h.port));
+            Ok(())
+        }
     }
 }
 
 async fn handle(
     s: TcpStream,
-    shared: Arc<Mutex<Shared>>,
+    cfg: &Config,
+    shared: &SharedRef,
     hello_tx: mpsc::UnboundedSender<(usize, String, u16)>,
-    mut hosts_rx: watch::Receiver<Option<String>>,
-) -> std::io::Result<()> {
+    mut hosts_rx: watch::Receiver<Option<Hostfile>>,
+) -> Result<(), String> {
     let (r, mut w) = s.into_split();
-    let mut lines = BufReader::new(r).lines();
-    let Some(first) = lines.next_line().await? else { return Ok(()) };
-    if first.starts_with("GET ") {
-        let body = {
-            let g = shared.lock().unwrap_or_else(|e| e.into_inner());
-            serde_json::json!({"status": g.status, "progress": g.progress}).to_string()
-        };
-        let resp = format!(
-            "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        return w.write_all(resp.as_bytes()).await;
+    let mut r = BufReader::new(r);
+    let Some(first) = line_within(&mut r, cfg.first_line_timeout).await.map_err(|e| e.to_string())? else {
+        return Ok(());
+    };
+    let first = first.trim_end_matches('\r');
+    if let Some(m) = http_method(first) {
+        return http(&mut r, &mut w, m, cfg, shared).await.map_err(|e| e.to_string());
     }
-    let f: Vec<&str> = first.split_whitespace().collect();
-    let parsed = match f.as_slice() {
-        ["hello", id, host, port] => {
-            id.parse::<usize>().ok().zip(port.parse::<u16>().ok()).map(|(i, p)| (i, host.to_string(), p))
-        }
-        _ => None,
-    };
-    let Some((id, host, port)) = parsed else {
-        return Err(std::io::Error::other(format!("unexpected first line '{first}'")));
-    };
-    let _ = hello_tx.send((id, host, port));
+    let hello = Hello::parse(first).map_err(|e| e.to_string())?;
+    admit(&hello, cfg, shared)?;
+    let _ = hello_tx.send((hello.id, hello.host.clone(), hello.port));
     let hosts = loop {
         if let Some(h) = hosts_rx.borrow().clone() {
             break h;
@@ -87,14 +233,123 @@ async fn handle(
             return Ok(());
         }
     };
-    w.write_all(hosts.as_bytes()).await?;
-    while let Some(l) = lines.next_line().await? {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if let ["clock", c, t] = f.as_slice() {
-            if let (Ok(c), Ok(t)) = (c.parse(), t.parse()) {
-                shared.lock().unwrap_or_else(|e| e.into_inner()).progress.insert(id, (c, t));
+    let msg = hosts_message(&cfg.secret, &cfg.app_id, &hello.nonce, &hosts);
+    w.write_all(msg.as_bytes()).await.map_err(|e| format!("sending the hostfile: {e}"))?;
+    // Reports until the process goes away; only this authenticated connection may make them.
+    while let Some(l) = line_within(&mut r, cfg.idle_timeout).await.map_err(|e| e.to_string())? {
+        match Report::parse(&l) {
+            Some(Report::Clock(c, t)) => {
+                lock(shared).progress.insert(hello.id, (c, t));
             }
+            Some(Report::Failed(why)) => {
+                log::error!("process {} reports: {why}", hello.id);
+                lock(shared).failures.insert(hello.id, why);
+            }
+            None => return Err(format!("process {} sent an unknown report line", hello.id)),
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    const APP: &str = "application_1_0001";
+
+    type Started = (String, SharedRef, mpsc::UnboundedReceiver<(usize, String, u16)>, watch::Sender<Option<Hostfile>>);
+
+    fn start(max: usize) -> Started {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let l = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let cfg = Config {
+            secret: Arc::new(vec![1; 32]),
+            app_id: APP.into(),
+            first_line_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_secs(5),
+            max_connections: max,
+        };
+        let shared: SharedRef = Arc::default();
+        lock(&shared).expected = Some(vec!["127.0.0.1".into(), "127.0.0.1".into()]);
+        let (htx, hrx) = mpsc::unbounded_channel();
+        let (stx, srx) = watch::channel(None);
+        let s2 = shared.clone();
+        std::thread::spawn(move || rt.block_on(serve(l, cfg, s2, htx, srx)));
+        (addr, shared, hrx, stx)
+    }
+
+    /// Sends `data` and returns everything the server answers before it closes the connection.
+    fn exchange(addr: &str, data: &[u8]) -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = s.write_all(data);
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn only_authenticated_hellos_for_allocated_hosts_are_admitted() {
+        let (addr, shared, mut hellos, hosts_tx) = start(8);
+        let key = [1u8; 32];
+        // Forged MAC, other secret, other application, unknown process, wrong node: all refused
+        // with the connection closed and nothing registered.
+        let forged = Hello::line(&key, APP, 0, "127.0.0.1", 9, [0; 16]).replace(" 9 ", " 10 ");
+        let bad = [
+            forged,
+            Hello::line(&[2u8; 32], APP, 0, "127.0.0.1", 9, [0; 16]),
+            Hello::line(&key, "application_1_0002", 0, "127.0.0.1", 9, [0; 16]),
+            Hello::line(&key, APP, 7, "127.0.0.1", 9, [0; 16]),
+            Hello::line(&key, APP, 1, "10.1.2.3", 9, [0; 16]),
+            "hello 0 127.0.0.1 9\n".into(),
+            "\u{0}\u{1}garbage\n".into(),
+        ];
+        for b in &bad {
+            assert_eq!(exchange(&addr, b.as_bytes()), "", "{b:?} got an answer");
+        }
+        // An oversized line and a silent connection are cut off, not buffered or kept.
+        assert_eq!(exchange(&addr, &vec![b'x'; 100_000]), "");
+        let t0 = std::time::Instant::now();
+        assert_eq!(exchange(&addr, b""), "");
+        assert!(t0.elapsed() < Duration::from_secs(5), "silent connection kept {:?}", t0.elapsed());
+        assert!(hellos.try_recv().is_err(), "a refused hello was registered");
+        assert!(lock(&shared).registered.is_empty());
+        assert!(lock(&shared).refused >= bad.len() as u64 + 2);
+        // The status page is read-only.
+        assert!(exchange(&addr, b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc").starts_with("HTTP/1.0 405"));
+        let get = exchange(&addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(get.starts_with("HTTP/1.0 200") && get.contains("\"refused_connections\""), "{get}");
+        // A genuine process (ps_runtime's own client) is admitted and gets an authenticated hostfile.
+        let a = addr.clone();
+        let joined = std::thread::spawn(move || {
+            ps_runtime::rendezvous::join(&a, APP, &key, 1, "127.0.0.1", Duration::from_secs(20)).map(|r| r.1)
+        });
+        let (id, host, port) = hellos.blocking_recv().unwrap();
+        assert_eq!((id, host.as_str()), (1, "127.0.0.1"));
+        let hosts = Hostfile::new(vec![("127.0.0.1".into(), 1), ("127.0.0.1".into(), port)]);
+        hosts_tx.send(Some(hosts.clone())).unwrap();
+        assert_eq!(joined.join().unwrap().unwrap(), hosts);
+        // Now registered, process 1 may not move to another address.
+        let other = Hello::line(&key, APP, 1, "127.0.0.1", port.wrapping_add(1), [5; 16]);
+        assert_eq!(exchange(&addr, other.as_bytes()), "");
+    }
+
+    #[test]
+    fn connections_beyond_the_limit_are_closed_at_once() {
+        let (addr, shared, _hellos, _hosts) = start(2);
+        // Two silent connections hold both slots until their first-line timeout.
+        let hold: Vec<_> = (0..2).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
+        let t0 = std::time::Instant::now();
+        while lock(&shared).open < 2 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "the server never took the two connections");
+            std::thread::yield_now();
+        }
+        let t0 = std::time::Instant::now();
+        assert_eq!(exchange(&addr, b"GET / HTTP/1.0\r\n\r\n"), "");
+        assert!(t0.elapsed() < Duration::from_millis(250), "the third connection was not closed at once");
+        assert!(lock(&shared).refused >= 1);
+        drop(hold);
+    }
 }

@@ -7,11 +7,12 @@ use log::LevelFilter;
 use log4rs::append::console::{ConsoleAppender, Target};
 use log4rs::config::{Appender, Config, Logger, Root};
 use log4rs::encode::pattern::PatternEncoder;
-use ps_runtime::{apps, stats, Hostfile, JobConfig};
+use ps_runtime::input::Storage;
+use ps_runtime::{apps, secret, stats, Hostfile, JobConfig};
 use rand::RngCore;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -71,13 +72,6 @@ fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
     ls.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
 }
 
-pub fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
-    f.write_all(data)
-}
-
 struct Job {
     dir: PathBuf,
     temp: bool,
@@ -101,21 +95,22 @@ fn prepare(cli: &Cli) -> Result<Job, String> {
         }
     };
     let io = |what: &str, e: std::io::Error| format!("{what} in {}: {e}", dir.display());
-    std::fs::create_dir_all(&dir).map_err(|e| io("creating job directory", e))?;
+    // The job directory holds the secret: owner-only, whoever else shares this machine.
+    ps_runtime::input::LocalFs.create_private_dir(&dir.to_string_lossy()).map_err(|e| e.to_string())?;
     let ports = free_ports(n).map_err(|e| io("picking ports", e))?;
     let hosts = Hostfile::new(ports.into_iter().map(|p| ("127.0.0.1".to_string(), p)).collect());
     let hostfile = dir.join("hostfile");
     std::fs::write(&hostfile, hosts.render()).map_err(|e| io("writing hostfile", e))?;
-    let mut secret = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut secret);
+    // Fresh for every run; an existing file or symlink is replaced, never reused or followed.
     let secret_file = dir.join("secret");
-    write_private(&secret_file, &secret).map_err(|e| io("writing job secret", e))?;
+    secret::write_new_file(&secret_file, &secret::generate()).map_err(|e| io("writing job secret", e))?;
     let job = JobConfig {
         runtime,
         app: app.clone(),
         app_args: app_args.to_vec(),
         hostfile,
-        secret_file,
+        secret_file: Some(secret_file),
+        secret_credential: None,
         stats_dir: dir.clone(),
     };
     let job_file = dir.join("job.json");

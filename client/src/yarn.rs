@@ -1,15 +1,14 @@
 //! `--master yarn`: stage the binaries and job files on HDFS under
-//! `/user/<user>/.ps-staging/<app-id>/`, submit the application master through the RM REST API,
+//! `/user/<user>/.ps-staging/<app-id>/` (mode 0700), submit the application master through the RM REST API,
 //! then follow the application until it ends (exit 0 only on FINISHED + SUCCEEDED). Also
 //! `yarn-submit status APP_ID` and `yarn-submit kill APP_ID`.
 
 use crate::local::{report_stats, runtime_bin};
 use crate::Cli;
 use ps_runtime::input::storage_for;
-use ps_runtime::{apps, JobConfig};
+use ps_runtime::{apps, secret, JobConfig};
 use ps_yarn::conf::HadoopConf;
 use ps_yarn::rest::{AppReport, LocalResource, RmRest, Submission};
-use rand::RngCore;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -101,16 +100,18 @@ fn submit_and_follow(cli: &Cli) -> Result<i32, String> {
         app: app.clone(),
         app_args: app_args.to_vec(),
         hostfile: "hostfile".into(),
-        secret_file: "job.secret".into(),
+        secret_file: None,
+        secret_credential: Some(secret::CREDENTIALS_ALIAS.into()),
         stats_dir: format!("{staging}/stats").into(),
     };
-    let mut secret = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut secret);
+    // The staging directory is private before anything lands in it (as Spark's .sparkStaging).
+    storage_for(&staging)
+        .and_then(|st| st.create_private_dir(&staging))
+        .map_err(|e| format!("creating the staging directory: {e}"))?;
     let mut resources = BTreeMap::new();
     resources.insert("ps-app-master".to_string(), stage(&format!("{staging}/ps-app-master"), &read(&am_bin)?)?);
     stage(&format!("{staging}/ps-runtime"), &read(&rt_bin)?)?;
     stage(&format!("{staging}/job.json"), &serde_json::to_vec_pretty(&job).map_err(|e| e.to_string())?)?;
-    stage(&format!("{staging}/job.secret"), &secret)?;
     let mut environment = BTreeMap::new();
     environment.insert("HADOOP_USER_NAME".to_string(), user.clone());
     if let Ok(l) = std::env::var("PS_LOG") {
@@ -131,6 +132,9 @@ fn submit_and_follow(cli: &Cli) -> Result<i32, String> {
         local_resources: resources,
         environment,
         command,
+        // The job secret travels in the AM's credentials, which YARN hands to the AM container
+        // only (and the AM to its runtime containers); it is never a file on HDFS.
+        secrets: BTreeMap::from([(secret::CREDENTIALS_ALIAS.to_string(), secret::generate().to_vec())]),
     };
     rest.submit(&sub).map_err(|e| e.to_string())?;
     let rep = follow(&rest, &app_id)?;

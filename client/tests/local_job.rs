@@ -215,3 +215,43 @@ fn panicking_worker_fails_the_job_fast_naming_process_and_panic() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The job directory is private (0700) and the secret fresh for every run: a planted symlink is
+/// replaced, not followed; the runtime refuses a short secret or one other users can read.
+#[test]
+fn job_directory_and_secret_are_private_and_fresh() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tmpdir("private");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let target = dir.with_extension("target");
+    std::fs::write(&target, "precious").unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("secret")).unwrap();
+    let out =
+        output(submit().args(["--master", "local[2]", "--job-dir", dir.to_str().unwrap(), "demo", "--clocks", "3"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious", "the secret was written through a symlink");
+    let meta = std::fs::symlink_metadata(dir.join("secret")).unwrap();
+    assert!(meta.is_file() && meta.permissions().mode() & 0o777 == 0o600 && meta.len() == 32, "{meta:?}");
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+    let first = std::fs::read(dir.join("secret")).unwrap();
+    let out =
+        output(submit().args(["--master", "local[2]", "--job-dir", dir.to_str().unwrap(), "demo", "--clocks", "3"]));
+    assert!(out.status.success());
+    assert_ne!(std::fs::read(dir.join("secret")).unwrap(), first, "the secret was reused");
+    // The runtime itself refuses weak or exposed secrets.
+    let run = |secret: &[u8], mode: u32| {
+        std::fs::remove_file(dir.join("secret")).unwrap();
+        std::fs::write(dir.join("secret"), secret).unwrap();
+        std::fs::set_permissions(dir.join("secret"), std::fs::Permissions::from_mode(mode)).unwrap();
+        let job = dir.join("job.json");
+        let o = output(Command::new(bin("ps-runtime")).args(["run", "--job", job.to_str().unwrap(), "--id", "0"]));
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let e = run(b"12345678", 0o600);
+    assert!(e.contains("is 8 bytes; at least 16 are required"), "{e}");
+    let e = run(&[7u8; 32], 0o644);
+    assert!(e.contains("readable by other users"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&target);
+}

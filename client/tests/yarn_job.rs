@@ -61,7 +61,9 @@ fn runtime_pids(app: &str) -> Vec<(u32, String)> {
         let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
         let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
-        if cmd.contains("ps-runtime run") && cwd.to_string_lossy().contains(app) {
+        // The runtime itself, not a `bash -c` wrapper the NodeManager may have started it under.
+        let exe = cmd.split(' ').next().unwrap_or_default();
+        if exe.ends_with("ps-runtime") && cmd.contains(" run ") && cwd.to_string_lossy().contains(app) {
             v.push((pid, cmd));
         }
     }
@@ -192,4 +194,162 @@ fn yarn_submit_kill_stops_a_running_application() {
         assert!(t1.elapsed() < Duration::from_secs(20), "left behind: {:?}", runtime_pids(&app));
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A worker that panics on YARN fails the application at once: its reason reaches the AM over
+/// the rendezvous connection and the RM's diagnostics name the process and the panic message.
+#[test]
+fn panicking_worker_fails_the_application_naming_process_and_panic() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut args = s(&["--master", "yarn", "--workers", "3", "--threads", "1", "--worker-memory", "256", "demo"]);
+    args.extend(s(&["--clocks", "100000", "--delay-ms", "5", "--fail-at-clock", "30", "--fail-worker", "1"]));
+    let (child, rx) = spawn(&args);
+    let mut log = Vec::new();
+    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
+    let _guard = KillOnPanic(app.clone());
+    wait_for(&rx, ": RUNNING", &mut log);
+    let running = Instant::now();
+    let status = wait_within(child, JOB_LIMIT, "yarn-submit of a panicking job");
+    let took = running.elapsed();
+    log.extend(rx.iter());
+    let text = log.join("\n");
+    assert!(!status.success(), "{text}");
+    // Default peer_timeout_ms is 15 s: the failure must not wait for a timeout.
+    assert!(took < Duration::from_secs(15), "FAILED only {took:?} after RUNNING:\n{text}");
+    let diag = log.iter().find(|l| l.contains(" ended ") && l.contains("/ FAILED")).unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        diag.contains("process 1 failed: worker thread 0 panicked: demo: injected failure of worker 1 at clock 30"),
+        "the diagnostics do not name the process and the panic: {diag}"
+    );
+}
+
+fn hdfs_as(user: &str) -> hdfs_native::Client {
+    hdfs_native::ClientBuilder::new().with_url(hdfs()).with_user(user).build().unwrap()
+}
+
+/// With HDFS permissions on (the test HDFS has them), a job's staging directory is private to the
+/// submitting user and holds no job secret: another user is refused even a listing.
+#[test]
+fn staging_directory_is_private_and_holds_no_secret() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // The test runs as the HDFS superuser (who started the NameNode) and gives alice a home, as
+    // an administrator would.
+    let admin = hdfs_native::ClientBuilder::new().with_url(hdfs()).build().unwrap();
+    rt.block_on(async {
+        admin.mkdirs("/user/alice", 0o755, true).await.unwrap();
+        admin.set_owner("/user/alice", Some("alice"), Some("alice")).await.unwrap();
+    });
+    let args =
+        s(&["--master", "yarn", "--workers", "2", "--threads", "1", "demo", "--clocks", "400", "--delay-ms", "15"]);
+    let (child, rx) = spawn_lines(submit().args(&args).env("HADOOP_USER_NAME", "alice"));
+    let mut log = Vec::new();
+    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
+    let _guard = KillOnPanic(app.clone());
+    wait_for(&rx, ": RUNNING", &mut log);
+    let staging = format!("/user/alice/.ps-staging/{app}");
+    let (alice, mallory) = (hdfs_as("alice"), hdfs_as("mallory"));
+    rt.block_on(async {
+        let st = alice.get_file_info(&staging).await.unwrap();
+        assert_eq!((st.permission, st.owner.as_str()), (0o700, "alice"), "staging directory {staging}");
+        let names: Vec<String> =
+            alice.list_status(&staging, false).await.unwrap().into_iter().map(|f| f.path).collect();
+        assert!(names.iter().any(|n| n.ends_with("/job.json")), "{names:?}");
+        assert!(!names.iter().any(|n| n.contains("secret")), "a secret file was staged: {names:?}");
+        let e = mallory.list_status(&staging, false).await.unwrap_err().to_string();
+        assert!(e.contains("Permission denied") || e.contains("AccessControlException"), "{e}");
+        let e = mallory.read(&format!("{staging}/job.json")).await.err().expect("mallory read job.json").to_string();
+        assert!(e.contains("Permission denied") || e.contains("AccessControlException"), "{e}");
+    });
+    let status = wait_within(child, JOB_LIMIT, "alice's job");
+    log.extend(rx.iter());
+    assert!(status.success(), "{}", log.join("\n"));
+    rt.block_on(async {
+        assert!(alice.get_file_info(&staging).await.is_err(), "staging directory left after success");
+        // Only the leaf is private: parents created on the way keep ordinary permissions.
+        assert_eq!(admin.get_file_info("/user").await.unwrap().permission, 0o755);
+        assert_eq!(admin.get_file_info("/user/alice/.ps-staging").await.unwrap().permission, 0o755);
+        admin.delete("/user/alice", true).await.unwrap();
+    });
+}
+
+/// The rendezvous port is the tracking URL, open to anyone: spoofed, garbage, oversized and
+/// silent connections and HTTP writes sent to it during a job change nothing, and the job succeeds.
+#[test]
+fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let stats = std::env::temp_dir().join(format!("ps-yarn-attack-{}.json", std::process::id()));
+    let mut args = s(&["--master", "yarn", "--workers", "2", "--threads", "2", "--stats", stats.to_str().unwrap()]);
+    args.extend(s(&["demo", "--clocks", "150", "--delay-ms", "10"]));
+    let (child, rx) = spawn(&args);
+    let mut log = Vec::new();
+    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
+    let _guard = KillOnPanic(app.clone());
+    let url = wait_for(&rx, "tracking URL: http://", &mut log);
+    let addr = url.trim_start_matches("tracking URL: http://").trim_end_matches('/').to_string();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (st, a) = (stop.clone(), addr.clone());
+    let attacker = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        // None once the AM is gone (the job finished): the attack ends there.
+        let send = |data: &[u8]| -> Option<String> {
+            let mut c = std::net::TcpStream::connect(&a).ok()?;
+            c.set_read_timeout(Some(Duration::from_secs(15))).ok();
+            let _ = c.write_all(data);
+            let mut out = Vec::new();
+            let _ = c.read_to_end(&mut out);
+            Some(String::from_utf8_lossy(&out).into_owned())
+        };
+        let (mut rounds, mut statuses) = (0, Vec::new());
+        let mut silent = Vec::new();
+        let spoof = format!("hello 0 127.0.0.1 1 {} {}\n", "ab".repeat(16), "cd".repeat(32));
+        let foreign = format!("hello 1 10.9.9.9 1 {} {}\n", "00".repeat(16), "00".repeat(32));
+        let post = b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nkill";
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            // A hello for a real process id and node with a made-up MAC, one without a MAC (all
+            // the old protocol needed to put an attacker's address in the hostfile), one from a
+            // foreign host,
+            // garbage, a 1 MiB line, an HTTP write; each must get no answer (or a 405).
+            let answers: Option<Vec<String>> = [
+                spoof.as_bytes(),
+                b"hello 1 127.0.0.1 1\n",
+                foreign.as_bytes(),
+                b"\x00\xff\x7fgarbage\r\n",
+                &vec![b'A'; 1 << 20],
+                post,
+            ]
+            .into_iter()
+            .map(send)
+            .collect();
+            let Some(answers) = answers else { break };
+            assert!(answers[..5].iter().all(String::is_empty), "an attack got an answer: {answers:?}");
+            assert!(answers[5].starts_with("HTTP/1.0 405"), "POST answered {:?}", answers[5]);
+            let Some(get) = send(b"GET / HTTP/1.1\r\n\r\n") else { break };
+            statuses.push(get);
+            if silent.len() < 8 {
+                silent.extend(std::net::TcpStream::connect(&a).ok());
+            }
+            rounds += 1;
+        }
+        (rounds, statuses)
+    });
+    let status = wait_within(child, JOB_LIMIT, "the job under attack");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (rounds, statuses) = attacker.join().unwrap();
+    log.extend(rx.iter());
+    assert!(status.success(), "the job failed under attack:\n{}", log.join("\n"));
+    assert!(rounds >= 3, "only {rounds} rounds of attack ran during the job");
+    // The status page kept answering, and counted the refusals.
+    let refused = statuses
+        .iter()
+        .filter_map(|r| r.split("\r\n\r\n").nth(1))
+        .filter_map(|b| serde_json::from_str::<serde_json::Value>(b).ok())
+        .filter_map(|v| v["refused_connections"].as_u64())
+        .max()
+        .unwrap_or(0);
+    assert!(refused >= 3 * rounds as u64 / 2, "refused {refused} connections in {rounds} rounds");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!((v["clocks"].as_i64(), v["processes_count"].as_i64()), (Some(150), Some(2)));
+    assert!(v["checks"].as_u64().unwrap() > 0);
+    std::fs::remove_file(&stats).ok();
 }

@@ -321,7 +321,13 @@ pub struct JobConfig {
     #[serde(default)]
     pub app_args: Vec<String>,
     pub hostfile: PathBuf,
-    pub secret_file: PathBuf,
+    /// Local jobs: the job secret's file (mode 0600).
+    #[serde(default)]
+    pub secret_file: Option<PathBuf>,
+    /// YARN jobs: the alias of the job secret in the container credentials
+    /// (`$HADOOP_TOKEN_FILE_LOCATION`).
+    #[serde(default)]
+    pub secret_credential: Option<String>,
     /// Directory for per-process stats files (`stats-<id>.json`).
     pub stats_dir: PathBuf,
 }
@@ -348,6 +354,20 @@ impl JobConfig {
         }
         let cfg: JobConfig = serde_json::from_value(rest).map_err(|e| PsError::Config(format!("{source}: {e}")))?;
         cfg.runtime.validate()?;
+        if cfg.secret_file.is_some() == cfg.secret_credential.is_some() {
+            return Err(PsError::Config(format!(
+                "{source}: exactly one of secret_file and secret_credential is needed"
+            )));
+        }
         Ok(cfg)
+    }
+
+    /// Reads the job secret from where the job keeps it (file or container credentials).
+    pub fn load_secret(&self) -> Result<Vec<u8>> {
+        match (&self.secret_file, &self.secret_credential) {
+            (Some(f), _) => crate::secret::read_file(f),
+            (None, Some(alias)) => crate::secret::from_container_credentials(alias),
+            (None, None) => Err(PsError::Config("the job config names no job secret".into())),
+        }
     }
 }

@@ -34,6 +34,7 @@ mod net;
 mod process;
 pub mod rendezvous;
 pub mod row;
+pub mod secret;
 mod server;
 pub mod snapshot;
 pub mod stats;

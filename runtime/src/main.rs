@@ -200,22 +200,42 @@ fn gen(cmd: GenCmd) -> Result<(), PsError> {
 }
 
 fn run(job: PathBuf, id: usize, rendezvous: Option<String>) -> Result<(), PsError> {
+    let mut link = None;
+    let r = run_process(job, id, rendezvous, &mut link);
+    if let (Err(e), Some(l)) = (&r, &link) {
+        // The AM puts this in the application's diagnostics (an exit status alone says little).
+        l.report_failure(&format!("process {id} failed: {e}"));
+    }
+    r
+}
+
+fn run_process(
+    job: PathBuf,
+    id: usize,
+    rendezvous: Option<String>,
+    link: &mut Option<ps_runtime::rendezvous::AmLink>,
+) -> Result<(), PsError> {
     let job = JobConfig::load(&job)?;
     let app = apps::build(&job.app, &job.app_args)?;
+    let secret = job.load_secret()?;
     // Under YARN the hostfile comes from the application master (ports bound here, reported there).
     let (hosts, listener, progress) = match &rendezvous {
         Some(am) => {
             let host = std::env::var("NM_HOST").unwrap_or_else(|_| "127.0.0.1".into());
+            let cid = std::env::var("CONTAINER_ID").map_err(|_| {
+                PsError::Config("--rendezvous: CONTAINER_ID is not set (not in a YARN container?)".into())
+            })?;
+            let app_id = ps_yarn::proto::ContainerIdProto::application_of(&cid)
+                .ok_or_else(|| PsError::Config(format!("CONTAINER_ID '{cid}' is not a YARN container id")))?;
             let timeout = std::time::Duration::from_millis(job.runtime.connect_timeout_ms);
-            let (l, hosts, conn) = ps_runtime::rendezvous::join(am, id, &host, timeout)?;
+            let (l, hosts, am_link) = ps_runtime::rendezvous::join(am, &app_id, &secret, id, &host, timeout)?;
             let clock = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
-            ps_runtime::rendezvous::report_progress(conn, clock.clone(), app.total_clocks());
+            am_link.report_progress(clock.clone(), app.total_clocks());
+            *link = Some(am_link);
             (hosts, Some(l), Some(clock))
         }
         None => (Hostfile::load(&job.hostfile)?, None, None),
     };
-    let secret = std::fs::read(&job.secret_file)
-        .map_err(|e| PsError::io(format!("reading job secret {}", job.secret_file.display()), e))?;
     let echo = serde_json::json!({
         "runtime": job.runtime,
         "app": job.app,

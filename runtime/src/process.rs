@@ -62,6 +62,7 @@ pub struct PsContext {
 impl PsContext {
     pub fn start(spec: ProcessSpec, registry: RowTypeRegistry) -> Result<Self> {
         spec.cfg.validate()?;
+        crate::secret::check(&spec.secret, "of this process")?;
         let n = spec.hosts.len();
         if spec.pid >= n {
             return Err(PsError::Config(format!("process id {} is not in the hostfile ({n} processes)", spec.pid)));

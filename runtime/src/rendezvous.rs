@@ -1,55 +1,311 @@
-//! Start-up through a YARN application master, without fixed ports: each process binds port 0,
-//! tells the AM `hello <id> <host> <port>`, and receives the job's hostfile (`hosts <n>`, then
-//! `<id> <host> <port>` lines) once every process has reported. The connection then carries
-//! `clock <c> <total>` progress lines until the process exits.
+//! Start-up through a YARN application master, without fixed ports. Each process binds port 0 and
+//! reports it to the AM's rendezvous port; once every process has, the AM answers each with the
+//! job's hostfile. The connection then carries progress lines until the process exits.
+//!
+//! The rendezvous port is reachable by anyone who can reach the AM, so both directions are
+//! authenticated with the job secret (which only the job's containers hold):
+//!
+//! ```text
+//! process -> AM   hello <id> <host> <port> <nonce> <mac>      mac over (app id, id, host, port, nonce)
+//! AM -> process   hosts <n> <mac>                              mac over (app id, nonce, the n lines)
+//!                 <id> <host> <port>   (n lines)
+//! process -> AM   clock <c> <total>    progress, once a second
+//!                 failed <reason>      the process's last words before it exits with an error
+//! ```
+//!
+//! A fresh nonce per hello binds the AM's answer to it (a recorded answer cannot be replayed). All
+//! lines are at most [`MAX_LINE`] bytes. The parsers here are shared by the runtime and the AM.
 
 use crate::error::{PsError, Result};
 use crate::hostfile::Hostfile;
-use std::io::{BufRead, BufReader, Write};
+use crate::secret;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-/// Binds a listener on port 0, reports it to the AM at `am` and returns it with the hostfile.
-pub fn join(am: &str, id: usize, host: &str, timeout: Duration) -> Result<(TcpListener, Hostfile, TcpStream)> {
-    let listener = TcpListener::bind(("0.0.0.0", 0)).map_err(|e| PsError::io("binding a listening port", e))?;
-    let port = listener.local_addr().map_err(|e| PsError::io("reading the bound port", e))?.port();
-    let mut s =
-        TcpStream::connect(am).map_err(|e| PsError::io(format!("connecting to the application master {am}"), e))?;
-    s.set_read_timeout(Some(timeout)).ok();
-    writeln!(s, "hello {id} {host} {port}").map_err(|e| PsError::io(format!("reporting to {am}"), e))?;
-    let mut r = BufReader::new(s.try_clone().map_err(|e| PsError::io("cloning the AM connection", e))?);
-    let mut line = String::new();
-    let what = |e: std::io::Error| PsError::io(format!("waiting for the hostfile from {am}"), e);
-    r.read_line(&mut line).map_err(what)?;
-    let n: usize = line.strip_prefix("hosts ").and_then(|x| x.trim().parse().ok()).ok_or_else(|| {
-        PsError::codec(format!("application master {am} sent '{}' instead of a hostfile", line.trim()))
-    })?;
-    let mut hosts = Vec::with_capacity(n);
-    for k in 0..n {
-        line.clear();
-        r.read_line(&mut line).map_err(what)?;
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let ok = f.len() == 3 && f[0].parse::<usize>().ok() == Some(k);
-        let port = f.get(2).and_then(|p| p.parse::<u16>().ok()).filter(|_| ok);
-        let port = port.ok_or_else(|| PsError::codec(format!("hostfile line {k} from {am}: '{}'", line.trim())))?;
-        hosts.push((f[1].to_string(), port));
-    }
-    s.set_read_timeout(None).ok();
-    Ok((listener, Hostfile::new(hosts), s))
+/// Longest line either side accepts (a hello is about 150 bytes, a failure reason is cut to fit).
+pub const MAX_LINE: usize = 2048;
+/// Most processes a hostfile from the AM may list.
+pub const MAX_PROCESSES: usize = 1 << 16;
+const HELLO: &str = "ps-rendezvous hello v1";
+const HOSTS: &str = "ps-rendezvous hosts v1";
+
+/// A parsed `hello` line (not yet verified).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    pub id: usize,
+    pub host: String,
+    pub port: u16,
+    pub nonce: [u8; 16],
+    mac: [u8; 32],
 }
 
-/// Reports `clock <c> <total>` once a second until the connection or the process goes away.
-pub fn report_progress(mut s: TcpStream, clock: Arc<AtomicI64>, total: Option<i64>) {
-    std::thread::Builder::new()
-        .name("ps-progress".into())
-        .spawn(move || loop {
-            let c = clock.load(Ordering::Relaxed);
-            if writeln!(s, "clock {c} {}", total.unwrap_or(-1)).is_err() {
-                return;
-            }
-            std::thread::sleep(Duration::from_secs(1));
+fn hex_array<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let v = hex_decode(s)?;
+    v.try_into().ok()
+}
+
+fn hex_decode(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A host name as it may appear in a hostfile: no spaces or control characters.
+fn valid_host(h: &str) -> bool {
+    !h.is_empty() && h.len() <= 255 && h.bytes().all(|b| b.is_ascii_graphic())
+}
+
+impl Hello {
+    fn fields<'a>(app: &'a str, id: &'a str, host: &'a str, port: &'a str, nonce: &'a [u8]) -> [&'a [u8]; 5] {
+        [app.as_bytes(), id.as_bytes(), host.as_bytes(), port.as_bytes(), nonce]
+    }
+
+    /// The line a process sends (with its newline).
+    pub fn line(secret: &[u8], app: &str, id: usize, host: &str, port: u16, nonce: [u8; 16]) -> String {
+        let (ids, ports) = (id.to_string(), port.to_string());
+        let mac = secret::mac(secret, HELLO, &Self::fields(app, &ids, host, &ports, &nonce));
+        format!("hello {id} {host} {port} {} {}\n", hex(&nonce), hex(&mac))
+    }
+
+    /// Parses a hello line (syntax only; see [`Hello::verify`]).
+    pub fn parse(line: &str) -> Result<Hello> {
+        let bad = || PsError::codec(format!("not a rendezvous hello: '{}'", line.chars().take(80).collect::<String>()));
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        let ["hello", id, host, port, nonce, mac] = f.as_slice() else { return Err(bad()) };
+        Ok(Hello {
+            id: id.parse().map_err(|_| bad())?,
+            host: valid_host(host).then(|| host.to_string()).ok_or_else(bad)?,
+            port: port.parse().map_err(|_| bad())?,
+            nonce: hex_array(nonce).ok_or_else(bad)?,
+            mac: hex_array(mac).ok_or_else(bad)?,
         })
-        .ok();
+    }
+
+    /// True if the hello was made with the job secret for application `app`.
+    pub fn verify(&self, secret: &[u8], app: &str) -> bool {
+        let (ids, ports) = (self.id.to_string(), self.port.to_string());
+        secret::verify(secret, HELLO, &Self::fields(app, &ids, &self.host, &ports, &self.nonce), &self.mac)
+    }
+}
+
+/// The AM's answer to a verified hello: the hostfile, authenticated for that hello's nonce.
+pub fn hosts_message(secret: &[u8], app: &str, nonce: &[u8; 16], hosts: &Hostfile) -> String {
+    let body = hosts.render();
+    let mac = secret::mac(secret, HOSTS, &[app.as_bytes(), nonce, body.as_bytes()]);
+    format!("hosts {} {}\n{body}", hosts.len(), hex(&mac))
+}
+
+/// What a process reports after start-up.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Report {
+    /// `clock <c> <total>`: the process clock and the planned clocks (-1: unknown).
+    Clock(i64, i64),
+    /// `failed <reason>`: why the process is about to exit with an error.
+    Failed(String),
+}
+
+impl Report {
+    pub fn parse(line: &str) -> Option<Report> {
+        if let Some(r) = line.strip_prefix("failed ") {
+            return Some(Report::Failed(r.trim().to_string()));
+        }
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        match f.as_slice() {
+            ["clock", c, t] => Some(Report::Clock(c.parse().ok()?, t.parse().ok()?)),
+            _ => None,
+        }
+    }
+}
+
+/// Reads one line of at most `max` bytes (without its newline). `Ok(None)` at end of stream; an
+/// error for a longer line or one that is not UTF-8, so a peer cannot make us buffer without end.
+pub fn read_line_bounded(r: &mut impl BufRead, max: usize) -> std::io::Result<Option<String>> {
+    let mut buf = Vec::new();
+    let n = r.by_ref().take(max as u64 + 1).read_until(b'\n', &mut buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if n > max {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("line longer than {max} bytes")));
+    }
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "line is not UTF-8"))
+}
+
+/// The connection to the AM after start-up: progress and the failure report share it.
+#[derive(Clone)]
+pub struct AmLink {
+    stream: Arc<Mutex<TcpStream>>,
+}
+
+impl AmLink {
+    fn send(&self, line: &str) -> bool {
+        let mut s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        s.write_all(line.as_bytes()).and_then(|_| s.flush()).is_ok()
+    }
+
+    /// Reports `clock <c> <total>` once a second until the connection or the process goes away.
+    pub fn report_progress(&self, clock: Arc<AtomicI64>, total: Option<i64>) {
+        let link = self.clone();
+        std::thread::Builder::new()
+            .name("ps-progress".into())
+            .spawn(move || loop {
+                let c = clock.load(Ordering::Relaxed);
+                if !link.send(&format!("clock {c} {}\n", total.unwrap_or(-1))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            })
+            .ok();
+    }
+
+    /// Tells the AM why this process is about to fail (one line, cut to fit), so that the YARN
+    /// diagnostics say more than an exit status.
+    pub fn report_failure(&self, reason: &str) {
+        let one: String = reason.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let mut line = format!("failed {one}");
+        while line.len() > MAX_LINE - 1 {
+            line.pop();
+        }
+        line.push('\n');
+        self.send(&line);
+    }
+}
+
+/// Binds a listener on port 0, reports it to the AM at `am` (application `app`) and returns it
+/// with the hostfile. Retries until `timeout` if the AM drops the connection before answering
+/// (it bounds its connections; a flood of strangers may hold them for a while).
+pub fn join(
+    am: &str,
+    app: &str,
+    secret: &[u8],
+    id: usize,
+    host: &str,
+    timeout: Duration,
+) -> Result<(TcpListener, Hostfile, AmLink)> {
+    let listener = TcpListener::bind(("0.0.0.0", 0)).map_err(|e| PsError::io("binding a listening port", e))?;
+    let port = listener.local_addr().map_err(|e| PsError::io("reading the bound port", e))?.port();
+    let deadline = Instant::now() + timeout;
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match try_join(am, app, secret, id, host, port, deadline) {
+            Ok((hosts, link)) => return Ok((listener, hosts, link)),
+            // Only a connection the AM accepted and then dropped is worth another try (it sheds
+            // connections beyond its limit); no listener means the AM is gone.
+            Err(Attempt::Retry(e)) if Instant::now() + backoff < deadline => {
+                log::warn!("rendezvous with {am} failed ({e}); retrying");
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+            Err(Attempt::Retry(e)) => {
+                return Err(PsError::Io(format!(
+                    "no hostfile from the application master {am} within {timeout:?}: {e}"
+                )))
+            }
+            Err(Attempt::Fail(e)) => return Err(e),
+        }
+    }
+}
+
+/// How one rendezvous attempt failed.
+enum Attempt {
+    /// The AM dropped or reset the connection before answering.
+    Retry(PsError),
+    Fail(PsError),
+}
+
+fn try_join(
+    am: &str,
+    app: &str,
+    secret: &[u8],
+    id: usize,
+    host: &str,
+    port: u16,
+    deadline: Instant,
+) -> std::result::Result<(Hostfile, AmLink), Attempt> {
+    let fail = Attempt::Fail;
+    let s = TcpStream::connect(am)
+        .map_err(|e| fail(PsError::io(format!("connecting to the application master {am}"), e)))?;
+    let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+    s.set_read_timeout(Some(left)).ok();
+    let mut nonce = [0u8; 16];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut nonce);
+    let clone = || s.try_clone().map_err(|e| fail(PsError::io("cloning the AM connection", e)));
+    let mut w = clone()?;
+    w.write_all(Hello::line(secret, app, id, host, port, nonce).as_bytes())
+        .map_err(|e| Attempt::Retry(PsError::io(format!("reporting to {am}"), e)))?;
+    let mut r = BufReader::new(clone()?);
+    let what = |e: std::io::Error| Attempt::Retry(PsError::io(format!("waiting for the hostfile from {am}"), e));
+    let first = read_line_bounded(&mut r, MAX_LINE).map_err(what)?.ok_or_else(|| {
+        Attempt::Retry(PsError::Io(format!("{am} closed the connection without sending the hostfile")))
+    })?;
+    let bad = |why: &str| fail(PsError::codec(format!("application master {am}: {why}")));
+    let f: Vec<&str> = first.split_ascii_whitespace().collect();
+    let ["hosts", n, mac] = f.as_slice() else { return Err(bad(&format!("sent '{first}' instead of a hostfile"))) };
+    let n: usize =
+        n.parse().ok().filter(|n| (1..=MAX_PROCESSES).contains(n)).ok_or_else(|| bad("bad process count"))?;
+    let mac: [u8; 32] = hex_array(mac).ok_or_else(|| bad("bad hostfile MAC"))?;
+    let mut body = String::new();
+    for _ in 0..n {
+        let l = read_line_bounded(&mut r, MAX_LINE).map_err(what)?.ok_or_else(|| bad("hostfile cut short"))?;
+        body.push_str(&l);
+        body.push('\n');
+    }
+    if !secret::verify(secret, HOSTS, &[app.as_bytes(), &nonce, body.as_bytes()], &mac) {
+        return Err(fail(PsError::Config(format!(
+            "the hostfile from {am} is not authenticated by the job secret (not our application master?)"
+        ))));
+    }
+    let hosts = Hostfile::parse(&body, &format!("hostfile from {am}")).map_err(fail)?;
+    if hosts.len() != n {
+        return Err(bad("hostfile lists a different number of processes than announced"));
+    }
+    s.set_read_timeout(None).ok();
+    Ok((hosts, AmLink { stream: Arc::new(Mutex::new(s)) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hellos_verify_only_with_the_secret_and_application() {
+        let k = [3u8; 32];
+        let line = Hello::line(&k, "application_1_0001", 2, "node-a", 4242, [9; 16]);
+        let h = Hello::parse(line.trim()).unwrap();
+        assert_eq!((h.id, h.host.as_str(), h.port), (2, "node-a", 4242));
+        assert!(h.verify(&k, "application_1_0001"));
+        assert!(!h.verify(&k, "application_1_0002"));
+        assert!(!h.verify(&[4u8; 32], "application_1_0001"));
+        // Any field changed: the MAC no longer matches.
+        let forged = line.replace(" 4242 ", " 4243 ");
+        assert!(!Hello::parse(forged.trim()).unwrap().verify(&k, "application_1_0001"));
+        for bad in ["hello 1 h 2", "hello x h 1 00 00", "GET / HTTP/1.1", "", "hello 1 h\u{7} 2 00 00"] {
+            assert!(Hello::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bounded_lines() {
+        let mut r = std::io::Cursor::new(b"short\nxxxxxxxxxx\n".to_vec());
+        assert_eq!(read_line_bounded(&mut r, 8).unwrap().as_deref(), Some("short"));
+        assert!(read_line_bounded(&mut r, 8).is_err());
+        let mut r = std::io::Cursor::new(b"12345678\n".to_vec());
+        assert_eq!(read_line_bounded(&mut r, 8).unwrap().as_deref(), Some("12345678"));
+        assert_eq!(read_line_bounded(&mut r, 8).unwrap(), None);
+        assert_eq!(Report::parse("clock 3 10"), Some(Report::Clock(3, 10)));
+        assert_eq!(Report::parse("failed boom at 3"), Some(Report::Failed("boom at 3".into())));
+        assert_eq!(Report::parse("clock x"), None);
+    }
 }

@@ -67,6 +67,8 @@ pub struct Submission {
     pub local_resources: BTreeMap<String, LocalResource>,
     pub environment: BTreeMap<String, String>,
     pub command: String,
+    /// Secrets for the AM's credentials (`Credentials.addSecretKey`), by alias.
+    pub secrets: BTreeMap<String, Vec<u8>>,
 }
 
 impl Submission {
@@ -75,6 +77,13 @@ impl Submission {
             self.local_resources.iter().map(|(k, v)| Entry { key: k.clone(), value: v }).collect();
         let env: Vec<Entry<&String>> =
             self.environment.iter().map(|(k, v)| Entry { key: k.clone(), value: v }).collect();
+        // The RM decodes secrets with commons-codec Base64 (standard or URL-safe alphabet).
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let secrets: Vec<Entry<String>> = self
+            .secrets
+            .iter()
+            .map(|(k, v)| Entry { key: k.clone(), value: base64::Engine::encode(&b64, v) })
+            .collect();
         serde_json::json!({
             "application-id": self.app_id,
             "application-name": self.name,
@@ -86,6 +95,7 @@ impl Submission {
                 "local-resources": {"entry": lr},
                 "environment": {"entry": env},
                 "commands": {"command": self.command},
+                "credentials": {"tokens": {"entry": []}, "secrets": {"entry": secrets}},
             },
         })
     }

@@ -76,7 +76,7 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
     let sched = c.rm_scheduler();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     // Bounded: a stand-in that stops answering fails the test instead of hanging it.
-    rt.block_on(tokio::time::timeout(Duration::from_secs(120), async {
+    let exchange = async {
         // Wrong password: Hadoop's SASL server refuses with a FATAL reply.
         let mut bad = token.clone();
         bad.password[0] ^= 1;
@@ -137,8 +137,9 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
         };
         assert_eq!((exit_of(a), exit_of(b)), (0, 7));
         am.finish(APP_SUCCEEDED, "probe done", "").await.unwrap();
-    }))
-    .expect("the AM/NM protocol exchange did not finish within 120 s");
+    };
+    rt.block_on(async { tokio::time::timeout(Duration::from_secs(120), exchange).await })
+        .expect("the AM/NM protocol exchange did not finish within 120 s");
     std::fs::write(dir.join("stop"), b"").unwrap();
     let rep = rest.report(&app).unwrap();
     assert!(rep.succeeded(), "{rep:?}");

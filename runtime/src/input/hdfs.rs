@@ -169,6 +169,24 @@ impl Storage for HdfsFs {
         Ok((st.length as u64, st.modification_time))
     }
 
+    fn create_private_dir(&self, dir: &str) -> Result<()> {
+        // Missing parents get ordinary permissions: the NameNode gives implicitly created parents
+        // the leaf's mode, and a 0700 /user would lock every other user out of their homes.
+        let path = self.path(dir).trim_end_matches('/');
+        if let Some((parent, _)) = path.rsplit_once('/').filter(|(p, _)| !p.is_empty()) {
+            self.rt
+                .block_on(self.client.mkdirs(parent, 0o755, true))
+                .map_err(|e| err(format!("creating directory {}", self.url(parent)), e))?;
+        }
+        // mkdirs, then an explicit chmod: the permission given to mkdirs is subject to the umask.
+        self.rt
+            .block_on(self.client.mkdirs(path, 0o700, false))
+            .map_err(|e| err(format!("creating directory {dir}"), e))?;
+        self.rt
+            .block_on(self.client.set_permission(path, 0o700))
+            .map_err(|e| err(format!("making {dir} private (0700)"), e))
+    }
+
     fn children(&self, dir: &str) -> Result<Vec<String>> {
         let mut v: Vec<String> = self
             .rt

@@ -36,6 +36,9 @@ pub trait Storage: Send + Sync {
     fn delete(&self, path: &str) -> Result<()>;
     /// Files directly inside a directory (names only), sorted.
     fn children(&self, dir: &str) -> Result<Vec<String>>;
+    /// Creates `dir` (and missing parents) and makes it accessible to its owner only (0700,
+    /// set explicitly so no umask loosens it). For directories holding a job's private files.
+    fn create_private_dir(&self, dir: &str) -> Result<()>;
     /// Length in bytes and modification time in ms since the epoch (what YARN's localizer checks).
     fn status(&self, path: &str) -> Result<(u64, u64)>;
     /// 1-based number of the line holding byte `offset` (for error messages only).
@@ -148,6 +151,30 @@ impl Storage for LocalFs {
         let m = std::fs::metadata(local_path(path)).map_err(|e| PsError::io(format!("stat {path}"), e))?;
         let mtime = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
         Ok((m.len(), mtime.map_or(0, |d| d.as_millis() as u64)))
+    }
+
+    fn create_private_dir(&self, dir: &str) -> Result<()> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+        let p = std::path::Path::new(local_path(dir));
+        let what = |e: std::io::Error| PsError::io(format!("creating private directory {dir}"), e);
+        if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(what)?;
+        }
+        match std::fs::DirBuilder::new().mode(0o700).create(p) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                // Reuse only a real directory of ours: not a symlink, not someone else's.
+                let m = std::fs::symlink_metadata(p).map_err(what)?;
+                // SAFETY: geteuid has no preconditions.
+                let me = unsafe { libc::geteuid() };
+                if !m.is_dir() || m.uid() != me {
+                    return Err(PsError::Config(format!(
+                        "{dir} exists and is not a directory owned by this user; refusing to keep job files there"
+                    )));
+                }
+            }
+            r => r.map_err(what)?,
+        }
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700)).map_err(what)
     }
 
     fn children(&self, dir: &str) -> Result<Vec<String>> {

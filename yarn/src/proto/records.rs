@@ -338,4 +338,39 @@ impl ContainerIdProto {
         let e = if epoch > 0 { format!("e{epoch:02}_") } else { String::new() };
         format!("container_{e}{}_{:04}_{attempt:02}_{id:06}", app.cluster_timestamp.unwrap_or(0), app.id.unwrap_or(0))
     }
+
+    /// The application id (`application_<cluster ts>_<nnnn>`) of a container id string such as
+    /// `container_1410901177871_0001_01_000005` or `container_e17_1410901177871_0001_01_000005`
+    /// (the `CONTAINER_ID` every YARN container gets).
+    pub fn application_of(container_id: &str) -> Option<String> {
+        let rest = container_id.strip_prefix("container_")?;
+        let f: Vec<&str> = rest.split('_').collect();
+        let f = match f.as_slice() {
+            [e, rest @ ..] if e.starts_with('e') && rest.len() == 4 => rest,
+            all if all.len() == 4 => all,
+            _ => return None,
+        };
+        f.iter()
+            .all(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| format!("application_{}_{}", f[0], f[1]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn application_of_container_ids() {
+        let app = ContainerIdProto::application_of;
+        assert_eq!(app("container_1410901177871_0001_01_000005").as_deref(), Some("application_1410901177871_0001"));
+        assert_eq!(
+            app("container_e17_1410901177871_0012_01_000005").as_deref(),
+            Some("application_1410901177871_0012")
+        );
+        for bad in ["", "container_", "application_1_0001", "container_1_2_3", "container_x_1_1_1", "container_1__1_1"]
+        {
+            assert_eq!(app(bad), None, "{bad}");
+        }
+    }
 }

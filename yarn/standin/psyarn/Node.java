@@ -99,7 +99,7 @@ final class Node implements ContainerManagementProtocol {
         continue;
       }
       try {
-        launch(cid, r.getContainerLaunchContext(), new HashMap<String, String>());
+        launch(cid, r.getContainerLaunchContext(), ct.getApplicationSubmitter(), new HashMap<String, String>());
         ok.add(cid);
       } catch (Exception e) {
         rm.log("node " + id + ": " + cid + " failed to start: " + e);
@@ -111,8 +111,13 @@ final class Node implements ContainerManagementProtocol {
     return StartContainersResponse.newInstance(new HashMap<String, ByteBuffer>(), ok, failed);
   }
 
-  /** Localizes, writes the token file and runs the command; also used for the AM container. */
-  void launch(ContainerId cid, ContainerLaunchContext clc, Map<String, String> extraEnv) throws Exception {
+  /**
+   * Localizes, writes the token file and runs the command; also used for the AM container. Like the
+   * real NM's localizer, resources are read from HDFS as the application's user (so a private staging
+   * directory works for its owner only), and the token file is readable by that user only.
+   */
+  void launch(ContainerId cid, ContainerLaunchContext clc, String user, Map<String, String> extraEnv)
+      throws Exception {
     String app = cid.getApplicationAttemptId().getApplicationId().toString();
     File dir = new File(root, "local/" + app + "/" + cid);
     File logs = new File(rm.logRoot(), app + "/" + cid);
@@ -122,7 +127,7 @@ final class Node implements ContainerManagementProtocol {
     new File(root, "cache/" + cid).mkdirs();
     for (Map.Entry<String, LocalResource> e : clc.getLocalResources().entrySet()) {
       Path dest = new Path(new File(root, "cache/" + cid + "/" + e.getKey()).getAbsolutePath());
-      Path got = new FSDownload(fc, UserGroupInformation.getCurrentUser(), conf, dest, e.getValue()).call();
+      Path got = new FSDownload(fc, UserGroupInformation.createRemoteUser(user), conf, dest, e.getValue()).call();
       Files.createSymbolicLink(new File(dir, e.getKey()).toPath(), new File(got.toUri().getPath()).toPath());
     }
     File tokens = new File(dir, "container_tokens");
@@ -134,6 +139,8 @@ final class Node implements ContainerManagementProtocol {
     }
     // file:// explicitly: the configuration's default file system is HDFS.
     creds.writeTokenStorageFile(new Path("file://" + tokens.getAbsolutePath()), conf);
+    java.nio.file.Files.setPosixFilePermissions(tokens.toPath(),
+        java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
     Map<String, String> env = new HashMap<>();
     // The NodeManager's own variables first; the application's may not override them.
     env.putAll(clc.getEnvironment());

@@ -121,6 +121,29 @@ final class Rest {
     return r;
   }
 
+  /**
+   * The submission's `credentials` ({"tokens": {"entry": [...]}, "secrets": {"entry": [...]}}), decoded
+   * as the real RM's RMWebServices does (tokens from their URL-safe string form, secrets from base64)
+   * and serialized with Hadoop's own Credentials, as the AM container's tokens.
+   */
+  private static java.nio.ByteBuffer credentials(JsonNode spec) throws IOException {
+    org.apache.hadoop.security.Credentials creds = new org.apache.hadoop.security.Credentials();
+    JsonNode c = spec.path("credentials");
+    for (JsonNode e : c.path("tokens").path("entry")) {
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.security.token.TokenIdentifier> t =
+          new org.apache.hadoop.security.token.Token<>();
+      t.decodeFromUrlString(e.path("value").getTextValue());
+      creds.addToken(new org.apache.hadoop.io.Text(e.path("key").getTextValue()), t);
+    }
+    for (JsonNode e : c.path("secrets").path("entry")) {
+      byte[] secret = new org.apache.commons.codec.binary.Base64(0, null, true).decode(e.path("value").getTextValue());
+      creds.addSecretKey(new org.apache.hadoop.io.Text(e.path("key").getTextValue()), secret);
+    }
+    org.apache.hadoop.io.DataOutputBuffer out = new org.apache.hadoop.io.DataOutputBuffer();
+    creds.writeTokenStorageToStream(out);
+    return java.nio.ByteBuffer.wrap(out.getData(), 0, out.getLength());
+  }
+
   private void submit(HttpExchange x, JsonNode body, String user) throws Exception {
     String id = body.path("application-id").getTextValue();
     Rm.App a = id == null ? null : rm.apps.get(ConverterUtils.toApplicationId(id));
@@ -151,7 +174,7 @@ final class Rest {
       env.put(e.path("key").getTextValue(), e.path("value").getTextValue());
     }
     List<String> cmds = Collections.singletonList(spec.path("commands").path("command").getTextValue());
-    ContainerLaunchContext clc = ContainerLaunchContext.newInstance(res, env, cmds, null, null, null);
+    ContainerLaunchContext clc = ContainerLaunchContext.newInstance(res, env, cmds, null, credentials(spec), null);
     rm.log("submit " + a.id + " by " + user + ": " + cmds);
     try {
       rm.submit(a, clc);

@@ -142,7 +142,7 @@ final class Rm implements ApplicationMasterProtocol {
     env.put("APP_SUBMIT_TIME_ENV", Long.toString(a.submitted));
     env.put("USER", a.user);
     a.state = "RUNNING";
-    n.launch(a.amContainer, clc, env);
+    n.launch(a.amContainer, clc, a.user, env);
   }
 
   /** A container ended (on any node): the AM's own ends the attempt, others are reported. */
