@@ -78,7 +78,7 @@ fn refused(shared: &SharedRef, why: String) {
         g.refused += 1;
         g.refused
     };
-    if n <= 10 || n % 100 == 0 {
+    if n <= 10 || n.is_multiple_of(100) {
         log::warn!("rendezvous: {why} ({n} refused so far)");
     }
 }

@@ -259,5 +259,7 @@ fn datanode_stopped_mid_job_fails_it_naming_path_and_operation() {
     let failed_at = line.split("/clock-").nth(1).and_then(|s| s.split('/').next()).and_then(|s| s.parse::<i64>().ok());
     let failed_at = failed_at.expect("clock in the failing path");
     assert!(!complete.contains(&failed_at), "snapshot {failed_at} failed but has a manifest: {list:?}");
+    // Stop the private HDFS before its state directory (with the pid files) goes.
+    drop(hdfs);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -128,8 +128,9 @@ fn connection_without_secret_is_rejected_and_job_continues() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let err = rt.block_on(async {
         let sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        let mut conn = tokio_util::codec::Framed::new(sock, ps_runtime::wire::codec(1 << 20));
-        ps_runtime::wire::auth::connect(&mut conn, b"not the secret", 1).await
+        let mut conn = tokio_util::codec::Framed::new(sock, ps_runtime::wire::auth::handshake_codec());
+        let p = ps_runtime::wire::WireProtection::Integrity;
+        ps_runtime::wire::auth::connect(&mut conn, b"not the secret", 1, p).await.map(|_| ())
     });
     assert!(err.is_err(), "handshake with a wrong secret succeeded");
     wait_for(&rx, "wrong job secret", &mut log);
@@ -254,4 +255,69 @@ fn job_directory_and_secret_are_private_and_fresh() {
     assert!(e.contains("readable by other users"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&target);
+}
+
+/// Peak resident memory of a process, in bytes (`VmHWM`).
+fn peak_rss(pid: i32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 =
+        s.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches(" kB").parse().unwrap();
+    kb * 1024
+}
+
+/// Unauthenticated connections cannot exhaust memory: hundreds of them announcing a 2 GiB or a
+/// 200 MiB frame and pushing data leave the processes' peak RSS within 50 MB of what it was,
+/// and the job completes correctly.
+#[test]
+fn handshake_flood_leaves_memory_flat_and_the_job_correct() {
+    let dir = tmpdir("flood");
+    let (child, rx) = spawn_job(&[
+        "--master",
+        "local[2]",
+        "--job-dir",
+        dir.to_str().unwrap(),
+        "demo",
+        "--clocks",
+        "500",
+        "--delay-ms",
+        "10",
+    ]);
+    let mut log = Vec::new();
+    let pid_of = |l: String| -> i32 { l.rsplit("pid ").next().unwrap().trim_end_matches(')').parse().unwrap() };
+    let p0 = pid_of(wait_for(&rx, "process 0 started (pid", &mut log));
+    let p1 = pid_of(wait_for(&rx, "process 1 started (pid", &mut log));
+    wait_for(&rx, "job ready", &mut log);
+    let before = [peak_rss(p0), peak_rss(p1)];
+    let hosts = std::fs::read_to_string(dir.join("hostfile")).unwrap();
+    let addrs: Vec<String> =
+        hosts.lines().map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(":")).collect();
+    // 10 threads x 30 connections, alternating between the two processes.
+    let attackers: Vec<_> = (0..10)
+        .map(|t| {
+            let addrs = addrs.clone();
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                for i in 0..30 {
+                    let Ok(mut c) = std::net::TcpStream::connect(&addrs[(t + i) % 2]) else { continue };
+                    c.set_write_timeout(Some(Duration::from_secs(2))).ok();
+                    let len: u32 = if i % 2 == 0 { 0x8000_0000 } else { 200 << 20 };
+                    let _ = c.write_all(&len.to_be_bytes());
+                    let _ = c.write_all(&vec![0x5a; 1 << 20]);
+                    held.push(c);
+                }
+                held.len()
+            })
+        })
+        .collect();
+    let connected: usize = attackers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(connected >= 200, "only {connected} attack connections were made");
+    let after = [peak_rss(p0), peak_rss(p1)];
+    let st = exit_within(child, Duration::from_secs(120)).expect("job hung under the flood");
+    log.extend(rx.try_iter());
+    assert!(st.success(), "the job failed under the flood:\n{}", log.join("\n"));
+    for k in 0..2 {
+        let grew = after[k].saturating_sub(before[k]);
+        assert!(grew < 50 << 20, "process {k}: peak RSS grew by {} MB under the flood", grew >> 20);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,17 +8,24 @@ use crate::client::{ClientCmd, Core};
 use crate::error::{panic_message, PsError, Result};
 use crate::hostfile::Hostfile;
 use crate::server::ServerIn;
-use crate::wire::{self, auth, Msg};
-use bytes::BytesMut;
+use crate::wire::auth::{self, HandshakeError, Keys};
+use crate::wire::{FrameCodec, Msg};
 use futures::{FutureExt, SinkExt, StreamExt};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use tokio_util::codec::{Framed, FramedRead, FramedWrite};
+use tokio_util::codec::{Framed, FramedRead, FramedWrite, LengthDelimitedCodec};
+
+/// Handshakes in progress at once. Unauthenticated connections beyond this are closed as soon as
+/// they are accepted (a connector retries until `connect_timeout_ms`), so a flood of strangers
+/// costs a bounded amount of memory and cannot starve the process of file descriptors.
+const MAX_PENDING_HANDSHAKES: usize = 64;
+/// Time an unauthenticated connection gets to complete the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Spawns a task of the communication runtime that fails the process if it panics: a task that
 /// died silently would leave every thread waiting for messages nobody handles, while heartbeats
@@ -113,7 +120,7 @@ pub(crate) fn start(
             let (core, secret) = (core.clone(), secret.clone());
             spawn_guarded(core.clone(), "a connector", async move {
                 match connect(&core, q, &addr, &secret).await {
-                    Ok(conn) => run_conn(core, q, addr, conn, rx, move |m| deliver.send((q, m)).is_ok()),
+                    Ok((conn, keys)) => run_conn(core, q, addr, conn, keys, rx, move |m| deliver.send((q, m)).is_ok()),
                     Err(e) => core.fail(PsError::PeerLost { pid: q, addr, reason: e.to_string() }),
                 }
             });
@@ -123,32 +130,39 @@ pub(crate) fn start(
     Links { to_server: to_server.into_iter().map(link).collect(), to_client: to_client.into_iter().map(link).collect() }
 }
 
-type Conn = Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>;
+type Conn = Framed<TcpStream, LengthDelimitedCodec>;
 
-async fn connect(core: &Core, q: usize, addr: &str, secret: &[u8]) -> Result<Conn> {
+/// Connects to process `q` and runs the handshake, retrying until `connect_timeout_ms` while the
+/// peer is not listening yet or drops us (it sheds handshakes beyond its limit). A peer that
+/// proves it does not share our secret or settings is final.
+async fn connect(core: &Core, q: usize, addr: &str, secret: &[u8]) -> Result<(Conn, Keys)> {
     let deadline = Instant::now() + Duration::from_millis(core.cfg.connect_timeout_ms);
     let mut backoff = Duration::from_millis(20);
     loop {
         core.check()?;
-        match TcpStream::connect(addr).await {
+        let why = match TcpStream::connect(addr).await {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
-                let mut conn = Framed::new(s, wire::codec(core.cfg.max_frame_bytes));
-                tokio::time::timeout(Duration::from_secs(10), auth::connect(&mut conn, secret, core.pid))
-                    .await
-                    .map_err(|_| PsError::Io("handshake timed out".into()))??;
-                log::debug!("connected to process {q} at {addr}");
-                return Ok(conn);
+                let mut conn = Framed::new(s, auth::handshake_codec());
+                let hs = auth::connect(&mut conn, secret, core.pid, core.cfg.wire_protection);
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, hs).await {
+                    Ok(Ok(keys)) => {
+                        log::debug!("connected to process {q} at {addr}");
+                        return Ok((conn, keys));
+                    }
+                    Ok(Err(e @ HandshakeError::Refused(_))) => return Err(e.into()),
+                    Ok(Err(e @ HandshakeError::Transport(_))) => e.to_string(),
+                    Err(_) => "handshake timed out".to_string(),
+                }
             }
-            Err(e) if Instant::now() < deadline => {
-                log::trace!("process {q} at {addr} not up yet: {e}");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_millis(500));
-            }
-            Err(e) => {
-                return Err(PsError::Io(format!("could not connect within {} ms: {e}", core.cfg.connect_timeout_ms)))
-            }
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() + backoff >= deadline {
+            return Err(PsError::Io(format!("could not connect within {} ms: {why}", core.cfg.connect_timeout_ms)));
         }
+        log::trace!("process {q} at {addr} not reachable yet: {why}");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_millis(500));
     }
 }
 
@@ -160,6 +174,8 @@ async fn accept_loop(
     rxs: Rxs,
     server_in: UnboundedSender<ServerIn>,
 ) {
+    let pending = Arc::new(tokio::sync::Semaphore::new(MAX_PENDING_HANDSHAKES));
+    let refused = Arc::new(AtomicU64::new(0));
     loop {
         let (sock, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -169,18 +185,24 @@ async fn accept_loop(
                 continue;
             }
         };
-        let (core, secret, rxs, hosts, server_in) =
-            (core.clone(), secret.clone(), rxs.clone(), hosts.clone(), server_in.clone());
+        let Ok(permit) = pending.clone().try_acquire_owned() else {
+            note_refusal(&refused, peer, &format!("{MAX_PENDING_HANDSHAKES} handshakes already in progress"));
+            continue;
+        };
+        let (core, secret, rxs, hosts, server_in, refused) =
+            (core.clone(), secret.clone(), rxs.clone(), hosts.clone(), server_in.clone(), refused.clone());
         spawn_guarded(core.clone(), "a connection handshake", async move {
             let _ = sock.set_nodelay(true);
-            let mut conn = Framed::new(sock, wire::codec(core.cfg.max_frame_bytes));
-            let who = tokio::time::timeout(Duration::from_secs(10), auth::accept(&mut conn, &secret, core.nprocs))
+            let mut conn = Framed::new(sock, auth::handshake_codec());
+            let hs = auth::accept(&mut conn, &secret, core.nprocs, core.cfg.wire_protection);
+            let who = tokio::time::timeout(HANDSHAKE_TIMEOUT, hs)
                 .await
-                .unwrap_or_else(|_| Err(PsError::Io("handshake timed out".into())));
-            let q = match who {
-                Ok(q) => q,
+                .unwrap_or_else(|_| Err(HandshakeError::Transport("timed out".into())));
+            drop(permit);
+            let (q, keys) = match who {
+                Ok(x) => x,
                 Err(e) => {
-                    log::warn!("refused connection from {peer}: {e}");
+                    note_refusal(&refused, peer, &e.to_string());
                     return;
                 }
             };
@@ -190,37 +212,49 @@ async fn accept_loop(
                 return;
             };
             log::debug!("accepted process {q} from {peer}");
-            run_conn(core, q, hosts.addr(q), conn, rx, move |m| server_in.send(ServerIn::Net(q, m)).is_ok());
+            run_conn(core, q, hosts.addr(q), conn, keys, rx, move |m| server_in.send(ServerIn::Net(q, m)).is_ok());
         });
     }
 }
 
+/// Logs a refused connection without letting a flood of them flood the log: the first ten, then
+/// every 100th.
+fn note_refusal(count: &AtomicU64, peer: std::net::SocketAddr, why: &str) {
+    let n = count.fetch_add(1, Ordering::Relaxed) + 1;
+    if n <= 10 || n.is_multiple_of(100) {
+        log::warn!("refused connection from {peer}: {why} ({n} refused so far)");
+    }
+}
+
 /// Runs an authenticated connection with peer `q`: a writer draining `rx` and a reader handing
-/// decoded messages to `deliver`.
+/// decoded messages to `deliver`. From here on every frame is protected with the handshake's keys.
 fn run_conn(
     core: Arc<Core>,
     q: usize,
     addr: String,
     conn: Conn,
+    keys: Keys,
     rx: UnboundedReceiver<Msg>,
     deliver: impl Fn(Msg) -> bool + Send + 'static,
 ) {
     let parts = conn.into_parts();
     let (r, w) = parts.io.into_split();
-    let codec = parts.codec;
-    let mut reader = FramedRead::new(r, codec.clone());
+    let (max, p) = (core.cfg.max_frame_bytes, core.cfg.wire_protection);
+    let mut reader = FramedRead::new(r, FrameCodec::new(max, p, keys.recv));
+    // Frames the peer sent right after the handshake may already sit in the handshake's buffer.
     reader.read_buffer_mut().extend_from_slice(&parts.read_buf);
-    let writer = FramedWrite::new(w, codec);
+    let writer = FramedWrite::new(w, FrameCodec::new(max, p, keys.send));
     spawn_guarded(core.clone(), "a connection writer", write_loop(core.clone(), q, addr.clone(), writer, rx));
     spawn_guarded(core.clone(), "a connection reader", async move {
         let timeout = Duration::from_millis(core.cfg.peer_timeout_ms);
+        let overhead = reader.decoder().overhead() as u64;
         loop {
             let reason = match tokio::time::timeout(timeout, reader.next()).await {
                 Err(_) => format!("no message for {} ms", core.cfg.peer_timeout_ms),
                 Ok(None) => "connection closed".to_string(),
                 Ok(Some(Err(e))) => format!("read failed: {e}"),
                 Ok(Some(Ok(frame))) => {
-                    core.net.bytes_recv.fetch_add(frame.len() as u64 + 4, Ordering::Relaxed);
+                    core.net.bytes_recv.fetch_add(frame.len() as u64 + overhead, Ordering::Relaxed);
                     match Msg::decode(frame.freeze()) {
                         Ok(Msg::Ping) => continue,
                         Ok(m) => {
@@ -250,11 +284,10 @@ async fn write_loop(
     core: Arc<Core>,
     q: usize,
     addr: String,
-    mut w: FramedWrite<tokio::net::tcp::OwnedWriteHalf, tokio_util::codec::LengthDelimitedCodec>,
+    mut w: FramedWrite<tokio::net::tcp::OwnedWriteHalf, FrameCodec>,
     mut rx: UnboundedReceiver<Msg>,
 ) {
     let hb = Duration::from_millis(core.cfg.heartbeat_ms);
-    let mut buf = BytesMut::new();
     loop {
         let first = match tokio::time::timeout(hb, rx.recv()).await {
             Ok(Some(m)) => m,
@@ -265,20 +298,22 @@ async fn write_loop(
         let mut counted = usize::from(!matches!(first, Msg::Ping));
         let mut next = Some(first);
         let mut batch = 0;
+        let before = w.encoder().encoded_bytes;
         let res: std::io::Result<()> = async {
+            // Messages are encoded and sealed straight into the socket's write buffer; up to
+            // 256 queued ones go out with one flush.
             while let Some(m) = next.take() {
-                m.encode(&mut buf);
-                core.net.bytes_sent.fetch_add(buf.len() as u64 + 4, Ordering::Relaxed);
-                w.feed(buf.split().freeze()).await?;
+                w.feed(m).await?;
                 batch += 1;
                 if batch < 256 {
                     next = rx.try_recv().ok();
                     counted += usize::from(next.is_some());
                 }
             }
-            SinkExt::<bytes::Bytes>::flush(&mut w).await
+            SinkExt::<Msg>::flush(&mut w).await
         }
         .await;
+        core.net.bytes_sent.fetch_add(w.encoder().encoded_bytes - before, Ordering::Relaxed);
         for _ in 0..counted {
             core.message_done();
         }

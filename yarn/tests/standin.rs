@@ -59,11 +59,21 @@ fn launch_context(cmd: &str) -> ContainerLaunchContextProto {
     ContainerLaunchContextProto { command: vec![cmd.to_string()], ..Default::default() }
 }
 
+/// Tells the probe AM to exit when the test ends, passed or not (it would loop forever).
+struct StopProbe(PathBuf);
+
+impl Drop for StopProbe {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0.join("stop"), b"");
+    }
+}
+
 #[test]
 fn am_and_nm_protocols_against_hadoops_own_servers() {
     let c = conf();
     let rest = RmRest::new(&c.rm_webapp(), "tester").unwrap();
     let dir = tmp("am");
+    let _stop = StopProbe(dir.clone());
     let app = submit_probe_am(&rest, &dir);
     wait_file(&dir.join("tokens"));
     let env = std::fs::read_to_string(dir.join("env")).unwrap();

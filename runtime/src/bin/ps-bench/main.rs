@@ -4,11 +4,13 @@
 //!   ps-bench apps      MF / LDA / PageRank through the parameter server vs plain loops
 //!   ps-bench experiment [NAME]   the papers' experiments, CSVs for the plots
 //!   ps-bench storage   HDFS split reader vs plain hdfs-native read; snapshot write time per GB
+//!   ps-bench wire      MF through yarn-submit per wire_protection (cost of integrity/privacy)
 
 mod apps;
 mod experiments;
 mod runtime;
 mod storage;
+mod wire;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +31,8 @@ enum Cmd {
     Experiment(experiments::Args),
     /// HDFS split-reader throughput vs plain hdfs-native reads; snapshot write time per GB.
     Storage(storage::Args),
+    /// MF time per pass through yarn-submit with each wire protection.
+    Wire(wire::Args),
 }
 
 fn main() {
@@ -38,5 +42,6 @@ fn main() {
         Cmd::Apps(a) => apps::run(a),
         Cmd::Experiment(a) => experiments::run(a),
         Cmd::Storage(a) => storage::run(a),
+        Cmd::Wire(a) => wire::run(a),
     }
 }

@@ -36,6 +36,13 @@ pub struct Args {
     /// Clocks of the remote-throughput run (each re-reads every row).
     #[arg(long, default_value_t = 10)]
     clocks: i64,
+    /// Wire protections to run the remote-throughput benchmark with; the first is the baseline
+    /// the others are compared to.
+    #[arg(long, value_delimiter = ',', default_value = "authentication,integrity,privacy")]
+    protections: Vec<ps_runtime::wire::WireProtection>,
+    /// Rounds of the remote-throughput runs (protections interleaved; medians reported).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
     #[arg(long, default_value = "results")]
     out: PathBuf,
 }
@@ -180,40 +187,43 @@ pub fn run(a: Args) {
             "ps_ops_per_s_per_thread": ps, "vec_ops_per_s": vec_rate, "hashmap_ops_per_s": map_rate,
             "ratio_vs_vec": ps / vec_rate, "ratio_vs_hashmap": ps / map_rate}));
 
-        // 2. remote row throughput
-        let cfg = RuntimeConfig {
-            threads: a.threads,
-            consistency: Consistency::Bsp,
-            staleness: 0,
-            prefetch: PrefetchPolicy::Off,
-            ..RuntimeConfig::default()
+        // 2. remote row throughput per wire protection (the first is the baseline), rounds
+        //    interleaved so that drift in the machine's speed hits every protection alike
+        let mut runs: Vec<Vec<(f64, u64, u64)>> = vec![Vec::new(); a.protections.len()];
+        for _ in 0..a.repeat {
+            for (i, &prot) in a.protections.iter().enumerate() {
+                runs[i].push(remote_rows(&a, p, prot, &registry));
+            }
+        }
+        let median = |v: &[(f64, u64, u64)]| {
+            let mut r: Vec<f64> = v.iter().map(|x| x.0).collect();
+            r.sort_by(|x, y| x.total_cmp(y));
+            r[r.len() / 2]
         };
-        let secs = std::sync::Arc::new(Mutex::new(Vec::new()));
-        let s2 = secs.clone();
-        let (rows, clocks) = (a.rows, a.clocks);
-        let res = run_local_cluster(p, &cfg, &registry, move |_| {
-            Box::new(Proxy(ReadAll { rows, clocks, secs: Mutex::new(Vec::new()) }, s2.clone()))
-        })
-        .expect("start cluster");
-        let stats: Vec<_> = res.into_iter().map(|r| r.expect("read job failed")).collect();
-        let secs = secs.lock().unwrap().iter().copied().fold(0.0, f64::max);
-        let measured_clocks = (a.clocks - 1) as f64;
-        // Rows each process had to receive in the measured clocks (local ones skip the network).
-        let rows_moved = a.rows as f64 * measured_clocks * p as f64;
-        let rows_per_s = rows_moved / secs;
+        let base = median(&runs[0]);
         let payload = (COLS * 4) as f64;
-        let wire: u64 = stats.iter().map(|s| s.bytes_recv).sum();
-        let remote_rows: u64 = stats.iter().map(|s| s.rows_recv_remote).sum();
-        let overhead = wire as f64 / (remote_rows as f64 * payload);
-        println!(
-            "remote rows (100 x f32), {p} processes: {:.0} rows/s, {:.1} MB/s payload, wire bytes / payload bytes = {:.3}",
-            rows_per_s, rows_per_s * payload / 1e6, overhead
-        );
-        csv += &format!("row_throughput,{p},{},{rows_per_s:.0},rows/s,,,\n", a.threads);
-        csv += &format!("wire_overhead,{p},{},{overhead:.4},wire/payload,,,\n", a.threads);
-        results.push(json!({"benchmark": "remote_row_throughput", "processes": p, "threads": a.threads,
-            "rows_per_s": rows_per_s, "payload_mb_per_s": rows_per_s * payload / 1e6,
-            "wire_bytes": wire, "remote_rows": remote_rows, "wire_over_payload": overhead}));
+        for (i, prot) in a.protections.iter().enumerate() {
+            let rows_per_s = median(&runs[i]);
+            let (_, wire, remote_rows) = runs[i][0];
+            let overhead = wire as f64 / (remote_rows as f64 * payload);
+            let name = prot.name();
+            println!(
+                "remote rows (100 x f32), {p} processes, wire_protection {name}: {:.0} rows/s ({:.3} x {}), {:.1} MB/s payload, wire bytes / payload bytes = {:.3} (median of {})",
+                rows_per_s, rows_per_s / base, a.protections[0].name(), rows_per_s * payload / 1e6, overhead, a.repeat
+            );
+            csv += &format!(
+                "row_throughput_{name},{p},{},{rows_per_s:.0},rows/s,{base:.0},rows/s ({}),{:.4}\n",
+                a.threads,
+                a.protections[0].name(),
+                rows_per_s / base
+            );
+            csv += &format!("wire_overhead_{name},{p},{},{overhead:.4},wire/payload,,,\n", a.threads);
+            results.push(json!({"benchmark": "remote_row_throughput", "processes": p, "threads": a.threads,
+                "wire_protection": name, "rows_per_s": rows_per_s, "ratio_vs_baseline": rows_per_s / base,
+                "baseline": a.protections[0].name(), "payload_mb_per_s": rows_per_s * payload / 1e6,
+                "runs_rows_per_s": runs[i].iter().map(|x| x.0).collect::<Vec<_>>(),
+                "wire_bytes": wire, "remote_rows": remote_rows, "wire_over_payload": overhead}));
+        }
     }
     if let Err(e) = std::fs::create_dir_all(&a.out)
         .and_then(|_| {
@@ -225,6 +235,37 @@ pub fn run(a: Args) {
         std::process::exit(1);
     }
     println!("results written to {}/bench-runtime.{{json,csv}}", a.out.display());
+}
+
+/// One remote-throughput job of `p` processes: (rows/s, wire bytes received, remote rows).
+fn remote_rows(
+    a: &Args,
+    p: usize,
+    prot: ps_runtime::wire::WireProtection,
+    registry: &RowTypeRegistry,
+) -> (f64, u64, u64) {
+    let cfg = RuntimeConfig {
+        threads: a.threads,
+        consistency: Consistency::Bsp,
+        staleness: 0,
+        prefetch: PrefetchPolicy::Off,
+        wire_protection: prot,
+        ..RuntimeConfig::default()
+    };
+    let secs = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let s2 = secs.clone();
+    let (rows, clocks) = (a.rows, a.clocks);
+    let res = run_local_cluster(p, &cfg, registry, move |_| {
+        Box::new(Proxy(ReadAll { rows, clocks, secs: Mutex::new(Vec::new()) }, s2.clone()))
+    })
+    .expect("start cluster");
+    let stats: Vec<_> = res.into_iter().map(|r| r.expect("read job failed")).collect();
+    let secs = secs.lock().unwrap().iter().copied().fold(0.0, f64::max);
+    // Rows each process had to receive in the measured clocks (local ones skip the network).
+    let rows_moved = a.rows as f64 * (a.clocks - 1) as f64 * p as f64;
+    let wire: u64 = stats.iter().map(|s| s.bytes_recv).sum();
+    let remote: u64 = stats.iter().map(|s| s.rows_recv_remote).sum();
+    (rows_moved / secs, wire, remote)
 }
 
 /// Wraps an app to hand its measurements back after the job (apps are moved into the runtime).
