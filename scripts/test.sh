@@ -2,10 +2,12 @@
 # Runs the whole test suite from a fresh clone: formatting, lints, build, unit, property and
 # end-to-end tests (multi-process jobs on 127.0.0.1), including tests against a real single-node
 # HDFS (scripts/hdfs-up.sh; needs Java) and against the YARN stand-in built on Hadoop's own server
-# code (scripts/yarn-up.sh; needs a JDK), both started and stopped here. CI runs exactly this.
+# code (scripts/yarn-up.sh; needs a JDK), both started and stopped here, then a short pass of
+# every fuzz target (scripts/fuzz.sh). CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo build --release --workspace
 export PS_HDFS_DIR=${PS_HDFS_DIR:-$(pwd)/data/hdfs-test}
@@ -15,4 +17,7 @@ eval "$(scripts/hdfs-up.sh | grep '^export ')"
 # The stand-in's conf dir (core/hdfs/yarn-site.xml) is for the YARN tests; the rest keep HDFS's.
 PS_YARN_CONF=$(scripts/yarn-up.sh "$HADOOP_CONF_DIR" | sed -n 's/^export HADOOP_CONF_DIR=//p')
 export PS_YARN_CONF
-cargo test --release --workspace
+# Every test bounds its own waits; this only turns a hang the tests did not foresee into a failure.
+timeout --kill-after=30s 60m cargo test --release --workspace
+# A short pass of every fuzz target (the long runs: scripts/fuzz.sh 600, recorded in results/fuzz.md).
+scripts/fuzz.sh 5

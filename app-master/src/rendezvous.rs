@@ -9,7 +9,7 @@
 //! connections time out, and at most `max_connections` are served at once (the rest are closed
 //! at once). The HTTP side is read-only: GET and HEAD answer the status, anything else is 405.
 
-use ps_runtime::rendezvous::{hosts_message, Hello, Report, MAX_LINE};
+use ps_runtime::rendezvous::{hosts_message, http_method, Hello, Report, MAX_LINE};
 use ps_runtime::Hostfile;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -126,15 +126,6 @@ async fn line_within(r: &mut (impl AsyncBufRead + Unpin), limit: Duration) -> st
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("line longer than {MAX_LINE} bytes")));
     }
     String::from_utf8(buf).map(Some).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8"))
-}
-
-/// An HTTP request line such as `GET / HTTP/1.1`.
-fn http_method(line: &str) -> Option<&str> {
-    let f: Vec<&str> = line.split(' ').collect();
-    match f.as_slice() {
-        [m, _, v] if v.starts_with("HTTP/") && !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => Some(m),
-        _ => None,
-    }
 }
 
 async fn http(

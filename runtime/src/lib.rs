@@ -25,6 +25,8 @@ pub mod apps;
 mod client;
 pub mod config;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gen;
 pub mod hostfile;
 pub mod input;

@@ -246,8 +246,22 @@ fn try_join(
     w.write_all(Hello::line(secret, app, id, host, port, nonce).as_bytes())
         .map_err(|e| Attempt::Retry(PsError::io(format!("reporting to {am}"), e)))?;
     let mut r = BufReader::new(clone()?);
+    let hosts = read_hosts(&mut r, am, app, secret, &nonce)?;
+    s.set_read_timeout(None).ok();
+    Ok((hosts, AmLink { stream: Arc::new(Mutex::new(s)) }))
+}
+
+/// Reads and checks the AM's answer to a hello made with `nonce`: `hosts <n> <mac>` and n lines.
+fn read_hosts(
+    r: &mut impl BufRead,
+    am: &str,
+    app: &str,
+    secret: &[u8],
+    nonce: &[u8; 16],
+) -> std::result::Result<Hostfile, Attempt> {
+    let fail = Attempt::Fail;
     let what = |e: std::io::Error| Attempt::Retry(PsError::io(format!("waiting for the hostfile from {am}"), e));
-    let first = read_line_bounded(&mut r, MAX_LINE).map_err(what)?.ok_or_else(|| {
+    let first = read_line_bounded(r, MAX_LINE).map_err(what)?.ok_or_else(|| {
         Attempt::Retry(PsError::Io(format!("{am} closed the connection without sending the hostfile")))
     })?;
     let bad = |why: &str| fail(PsError::codec(format!("application master {am}: {why}")));
@@ -258,11 +272,11 @@ fn try_join(
     let mac: [u8; 32] = hex_array(mac).ok_or_else(|| bad("bad hostfile MAC"))?;
     let mut body = String::new();
     for _ in 0..n {
-        let l = read_line_bounded(&mut r, MAX_LINE).map_err(what)?.ok_or_else(|| bad("hostfile cut short"))?;
+        let l = read_line_bounded(r, MAX_LINE).map_err(what)?.ok_or_else(|| bad("hostfile cut short"))?;
         body.push_str(&l);
         body.push('\n');
     }
-    if !secret::verify(secret, HOSTS, &[app.as_bytes(), &nonce, body.as_bytes()], &mac) {
+    if !secret::verify(secret, HOSTS, &[app.as_bytes(), nonce, body.as_bytes()], &mac) {
         return Err(fail(PsError::Config(format!(
             "the hostfile from {am} is not authenticated by the job secret (not our application master?)"
         ))));
@@ -271,8 +285,25 @@ fn try_join(
     if hosts.len() != n {
         return Err(bad("hostfile lists a different number of processes than announced"));
     }
-    s.set_read_timeout(None).ok();
-    Ok((hosts, AmLink { stream: Arc::new(Mutex::new(s)) }))
+    Ok(hosts)
+}
+
+/// The method of an HTTP request line such as `GET / HTTP/1.1` (the AM's status page shares the
+/// rendezvous port), or `None` if the line is not one.
+pub fn http_method(line: &str) -> Option<&str> {
+    let f: Vec<&str> = line.split(' ').collect();
+    match f.as_slice() {
+        [m, _, v] if v.starts_with("HTTP/") && !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => Some(m),
+        _ => None,
+    }
+}
+
+/// Parses an AM's answer as a process would (for the fuzz targets): `Ok` only if it is a
+/// hostfile authenticated for `nonce`.
+pub fn parse_hosts_reply(data: &[u8], app: &str, secret: &[u8], nonce: &[u8; 16]) -> Result<Hostfile> {
+    read_hosts(&mut std::io::Cursor::new(data), "am", app, secret, nonce).map_err(|e| match e {
+        Attempt::Retry(e) | Attempt::Fail(e) => e,
+    })
 }
 
 #[cfg(test)]

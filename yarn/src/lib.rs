@@ -12,6 +12,8 @@ pub mod amrm;
 pub mod conf;
 pub mod credentials;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ipc;
 pub mod nm;
 pub mod proto;

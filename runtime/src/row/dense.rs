@@ -52,7 +52,7 @@ impl<T: Element> Row for DenseRow<T> {
         let n = self.0.len().min(u.0.len());
         let (a, b) = (&mut self.0[..n], &u.0[..n]);
         for i in 0..n {
-            a[i] += b[i];
+            a[i] = a[i].add(b[i]);
         }
     }
     fn encode(&self, buf: &mut BytesMut) {
@@ -101,7 +101,7 @@ impl<T: Element> ColumnAdd<T> for DenseRow<T> {
     #[inline]
     fn add(&mut self, col: u32, value: T) {
         if let Some(x) = self.0.get_mut(col as usize) {
-            *x += value;
+            *x = x.add(value);
         }
     }
 }

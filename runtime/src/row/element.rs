@@ -6,16 +6,7 @@ use bytes::{BufMut, BytesMut};
 
 /// A numeric element of a built-in row. Encoded little-endian on the wire.
 pub trait Element:
-    Copy
-    + Default
-    + PartialEq
-    + PartialOrd
-    + std::fmt::Debug
-    + std::fmt::Display
-    + std::ops::AddAssign
-    + Send
-    + Sync
-    + 'static
+    Copy + Default + PartialEq + PartialOrd + std::fmt::Debug + std::fmt::Display + Send + Sync + 'static
 {
     /// Short name used in row type names ("f32" in "dense_f32").
     const NAME: &'static str;
@@ -28,10 +19,14 @@ pub trait Element:
     }
     fn to_f64(self) -> f64;
     fn from_f64(x: f64) -> Self;
+    /// The sum. Integers wrap (two's complement) instead of overflowing: updates come from other
+    /// processes, and a counter must not be able to panic the server that applies them; debug
+    /// and release builds then agree too.
+    fn add(self, other: Self) -> Self;
 }
 
 macro_rules! element {
-    ($t:ty, $name:literal) => {
+    ($t:ty, $name:literal, $add:expr) => {
         impl Element for $t {
             const NAME: &'static str = $name;
             const SIZE: usize = std::mem::size_of::<$t>();
@@ -53,13 +48,17 @@ macro_rules! element {
             fn from_f64(x: f64) -> Self {
                 x as $t
             }
+            #[inline]
+            fn add(self, other: Self) -> Self {
+                $add(self, other)
+            }
         }
     };
 }
-element!(i32, "i32");
-element!(i64, "i64");
-element!(f32, "f32");
-element!(f64, "f64");
+element!(i32, "i32", i32::wrapping_add);
+element!(i64, "i64", i64::wrapping_add);
+element!(f32, "f32", |a: f32, b: f32| a + b);
+element!(f64, "f64", |a: f64, b: f64| a + b);
 
 /// Cursor helpers for decoding untrusted bytes without panicking.
 pub(crate) trait ReadExt {

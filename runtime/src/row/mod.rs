@@ -107,6 +107,23 @@ mod tests {
         assert_eq!(SparseRow::<i64>::type_name(), "sparse_i64");
     }
 
+    /// Found by fuzzing: integer updates from a peer overflowed (a panic in debug builds). They
+    /// wrap now, in every build, in dense and sparse rows and in merges.
+    #[test]
+    fn integer_updates_wrap_instead_of_panicking() {
+        let mut d = DenseRow(vec![i32::MAX, i32::MIN]);
+        d.apply(&DenseRow(vec![1, -1]));
+        assert_eq!(d.0, vec![i32::MIN, i32::MAX]);
+        let mut a = SparseRow::<i64>::new();
+        a.add(3, i64::MAX);
+        let mut b = SparseRow::<i64>::new();
+        b.add(3, 2);
+        RowUpdate::merge(&mut a, &b);
+        assert_eq!(a.col(3), i64::MIN + 1);
+        a.add(3, -2);
+        assert_eq!(a.col(3), i64::MAX);
+    }
+
     #[test]
     fn dense_width_mismatch_is_an_error() {
         let mut b = BytesMut::new();

@@ -49,8 +49,7 @@ impl<T: Element> SparseRow<T> {
                 j += 1;
                 (other.cols[j - 1], other.vals[j - 1])
             } else {
-                let mut v = self.vals[i];
-                v += other.vals[j];
+                let v = self.vals[i].add(other.vals[j]);
                 i += 1;
                 j += 1;
                 (self.cols[i - 1], v)
@@ -139,7 +138,7 @@ impl<T: Element> ColumnAdd<T> for SparseRow<T> {
     fn add(&mut self, col: u32, value: T) {
         match self.cols.binary_search(&col) {
             Ok(i) => {
-                self.vals[i] += value;
+                self.vals[i] = self.vals[i].add(value);
                 if self.vals[i].is_zero() {
                     self.cols.remove(i);
                     self.vals.remove(i);

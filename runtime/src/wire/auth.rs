@@ -22,7 +22,7 @@ use futures::{SinkExt, StreamExt};
 use rand::RngCore;
 use ring::aead::{LessSafeKey, UnboundKey, AES_256_GCM, CHACHA20_POLY1305};
 use ring::hkdf;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 const MAGIC: &[u8; 6] = b"PSHS02";
@@ -34,7 +34,8 @@ pub fn handshake_codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder().max_frame_length(HANDSHAKE_MAX).new_codec()
 }
 
-type Conn = Framed<TcpStream, LengthDelimitedCodec>;
+/// A connection during the handshake (a TCP stream in the runtime; any byte stream in tests).
+type Conn<T> = Framed<T, LengthDelimitedCodec>;
 
 /// How a handshake failed: the peer proved it does not share our secret or settings (final), or
 /// the transport failed (the connector may try again).
@@ -100,7 +101,9 @@ fn nonce() -> [u8; 32] {
     n
 }
 
-async fn next_frame(conn: &mut Conn) -> std::result::Result<BytesMut, HandshakeError> {
+async fn next_frame<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Conn<T>,
+) -> std::result::Result<BytesMut, HandshakeError> {
     match conn.next().await {
         Some(Ok(f)) => Ok(f),
         Some(Err(e)) => Err(HandshakeError::Transport(format!("read failed: {e}"))),
@@ -108,13 +111,16 @@ async fn next_frame(conn: &mut Conn) -> std::result::Result<BytesMut, HandshakeE
     }
 }
 
-async fn send(conn: &mut Conn, b: Bytes) -> std::result::Result<(), HandshakeError> {
+async fn send<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Conn<T>,
+    b: Bytes,
+) -> std::result::Result<(), HandshakeError> {
     conn.send(b).await.map_err(|e| HandshakeError::Transport(format!("write failed: {e}")))
 }
 
 /// Acceptor side. Returns the authenticated peer's process id and the connection's keys.
-pub async fn accept(
-    conn: &mut Conn,
+pub async fn accept<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Conn<T>,
     secret: &[u8],
     num_procs: usize,
     protection: WireProtection,
@@ -152,8 +158,8 @@ pub async fn accept(
 }
 
 /// Connector side: proves our identity `pid`, checks the acceptor's proof and returns the keys.
-pub async fn connect(
-    conn: &mut Conn,
+pub async fn connect<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Conn<T>,
     secret: &[u8],
     pid: usize,
     protection: WireProtection,
