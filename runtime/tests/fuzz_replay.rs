@@ -17,11 +17,13 @@ fn replay(target: &str, f: fn(&[u8])) -> usize {
     n
 }
 
+type Target = (&'static str, fn(&[u8]));
+
 #[test]
 fn every_fuzz_target_survives_its_seeds_and_regressions() {
     use ps_runtime::fuzzing as r;
     use ps_yarn::fuzzing as y;
-    let targets: [(&str, fn(&[u8])); 11] = [
+    let targets: [Target; 11] = [
         ("wire_message", r::wire_message),
         ("wire_stream", r::wire_stream),
         ("handshake", r::handshake),
