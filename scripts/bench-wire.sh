@@ -9,5 +9,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace
 [ -f data/bench/ratings-5m.tsv ] || ./target/release/ps-runtime gen ratings --out data/bench/ratings-5m.tsv
-./target/release/ps-bench runtime --procs 2 --ops 2000000 --clocks 20 --repeat "${1:-3}" --out results
+./target/release/ps-bench runtime --procs 2 --clocks 20 --repeat "${1:-3}" --out results
 exec ./target/release/ps-bench wire --repeat "${1:-3}" --out results
