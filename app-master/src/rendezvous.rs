@@ -9,7 +9,7 @@
 //! connections time out, and at most `max_connections` are served at once (the rest are closed
 //! at once). The HTTP side is read-only: GET and HEAD answer the status, anything else is 405.
 
-use ps_runtime::rendezvous::{hosts_message, http_method, Hello, Report, MAX_LINE};
+use ps_runtime::rendezvous::{bounded_line, hosts_message, http_method, Hello, Report, MAX_LINE};
 use ps_runtime::Hostfile;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -117,15 +117,7 @@ async fn line_within(r: &mut (impl AsyncBufRead + Unpin), limit: Duration) -> st
     let n = tokio::time::timeout(limit, bounded.read_until(b'\n', &mut buf))
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("silent for {limit:?}")))??;
-    if n == 0 {
-        return Ok(None);
-    }
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
-    } else if n > MAX_LINE {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("line longer than {MAX_LINE} bytes")));
-    }
-    String::from_utf8(buf).map(Some).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8"))
+    bounded_line(buf, n, MAX_LINE)
 }
 
 async fn http(

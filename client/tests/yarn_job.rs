@@ -45,10 +45,6 @@ fn ratings(tag: &str) -> (PathBuf, String) {
 }
 
 /// Spawns yarn-submit; returns it with a channel of its stdout and stderr lines.
-fn spawn(args: &[String]) -> (std::process::Child, mpsc::Receiver<String>) {
-    spawn_lines(submit().args(args))
-}
-
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
 }
@@ -131,6 +127,24 @@ impl Drop for KillOnPanic {
     }
 }
 
+/// A submitted application: the client, its output lines, the log so far, the application id,
+/// and a guard that kills the application if the test panics.
+struct Submitted {
+    child: std::process::Child,
+    rx: mpsc::Receiver<String>,
+    log: Vec<String>,
+    app: String,
+    _guard: KillOnPanic,
+}
+
+/// Runs `cmd` (a `yarn-submit` command) and waits for its application id.
+fn submit_app(cmd: &mut std::process::Command) -> Submitted {
+    let (child, rx) = spawn_lines(cmd);
+    let mut log = Vec::new();
+    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
+    Submitted { child, rx, log, _guard: KillOnPanic(app.clone()), app }
+}
+
 fn whoami() -> String {
     std::env::var("HADOOP_USER_NAME").or_else(|_| std::env::var("USER")).unwrap_or_else(|_| "root".into())
 }
@@ -143,10 +157,7 @@ fn killed_runtime_container_fails_the_application_with_its_status() {
     // Slow enough (0.1 s per clock) to be killed mid-job.
     args.extend(s(&["mf", "--input", &input, "--passes", "100", "--rank", "4"]));
     args.extend(s(&["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.1"]));
-    let (child, rx) = spawn(&args);
-    let mut log = Vec::new();
-    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
-    let _guard = KillOnPanic(app.clone());
+    let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(&args));
     wait_for(&rx, ": RUNNING", &mut log);
     let t0 = Instant::now();
     let victim = loop {
@@ -177,10 +188,7 @@ fn yarn_submit_kill_stops_a_running_application() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let args =
         s(&["--master", "yarn", "--workers", "2", "--threads", "1", "demo", "--clocks", "600", "--delay-ms", "50"]);
-    let (child, rx) = spawn(&args);
-    let mut log = Vec::new();
-    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
-    let _guard = KillOnPanic(app.clone());
+    let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(&args));
     wait_for(&rx, ": RUNNING", &mut log);
     let k = output(submit().args(["kill", &app]));
     assert!(k.status.success(), "{}", String::from_utf8_lossy(&k.stderr));
@@ -203,10 +211,7 @@ fn panicking_worker_fails_the_application_naming_process_and_panic() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut args = s(&["--master", "yarn", "--workers", "3", "--threads", "1", "--worker-memory", "256", "demo"]);
     args.extend(s(&["--clocks", "100000", "--delay-ms", "5", "--fail-at-clock", "30", "--fail-worker", "1"]));
-    let (child, rx) = spawn(&args);
-    let mut log = Vec::new();
-    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
-    let _guard = KillOnPanic(app.clone());
+    let Submitted { child, rx, mut log, _guard, .. } = submit_app(submit().args(&args));
     wait_for(&rx, ": RUNNING", &mut log);
     let running = Instant::now();
     let status = wait_within(child, JOB_LIMIT, "yarn-submit of a panicking job");
@@ -242,10 +247,8 @@ fn staging_directory_is_private_and_holds_no_secret() {
     });
     let args =
         s(&["--master", "yarn", "--workers", "2", "--threads", "1", "demo", "--clocks", "400", "--delay-ms", "15"]);
-    let (child, rx) = spawn_lines(submit().args(&args).env("HADOOP_USER_NAME", "alice"));
-    let mut log = Vec::new();
-    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
-    let _guard = KillOnPanic(app.clone());
+    let Submitted { child, rx, mut log, app, _guard } =
+        submit_app(submit().args(&args).env("HADOOP_USER_NAME", "alice"));
     wait_for(&rx, ": RUNNING", &mut log);
     let staging = format!("/user/alice/.ps-staging/{app}");
     let (alice, mallory) = (hdfs_as("alice"), hdfs_as("mallory"));
@@ -281,10 +284,7 @@ fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
     let stats = std::env::temp_dir().join(format!("ps-yarn-attack-{}.json", std::process::id()));
     let mut args = s(&["--master", "yarn", "--workers", "2", "--threads", "2", "--stats", stats.to_str().unwrap()]);
     args.extend(s(&["demo", "--clocks", "150", "--delay-ms", "10"]));
-    let (child, rx) = spawn(&args);
-    let mut log = Vec::new();
-    let app = wait_for(&rx, "application id: ", &mut log).replace("application id: ", "");
-    let _guard = KillOnPanic(app.clone());
+    let Submitted { child, rx, mut log, _guard, .. } = submit_app(submit().args(&args));
     let url = wait_for(&rx, "tracking URL: http://", &mut log);
     let addr = url.trim_start_matches("tracking URL: http://").trim_end_matches('/').to_string();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -130,6 +130,12 @@ impl Report {
 pub fn read_line_bounded(r: &mut impl BufRead, max: usize) -> std::io::Result<Option<String>> {
     let mut buf = Vec::new();
     let n = r.by_ref().take(max as u64 + 1).read_until(b'\n', &mut buf)?;
+    bounded_line(buf, n, max)
+}
+
+/// The line in `buf`, read by `read_until(b'\n')` of at most `max + 1` bytes that returned `n`:
+/// shared by the blocking reader above and the AM's asynchronous one.
+pub fn bounded_line(mut buf: Vec<u8>, n: usize, max: usize) -> std::io::Result<Option<String>> {
     if n == 0 {
         return Ok(None);
     }
