@@ -40,6 +40,7 @@ pub mod secret;
 mod server;
 pub mod snapshot;
 pub mod stats;
+pub mod storage;
 pub mod wire;
 
 pub use client::{RowRef, TableHandle, Worker};

@@ -256,11 +256,8 @@ fn run_process(
     let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
     let path = format!("{}/stats-{id}.json", stats_url.trim_end_matches('/'));
     let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
-    let st = ps_runtime::input::storage_for(&path)?;
-    let mut f = st.create(&format!("{path}.tmp"))?;
-    std::io::Write::write_all(&mut f, text.as_bytes()).map_err(|e| PsError::io(format!("writing {path}"), e))?;
-    f.close()?;
-    st.rename(&format!("{path}.tmp"), &path)?;
+    let st = ps_runtime::storage::storage_for(&path)?;
+    ps_runtime::storage::write_atomic(st.as_ref(), &path, text.as_bytes(), "process stats")?;
     log::info!(
         "process {id} done: {} clocks in {:.2}s (compute {:.2}s, wait {:.2}s per thread)",
         stats.clocks,

@@ -1,21 +1,18 @@
-//! Input layer: storage access by URL, line-aligned byte-range splits (like Hadoop's text input),
+//! Input layer: line-aligned byte-range splits (like Hadoop's text input),
 //! and readers for the formats of the applications. Each worker reads only its share of the input:
 //! a line belongs to the split that holds its first byte, so any number of workers covers every
 //! line exactly once. Malformed lines are reported with file and line number.
 
 mod corpus;
 mod graph;
-mod hdfs;
 mod ratings;
 mod split;
-mod storage;
 
+pub use crate::storage::{storage_for, LocalFs, OutFile, Storage};
 pub use corpus::{read_corpus, Corpus, Doc};
 pub use graph::{read_edges, Edges};
-pub use hdfs::HdfsFs;
 pub use ratings::{read_ratings, Rating, RatingFormat};
 pub use split::{plan_splits, LineReader, Split, MAX_LINE_BYTES};
-pub use storage::{storage_for, LocalFs, OutFile, Storage};
 
 use crate::error::{PsError, Result};
 

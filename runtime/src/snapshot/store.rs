@@ -4,7 +4,7 @@
 
 use super::format::{parse_state, Manifest, ShardHeader, MANIFEST};
 use crate::error::{PsError, Result};
-use crate::input::{storage_for, Storage};
+use crate::storage::{storage_for, write_atomic, Storage};
 use std::io::Read;
 use std::sync::Arc;
 
@@ -75,10 +75,8 @@ impl CheckpointStore {
     /// Writes the manifest under a temporary name, then renames it: it appears complete or not at all.
     pub fn write_manifest(&self, m: &Manifest) -> Result<()> {
         let text = serde_json::to_vec_pretty(m).map_err(|e| PsError::codec(format!("encoding manifest: {e}")))?;
-        let tmp = format!("_{MANIFEST}.tmp");
-        self.write(m.clock, &tmp, &text, "manifest")?;
-        let dir = self.clock_dir(m.clock);
-        self.storage.rename(&format!("{dir}/{tmp}"), &format!("{dir}/{MANIFEST}"))
+        let path = format!("{}/{MANIFEST}", self.clock_dir(m.clock));
+        write_atomic(self.storage.as_ref(), &path, &text, "snapshot manifest")
     }
 
     pub fn read_manifest(&self, t: i64) -> Result<Manifest> {

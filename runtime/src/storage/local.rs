@@ -1,66 +1,8 @@
-//! Storage access by URL. `file://` URLs and plain paths are local files; the storage issue adds
-//! `hdfs://` behind the same trait. A directory counts as one input made of its part files.
+//! Local files (`file://` URLs and plain paths).
 
+use super::{OutFile, Storage};
 use crate::error::{PsError, Result};
 use std::io::{Read, Seek, SeekFrom};
-use std::sync::Arc;
-
-/// A file system holding inputs and outputs.
-pub trait Storage: Send + Sync {
-    /// The files of an input: the file itself, or the visible files of a directory (names not
-    /// starting with `_` or `.`, as Hadoop writes `_SUCCESS` beside `part-*`), sorted, with sizes.
-    fn list(&self, url: &str) -> Result<Vec<(String, u64)>>;
-    /// Reads from byte `start` of `path` to its end.
-    fn open(&self, path: &str, start: u64) -> Result<Box<dyn Read + Send>>;
-    /// Like `open`, with a hint that the bytes up to `end` will be read: an implementation may read
-    /// ahead up to there (reading on past `end` still works, just without read-ahead).
-    fn open_range(&self, path: &str, start: u64, _end: u64) -> Result<Box<dyn Read + Send>> {
-        self.open(path, start)
-    }
-    /// Reads `len` bytes at `start` (short at end of file).
-    fn read_at(&self, path: &str, start: u64, len: usize) -> Result<Vec<u8>> {
-        let mut buf = Vec::with_capacity(len);
-        self.open(path, start)?
-            .take(len as u64)
-            .read_to_end(&mut buf)
-            .map_err(|e| PsError::io(format!("reading {path} at byte {start}"), e))?;
-        Ok(buf)
-    }
-    /// Creates (truncates) a file for writing, creating parent directories. The data is only
-    /// guaranteed to be stored once `close` returned Ok.
-    fn create(&self, path: &str) -> Result<Box<dyn OutFile>>;
-    /// Renames a file or directory (the commit step of every output).
-    fn rename(&self, from: &str, to: &str) -> Result<()>;
-    fn exists(&self, path: &str) -> Result<bool>;
-    /// Deletes a file or a directory tree (missing paths are fine).
-    fn delete(&self, path: &str) -> Result<()>;
-    /// Files directly inside a directory (names only), sorted.
-    fn children(&self, dir: &str) -> Result<Vec<String>>;
-    /// Creates `dir` (and missing parents) and makes it accessible to its owner only (0700,
-    /// set explicitly so no umask loosens it). For directories holding a job's private files.
-    fn create_private_dir(&self, dir: &str) -> Result<()>;
-    /// Length in bytes and modification time in ms since the epoch (what YARN's localizer checks).
-    fn status(&self, path: &str) -> Result<(u64, u64)>;
-    /// 1-based number of the line holding byte `offset` (for error messages only).
-    fn line_number(&self, path: &str, offset: u64) -> Result<u64> {
-        let mut r = self.open(path, 0)?.take(offset);
-        let mut buf = vec![0u8; 1 << 16];
-        let mut lines = 1;
-        loop {
-            let n = r.read(&mut buf).map_err(|e| PsError::io(format!("reading {path}"), e))?;
-            if n == 0 {
-                return Ok(lines);
-            }
-            lines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
-        }
-    }
-}
-
-/// A file being written.
-pub trait OutFile: std::io::Write + Send {
-    /// Flushes and closes the file; errors here mean the file is incomplete.
-    fn close(self: Box<Self>) -> Result<()>;
-}
 
 struct LocalOut {
     w: std::io::BufWriter<std::fs::File>,
@@ -193,17 +135,5 @@ impl Storage for LocalFs {
             f.seek(SeekFrom::Start(start)).map_err(|e| PsError::io(format!("seeking {path} to {start}"), e))?;
         }
         Ok(Box::new(f))
-    }
-}
-
-/// The storage serving `url` (local for plain paths and `file://`).
-pub fn storage_for(url: &str) -> Result<Arc<dyn Storage>> {
-    if url.starts_with("file://") || !url.contains("://") {
-        Ok(Arc::new(LocalFs))
-    } else if url.starts_with("hdfs://") {
-        Ok(Arc::new(super::hdfs::HdfsFs::connect(url)?))
-    } else {
-        let scheme = url.split("://").next().unwrap_or("");
-        Err(PsError::Config(format!("{url}: storage scheme '{scheme}' is not supported yet (use a local path)")))
     }
 }

@@ -4,7 +4,7 @@
 //! Reads are ranged and streamed in chunks; writes are buffered and closed explicitly, so a failed
 //! close is an error rather than a silently short file.
 
-use super::storage::{OutFile, Storage};
+use super::{OutFile, Storage};
 use crate::error::{PsError, Result};
 use bytes::Bytes;
 use hdfs_native::{Client, ClientBuilder, WriteOptions};
