@@ -5,7 +5,9 @@
 
 use crate::config::{JobConfig, RuntimeConfig, TableConfig};
 use crate::hostfile::Hostfile;
-use crate::row::{ReadExt, RowTypeRegistry, ServerTableOps};
+use crate::registry::RowTypeRegistry;
+use crate::row::ReadExt;
+use crate::server::ServerTableOps;
 use crate::snapshot::format::{self, Manifest, ProcessPart, ShardHeader};
 use crate::wire::auth;
 use crate::wire::frame::{DirectionKey, FrameCodec, WireProtection};

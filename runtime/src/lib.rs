@@ -23,7 +23,9 @@
 
 pub mod apps;
 mod client;
+mod clock;
 pub mod config;
+mod consistency;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -33,12 +35,15 @@ pub mod input;
 pub mod local_cluster;
 pub mod logging;
 mod net;
+mod oplog;
 mod process;
+mod registry;
 pub mod rendezvous;
 pub mod row;
 pub mod secret;
 mod server;
 pub mod snapshot;
+mod state;
 pub mod stats;
 pub mod storage;
 pub mod wire;
@@ -48,5 +53,6 @@ pub use config::{Consistency, JobConfig, Placement, PrefetchPolicy, RuntimeConfi
 pub use error::{PsError, Result};
 pub use hostfile::Hostfile;
 pub use process::{run_app, App, ProcessSpec, PsContext};
-pub use row::{ColumnAdd, ColumnGet, DenseRow, Element, Row, RowTypeRegistry, RowUpdate, SparseRow};
+pub use registry::RowTypeRegistry;
+pub use row::{ColumnAdd, ColumnGet, DenseRow, Element, Row, RowText, RowUpdate, SparseRow};
 pub use stats::ProcessStats;

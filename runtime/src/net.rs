@@ -4,10 +4,9 @@
 //! authenticated first (`wire::auth`), then runs a writer task (batching frames, heartbeats) and a
 //! reader task (decoding, failure detection).
 
-use crate::client::{ClientCmd, Core};
 use crate::error::{panic_message, PsError, Result};
 use crate::hostfile::Hostfile;
-use crate::server::ServerIn;
+use crate::state::{ClientCmd, Shared};
 use crate::wire::auth::{self, HandshakeError, Keys};
 use crate::wire::{FrameCodec, Msg};
 use futures::{FutureExt, SinkExt, StreamExt};
@@ -30,7 +29,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Spawns a task of the communication runtime that fails the process if it panics: a task that
 /// died silently would leave every thread waiting for messages nobody handles, while heartbeats
 /// kept the peers believing all is well.
-pub(crate) fn spawn_guarded(core: Arc<Core>, what: &'static str, fut: impl Future<Output = ()> + Send + 'static) {
+pub(crate) fn spawn_guarded(core: Arc<Shared>, what: &'static str, fut: impl Future<Output = ()> + Send + 'static) {
     tokio::spawn(async move {
         if let Err(p) = AssertUnwindSafe(fut).catch_unwind().await {
             let e = PsError::Panicked(format!("{what} panicked: {}", panic_message(p.as_ref())));
@@ -40,22 +39,25 @@ pub(crate) fn spawn_guarded(core: Arc<Core>, what: &'static str, fut: impl Futur
     });
 }
 
-/// An outgoing queue to one peer. Counts queued messages in the core so that a failing process
-/// can let its last messages (an abort reason) reach the peers before it exits.
+/// An outgoing queue to one peer. Counts queued messages so that a failing process can let its
+/// last messages (an abort reason) reach the peers before it exits.
 #[derive(Clone)]
 pub(crate) struct Link {
     tx: UnboundedSender<Msg>,
-    core: Arc<Core>,
+    core: Arc<Shared>,
 }
 
 impl Link {
     pub fn send(&self, m: Msg) {
-        self.core.queued.fetch_add(1, Ordering::SeqCst);
+        self.core.control.message_queued();
         if self.tx.send(m).is_err() {
-            self.core.message_done();
+            self.core.control.message_done();
         }
     }
 }
+
+/// Hands a message from process `from` to the local server task; false once it is gone.
+pub(crate) type ToServer = Arc<dyn Fn(usize, Msg) -> bool + Send + Sync>;
 
 /// Outgoing queues of a process: to each server and to each client.
 pub(crate) struct Links {
@@ -67,11 +69,11 @@ type Rxs = Arc<Mutex<Vec<Option<UnboundedReceiver<Msg>>>>>;
 
 /// Creates the links and starts accepting and connecting. Must run inside the tokio runtime.
 pub(crate) fn start(
-    core: Arc<Core>,
+    core: Arc<Shared>,
     hosts: &Hostfile,
     listener: TcpListener,
     secret: Arc<Vec<u8>>,
-    server_in: UnboundedSender<ServerIn>,
+    server_in: ToServer,
     client_in: UnboundedSender<(usize, Msg)>,
 ) -> Links {
     let n = core.nprocs;
@@ -90,8 +92,8 @@ pub(crate) fn start(
     let (sin, c) = (server_in.clone(), core.clone());
     spawn_guarded(core.clone(), "local server delivery", async move {
         while let Some(m) = local_srv.recv().await {
-            c.message_done();
-            if sin.send(ServerIn::Net(me, m)).is_err() {
+            c.control.message_done();
+            if !sin(me, m) {
                 break;
             }
         }
@@ -100,7 +102,7 @@ pub(crate) fn start(
     let (cin, c) = (client_in.clone(), core.clone());
     spawn_guarded(core.clone(), "local client delivery", async move {
         while let Some(m) = local_cli.recv().await {
-            c.message_done();
+            c.control.message_done();
             if cin.send((me, m)).is_err() {
                 break;
             }
@@ -135,7 +137,7 @@ type Conn = Framed<TcpStream, LengthDelimitedCodec>;
 /// Connects to process `q` and runs the handshake, retrying until `connect_timeout_ms` while the
 /// peer is not listening yet or drops us (it sheds handshakes beyond its limit). A peer that
 /// proves it does not share our secret or settings is final.
-async fn connect(core: &Core, q: usize, addr: &str, secret: &[u8]) -> Result<(Conn, Keys)> {
+async fn connect(core: &Shared, q: usize, addr: &str, secret: &[u8]) -> Result<(Conn, Keys)> {
     let deadline = Instant::now() + Duration::from_millis(core.cfg.connect_timeout_ms);
     let mut backoff = Duration::from_millis(20);
     loop {
@@ -167,12 +169,12 @@ async fn connect(core: &Core, q: usize, addr: &str, secret: &[u8]) -> Result<(Co
 }
 
 async fn accept_loop(
-    core: Arc<Core>,
+    core: Arc<Shared>,
     hosts: Hostfile,
     listener: TcpListener,
     secret: Arc<Vec<u8>>,
     rxs: Rxs,
-    server_in: UnboundedSender<ServerIn>,
+    server_in: ToServer,
 ) {
     let pending = Arc::new(tokio::sync::Semaphore::new(MAX_PENDING_HANDSHAKES));
     let refused = Arc::new(AtomicU64::new(0));
@@ -212,7 +214,7 @@ async fn accept_loop(
                 return;
             };
             log::debug!("accepted process {q} from {peer}");
-            run_conn(core, q, hosts.addr(q), conn, keys, rx, move |m| server_in.send(ServerIn::Net(q, m)).is_ok());
+            run_conn(core, q, hosts.addr(q), conn, keys, rx, move |m| server_in(q, m));
         });
     }
 }
@@ -229,7 +231,7 @@ fn note_refusal(count: &AtomicU64, peer: std::net::SocketAddr, why: &str) {
 /// Runs an authenticated connection with peer `q`: a writer draining `rx` and a reader handing
 /// decoded messages to `deliver`. From here on every frame is protected with the handshake's keys.
 fn run_conn(
-    core: Arc<Core>,
+    core: Arc<Shared>,
     q: usize,
     addr: String,
     conn: Conn,
@@ -267,7 +269,7 @@ fn run_conn(
                     }
                 }
             };
-            if core.closing.load(Ordering::SeqCst) {
+            if core.control.is_closing() {
                 core.update_ctl(|c| c.closed_peers += 1);
             } else {
                 // A peer that fails on purpose sends its reason (Abort) before closing, possibly
@@ -281,7 +283,7 @@ fn run_conn(
 }
 
 async fn write_loop(
-    core: Arc<Core>,
+    core: Arc<Shared>,
     q: usize,
     addr: String,
     mut w: FramedWrite<tokio::net::tcp::OwnedWriteHalf, FrameCodec>,
@@ -315,10 +317,10 @@ async fn write_loop(
         .await;
         core.net.bytes_sent.fetch_add(w.encoder().encoded_bytes - before, Ordering::Relaxed);
         for _ in 0..counted {
-            core.message_done();
+            core.control.message_done();
         }
         if let Err(e) = res {
-            if !core.closing.load(Ordering::SeqCst) {
+            if !core.control.is_closing() {
                 core.fail(PsError::PeerLost { pid: q, addr, reason: format!("write failed: {e}") });
             }
             return;

@@ -2,13 +2,15 @@
 //! threads of an [`App`], and orderly shutdown. Every process hosts a client and a server shard.
 
 use crate::client::comm::ClientTask;
-use crate::client::{ClientCmd, Core, Worker};
+use crate::client::{Client, TableSlot, Worker};
+use crate::clock::Clock;
 use crate::config::{RuntimeConfig, TableConfig};
 use crate::error::{catch_panic, PsError, Result};
 use crate::hostfile::Hostfile;
 use crate::net;
-use crate::row::RowTypeRegistry;
+use crate::registry::RowTypeRegistry;
 use crate::server::{Server, ServerIn};
+use crate::state::{ClientCmd, Shared, Wake};
 use crate::stats::{hist_of, ProcessStats, ThreadStats};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -51,7 +53,7 @@ pub struct ProcessSpec {
 /// A started process: its communication runtime, client and server. Create tables, call
 /// [`PsContext::ready`], run workers, then [`PsContext::finish`].
 pub struct PsContext {
-    core: Arc<Core>,
+    core: Arc<Client>,
     /// Taken by `finish`; otherwise dropped after `Drop` flushed what a failing process queued.
     rt: Option<tokio::runtime::Runtime>,
     registry: RowTypeRegistry,
@@ -82,8 +84,11 @@ impl PsContext {
         let (cmd_tx, cmd_rx) = unbounded_channel();
         let (client_tx, client_rx) = unbounded_channel();
         let (server_tx, server_rx) = unbounded_channel();
-        let snaps = crate::snapshot::Snapshots::open(&spec.cfg.checkpoint, spec.pid, n, spec.cfg.threads)?;
-        let core = Arc::new(Core::new(spec.pid, n, spec.cfg.clone(), cmd_tx, snaps, spec.progress.clone()));
+        let snaps =
+            crate::snapshot::Snapshots::open(&spec.cfg.checkpoint, spec.pid, n, spec.cfg.threads)?.map(Arc::new);
+        let start_clock = Clock::new(snaps.as_ref().map_or(0, |s| s.start_clock()));
+        let shared = Arc::new(Shared::new(spec.pid, n, spec.cfg.clone(), start_clock, cmd_tx));
+        let core = Client::new(shared.clone(), snaps.clone(), spec.progress.clone());
         let clock_log = match (&spec.stats_dir, spec.cfg.stats_per_clock) {
             (Some(d), true) => {
                 let p = d.join(format!("clocks-{}.jsonl", spec.pid));
@@ -96,34 +101,36 @@ impl PsContext {
             let _g = rt.enter();
             let listener =
                 tokio::net::TcpListener::from_std(std_listener).map_err(|e| PsError::io("registering listener", e))?;
-            let links = net::start(core.clone(), &spec.hosts, listener, secret, server_tx.clone(), client_tx);
+            let to_server = server_tx.clone();
+            let deliver: net::ToServer = Arc::new(move |from, m| to_server.send(ServerIn::Net(from, m)).is_ok());
+            let links = net::start(shared.clone(), &spec.hosts, listener, secret, deliver, client_tx);
             let client = ClientTask {
                 core: core.clone(),
                 to_server: links.to_server,
-                sent_upto: core.start_clock - 1,
+                sent_upto: start_clock.completed(),
                 clock_log,
                 last_progress: Instant::now(),
             };
-            net::spawn_guarded(core.clone(), "the client task", client.run(cmd_rx, client_rx));
-            let server = Server::new(core.clone(), links.to_client, server_tx.clone());
-            net::spawn_guarded(core.clone(), "the server task", server.run(server_rx));
+            net::spawn_guarded(shared.clone(), "the client task", client.run(cmd_rx, client_rx));
+            let server = Server::new(shared.clone(), snaps, links.to_client, server_tx.clone());
+            net::spawn_guarded(shared.clone(), "the server task", server.run(server_rx));
         }
         log::info!("process {} of {n} listening on {addr}", spec.pid);
         Ok(PsContext { core, rt: Some(rt), registry, server_in: server_tx, tables: Vec::new() })
     }
 
     pub fn process_id(&self) -> usize {
-        self.core.pid
+        self.core.shared.pid
     }
     pub fn num_processes(&self) -> usize {
-        self.core.nprocs
+        self.core.shared.nprocs
     }
     pub fn config(&self) -> &RuntimeConfig {
-        &self.core.cfg
+        &self.core.shared.cfg
     }
     /// True if this job continues from a checkpoint (`checkpoint.resume` found one).
     pub fn is_resumed(&self) -> bool {
-        self.core.start_clock > 0
+        self.core.shared.start_clock > Clock::default()
     }
 
     /// Creates a table. Every process must create the same tables before `ready()`.
@@ -145,16 +152,14 @@ impl PsContext {
                     serde_json::to_string(&cfg).unwrap_or_default()
                 )));
             }
-            let (_, payload) = snaps.store.read_shard(m.clock, self.core.pid, cfg.id)?;
+            let (_, payload) = snaps.store.read_shard(m.clock, self.process_id(), cfg.id)?;
             let rows = server.load(&payload)?;
             log::debug!("table {} ({}): {rows} rows restored from {dir}", cfg.id, cfg.name);
         }
-        let (ops, any) = self.registry.process_table(&cfg, &self.core)?;
-        self.core
-            .tables
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(cfg.id, crate::client::core::TableSlot { cfg: cfg.clone(), ops, any });
+        let (ops, any) = self.registry.process_table(&cfg, &self.core.shared, &self.core.push)?;
+        let wake: Arc<dyn Wake> = ops.clone();
+        self.core.shared.failure.on_failure(Arc::downgrade(&wake));
+        self.core.tables.insert(cfg.id, TableSlot { cfg: cfg.clone(), ops, any });
         let _ = self.server_in.send(ServerIn::AddTable(cfg.id, server));
         self.tables.push(cfg);
         Ok(())
@@ -165,39 +170,42 @@ impl PsContext {
         let mut sorted = self.tables.clone();
         sorted.sort_by_key(|t| t.id);
         // The resumed clock is part of the check: every process must continue the same checkpoint.
-        let digest = Sha256::digest(serde_json::to_vec(&(&sorted, self.core.start_clock)).unwrap_or_default());
+        let start = self.core.shared.start_clock.get();
+        let digest = Sha256::digest(serde_json::to_vec(&(&sorted, start)).unwrap_or_default());
         let fingerprint = u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"));
-        self.core.send(ClientCmd::Register { fingerprint });
-        let t = Duration::from_millis(self.core.cfg.connect_timeout_ms);
-        self.core.wait_ctl("every process to register with the name node", Some(t), |c| c.ready)
+        let shared = &self.core.shared;
+        shared.send(ClientCmd::Register { fingerprint });
+        let t = Duration::from_millis(shared.cfg.connect_timeout_ms);
+        shared.wait_ctl("every process to register with the name node", Some(t), |c| c.ready)
     }
 
     /// A worker handle for local thread `tid`; call it on the thread that will use it.
     pub fn worker(&self, tid: usize) -> Result<Worker> {
-        if tid >= self.core.cfg.threads {
-            return Err(PsError::Usage(format!("thread id {tid} >= threads {}", self.core.cfg.threads)));
+        let threads = self.config().threads;
+        if tid >= threads {
+            return Err(PsError::Usage(format!("thread id {tid} >= threads {threads}")));
         }
         Ok(Worker::new(self.core.clone(), tid))
     }
 
-    pub(crate) fn core(&self) -> &Arc<Core> {
+    pub(crate) fn client(&self) -> &Arc<Client> {
         &self.core
     }
 
     /// After every worker finished: waits until all servers applied this process's last updates,
     /// reports to the name node and keeps serving until every process is done.
     pub fn finish(mut self) -> Result<()> {
-        let n = self.core.nprocs;
-        self.core.wait_ctl("servers to apply the final updates", None, |c| c.final_acks >= n)?;
+        let shared = self.core.shared.clone();
+        let n = shared.nprocs;
+        shared.wait_ctl("servers to apply the final updates", None, |c| c.final_acks >= n)?;
         if self.core.snaps.is_some() {
-            self.core.wait_ctl("the final snapshot to be written", None, |c| c.server_finished && c.snap_jobs == 0)?;
+            shared.wait_ctl("the final snapshot to be written", None, |c| c.server_finished && c.snap_jobs == 0)?;
         }
-        self.core.send(ClientCmd::Done);
-        self.core.wait_ctl("every process to finish", None, |c| c.exit)?;
-        if self.core.pid == 0 {
+        shared.send(ClientCmd::Done);
+        shared.wait_ctl("every process to finish", None, |c| c.exit)?;
+        if shared.pid == 0 {
             // Let the Exit messages reach the peers before this process (and its sockets) goes.
-            let _ = self
-                .core
+            let _ = shared
                 .wait_ctl("peers to disconnect", Some(Duration::from_secs(10)), |c| c.closed_peers >= 2 * (n - 1));
         }
         if let Some(rt) = self.rt.take() {
@@ -208,16 +216,17 @@ impl PsContext {
 
     /// Tells every process to stop because of `reason`, then waits briefly for the echo.
     pub fn abort(&self, reason: &str) {
-        self.core.send(ClientCmd::Abort(reason.to_string()));
-        let _ = self.core.wait_ctl("the abort to propagate", Some(Duration::from_secs(2)), |_| false);
+        let shared = &self.core.shared;
+        shared.send(ClientCmd::Abort(reason.to_string()));
+        let _ = shared.wait_ctl("the abort to propagate", Some(Duration::from_secs(2)), |_| false);
     }
 }
 
 impl Drop for PsContext {
     fn drop(&mut self) {
-        if self.rt.is_some() && self.core.check().is_err() {
+        if self.rt.is_some() && self.core.shared.check().is_err() {
             // Let abort messages reach the peers before the sockets close.
-            self.core.flush_outgoing(Duration::from_secs(2));
+            self.core.shared.control.flush_outgoing(Duration::from_secs(2));
         }
     }
 }
@@ -236,16 +245,17 @@ pub fn run_app(
         return Err(e);
     }
     ctx.ready()?;
-    let core = ctx.core().clone();
+    let client = ctx.client().clone();
+    let core = client.shared.clone();
     let app: Arc<dyn App> = Arc::from(app);
     let threads = core.cfg.threads;
     let (tx, rx) = std::sync::mpsc::channel();
     for tid in 0..threads {
-        let (core, app, tx) = (core.clone(), app.clone(), tx.clone());
+        let (client, app, tx) = (client.clone(), app.clone(), tx.clone());
         std::thread::Builder::new()
             .name(format!("ps-worker-{tid}"))
             .spawn(move || {
-                let mut w = Worker::new(core, tid);
+                let mut w = Worker::new(client, tid);
                 let r = catch_panic(&format!("worker thread {tid}"), || app.run_worker(&mut w));
                 // A panicked worker's tables may be half-updated: never ship them as finished.
                 let fin = match &r {

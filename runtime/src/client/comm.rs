@@ -1,21 +1,24 @@
 //! The client communication task: turns application commands into packed messages to servers and
 //! installs what servers send back. Application threads never touch sockets.
 
-use super::core::{ClientCmd, Core};
+use super::Client;
+use crate::clock::Age;
 use crate::error::{PsError, Result};
 use crate::net::Link;
-use crate::row::{BatchOut, ReadExt};
-use crate::wire::{FetchReq, Msg, RowsKind, CLOCK_FINISHED};
+use crate::oplog::BatchOut;
+use crate::row::ReadExt;
+use crate::state::ClientCmd;
+use crate::wire::{FetchReq, Msg, RowsKind};
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub(crate) struct ClientTask {
-    pub core: Arc<Core>,
+    pub core: Arc<Client>,
     pub to_server: Vec<Link>,
-    /// Last clock whose updates were shipped.
-    pub sent_upto: i64,
+    /// Data age of the updates shipped so far (the last clock shipped).
+    pub sent_upto: Age,
     pub clock_log: Option<std::fs::File>,
     /// Last progress line (at most one a second).
     pub last_progress: std::time::Instant,
@@ -32,7 +35,7 @@ impl ClientTask {
                 m = inbox.recv() => match m {
                     Some((from, msg)) => {
                         if let Err(e) = self.on_msg(from, msg) {
-                            self.core.fail(e);
+                            self.core.shared.fail(e);
                         }
                     }
                     None => break,
@@ -47,7 +50,7 @@ impl ClientTask {
 
     /// Handles a burst of commands; fetches are packed into one message per server.
     fn on_cmds(&mut self, first: ClientCmd, rx: &mut UnboundedReceiver<ClientCmd>) {
-        let mut fetches: Vec<Vec<FetchReq>> = vec![Vec::new(); self.core.nprocs];
+        let mut fetches: Vec<Vec<FetchReq>> = vec![Vec::new(); self.core.shared.nprocs];
         let mut next = Some(first);
         let mut n = 0;
         while let Some(cmd) = next.take() {
@@ -69,7 +72,7 @@ impl ClientTask {
     fn flush_fetches(&self, fetches: &mut [Vec<FetchReq>]) {
         for (q, f) in fetches.iter_mut().enumerate() {
             if !f.is_empty() {
-                self.core.net.fetches_sent.fetch_add(f.len() as u64, Ordering::Relaxed);
+                self.core.shared.net.fetches_sent.fetch_add(f.len() as u64, Ordering::Relaxed);
                 self.send(q, Msg::Fetch(std::mem::take(f)));
             }
         }
@@ -90,15 +93,16 @@ impl ClientTask {
     /// Ships the oplog of clocks `(sent_upto, upto]` and a clock message to every server. A range
     /// spanning a snapshot boundary (after a barrier jump) is cut there, so a server can tell
     /// updates before a snapshot clock from those after it.
-    fn ship(&mut self, upto: i64) {
+    fn ship(&mut self, upto: Age) {
         if let Some(s) = &self.core.snaps {
             let every = s.cfg.every;
-            if every > 0 && upto < CLOCK_FINISHED {
+            if every > 0 && !upto.is_finished() {
                 // Boundary `b = t - 1` for snapshot clock `t`: the last clock the snapshot holds.
-                let mut b = (self.sent_upto + 1).div_euclid(every) * every + every - 1;
-                while b < upto {
-                    if b > self.sent_upto {
-                        self.ship_range(b);
+                let sent = self.sent_upto.get();
+                let mut b = (sent + 1).div_euclid(every) * every + every - 1;
+                while b < upto.get() {
+                    if b > sent {
+                        self.ship_range(Age::new(b));
                     }
                     b += every;
                 }
@@ -107,14 +111,15 @@ impl ClientTask {
         self.ship_range(upto);
     }
 
-    fn ship_range(&mut self, upto: i64) {
+    fn ship_range(&mut self, upto: Age) {
         if upto <= self.sent_upto {
             return;
         }
-        let tables = self.core.tables.read().unwrap_or_else(|e| e.into_inner());
+        let shared = self.core.shared.clone();
+        let tables = self.core.tables.all();
         let mut entries = 0;
         for (id, slot) in tables.iter() {
-            let mut out = BatchOut::new(self.core.nprocs, self.core.cfg.batch_bytes);
+            let mut out = BatchOut::new(shared.nprocs, shared.cfg.batch_bytes);
             slot.ops.collect_updates(self.sent_upto, upto, &mut out);
             entries += out.entries;
             for (q, bufs) in out.per_server.into_iter().enumerate() {
@@ -124,41 +129,43 @@ impl ClientTask {
             }
         }
         drop(tables);
-        self.core.net.updates_sent.fetch_add(entries, Ordering::Relaxed);
-        for q in 0..self.core.nprocs {
+        shared.net.updates_sent.fetch_add(entries, Ordering::Relaxed);
+        for q in 0..shared.nprocs {
             self.send(q, Msg::Clock { clock: upto });
         }
         self.sent_upto = upto;
-        if upto < CLOCK_FINISHED && self.last_progress.elapsed().as_secs_f64() >= 1.0 {
+        if upto.is_finished() {
+            return;
+        }
+        if self.last_progress.elapsed().as_secs_f64() >= 1.0 {
             self.last_progress = std::time::Instant::now();
-            let n = &self.core.net;
+            let n = &shared.net;
             log::info!(
-                "clock {upto} done at {:.1}s ({:.1} MB sent, {:.1} MB received)",
-                self.core.start.elapsed().as_secs_f64(),
+                "clock {} done at {:.1}s ({:.1} MB sent, {:.1} MB received)",
+                upto.get(),
+                shared.start.elapsed().as_secs_f64(),
                 n.bytes_sent.load(Ordering::Relaxed) as f64 / 1e6,
                 n.bytes_recv.load(Ordering::Relaxed) as f64 / 1e6
             );
         }
         if let Some(f) = self.clock_log.as_mut() {
-            if upto < CLOCK_FINISHED {
-                let n = &self.core.net;
-                let line = serde_json::json!({
-                    "clock": upto,
-                    "time_s": self.core.start.elapsed().as_secs_f64(),
-                    "bytes_sent": n.bytes_sent.load(Ordering::Relaxed),
-                    "bytes_recv": n.bytes_recv.load(Ordering::Relaxed),
-                    "rows_recv": n.rows_recv.load(Ordering::Relaxed),
-                    "updates_sent": n.updates_sent.load(Ordering::Relaxed),
-                });
-                let _ = writeln!(f, "{line}");
-            }
+            let n = &shared.net;
+            let line = serde_json::json!({
+                "clock": upto.get(),
+                "time_s": shared.start.elapsed().as_secs_f64(),
+                "bytes_sent": n.bytes_sent.load(Ordering::Relaxed),
+                "bytes_recv": n.bytes_recv.load(Ordering::Relaxed),
+                "rows_recv": n.rows_recv.load(Ordering::Relaxed),
+                "updates_sent": n.updates_sent.load(Ordering::Relaxed),
+            });
+            let _ = writeln!(f, "{line}");
         }
     }
 
     fn on_msg(&mut self, from: usize, msg: Msg) -> Result<()> {
         match msg {
             Msg::Rows { kind, age, rc, data } => {
-                let tables = self.core.tables.read().unwrap_or_else(|e| e.into_inner());
+                let tables = self.core.tables.all();
                 let mut s: &[u8] = &data;
                 let mut n = 0;
                 while !s.is_empty() {
@@ -170,39 +177,40 @@ impl ClientTask {
                     slot.ops.on_row(from, kind, age, rc, row, &mut s)?;
                     n += 1;
                 }
-                self.core.net.rows_recv.fetch_add(n, Ordering::Relaxed);
-                if from != self.core.pid {
-                    self.core.net.rows_recv_remote.fetch_add(n, Ordering::Relaxed);
+                let net = &self.core.shared.net;
+                net.rows_recv.fetch_add(n, Ordering::Relaxed);
+                if from != self.core.shared.pid {
+                    net.rows_recv_remote.fetch_add(n, Ordering::Relaxed);
                 }
                 if kind == RowsKind::PushDone {
-                    self.core.push_clock[from].fetch_max(age, Ordering::AcqRel);
+                    self.core.push.advance(from, age);
                     for t in tables.values() {
                         t.ops.wake_all();
                     }
                 }
             }
             Msg::ClockAck { clock } => {
-                for t in self.core.tables.read().unwrap_or_else(|e| e.into_inner()).values() {
+                for t in self.core.tables.all().values() {
                     t.ops.on_ack(from, clock);
                 }
-                if clock >= CLOCK_FINISHED {
-                    self.core.update_ctl(|c| c.final_acks += 1);
+                if clock.is_finished() {
+                    self.core.shared.update_ctl(|c| c.final_acks += 1);
                 }
             }
-            Msg::Ready => self.core.update_ctl(|c| c.ready = true),
+            Msg::Ready => self.core.shared.update_ctl(|c| c.ready = true),
             Msg::BarrierRelease { epoch, clock } => {
-                self.core.barrier_jump(clock);
-                self.ship(clock - 1);
-                self.core.barrier_released(epoch, clock);
+                self.core.tracker.barrier_jump(clock);
+                self.ship(clock.completed());
+                self.core.barrier.released(epoch, clock);
             }
             Msg::Shutdown => {
-                self.core.closing.store(true, Ordering::SeqCst);
+                self.core.shared.control.closing.store(true, Ordering::SeqCst);
                 self.send(0, Msg::Bye);
-                self.core.update_ctl(|c| c.shutdown = true);
+                self.core.shared.update_ctl(|c| c.shutdown = true);
             }
-            Msg::Exit => self.core.update_ctl(|c| c.exit = true),
+            Msg::Exit => self.core.shared.update_ctl(|c| c.exit = true),
             Msg::Abort { reason } => {
-                self.core.fail(PsError::Aborted(reason));
+                self.core.shared.fail(PsError::Aborted(reason));
             }
             other => {
                 return Err(PsError::codec(format!("process {from} sent a client an unexpected {other:?}")));

@@ -2,73 +2,84 @@
 //! application threads and its communication task. Sharded by row so that threads rarely contend;
 //! the per-thread cache in front of it (`thread_table`) serves repeated reads without any lock.
 
-use super::core::{lock, ClientCmd, Core, NO_AGE};
-use crate::config::{mix64, Consistency, TableConfig};
+use super::PushClocks;
+use crate::clock::Age;
+use crate::config::{mix64, TableConfig};
+use crate::consistency::ReadRule;
 use crate::error::Result;
-use crate::row::{BatchOut, ProcessTableOps, Row, RowUpdate};
+use crate::oplog::{BatchOut, ProcessOplog};
+use crate::row::Row;
+use crate::state::{lock, ClientCmd, Shared, Wake};
 use crate::stats::ThreadStats;
 use crate::wire::{FetchReq, RowsKind};
-use bytes::BufMut;
 use rustc_hash::FxHashMap;
-use std::collections::btree_map::{BTreeMap, Entry as BEntry};
-use std::collections::hash_map::Entry;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
+
+/// A process cache, type-erased for the communication task.
+pub(crate) trait ProcessTableOps: Wake {
+    /// Installs one row of a `Rows` message from `server`, advancing `buf` past it.
+    fn on_row(&self, server: usize, kind: RowsKind, age: Age, rc: Age, row: u64, buf: &mut &[u8]) -> Result<()>;
+    /// Encodes the process oplog of clocks in `(from, upto]` into per-server batches (kept for
+    /// replay until acknowledged).
+    fn collect_updates(&self, from: Age, upto: Age, out: &mut BatchOut);
+    /// Server `server` has applied this process's updates up to `clock`: drop them from the oplog.
+    fn on_ack(&self, server: usize, clock: Age);
+}
 
 struct ProcRow<R> {
     /// Server data plus this process's updates not yet covered by the server's requester clock.
     view: Option<R>,
     /// Data age of `view`: it holds every update of clocks <= age.
-    age: i64,
+    age: Age,
     /// Bumped whenever `view` changes, so thread caches copy only when needed.
     version: u64,
     /// Largest `min_age` of a fetch in flight (squashes duplicate fetches).
-    in_flight: i64,
+    in_flight: Age,
     /// ESSP: the server pushes this row whenever its clock advances.
     subscribed: bool,
 }
 
 impl<R> ProcRow<R> {
     fn empty() -> Self {
-        ProcRow { view: None, age: NO_AGE, version: 0, in_flight: NO_AGE, subscribed: false }
+        ProcRow { view: None, age: Age::NONE, version: 0, in_flight: Age::NONE, subscribed: false }
     }
 }
 
 struct Shard<R: Row> {
     rows: FxHashMap<u64, ProcRow<R>>,
-    /// Unacknowledged updates of this process, by clock, coalesced across threads.
-    oplog: BTreeMap<i64, FxHashMap<u64, R::Update>>,
+    oplog: ProcessOplog<R::Update>,
 }
 
 /// Where a thread cache receives a row copied from the process cache.
 pub(crate) struct CopyTarget<'a, R: Row> {
     pub view: &'a mut Option<R>,
-    pub age: &'a mut i64,
+    pub age: &'a mut Age,
     pub version: &'a mut u64,
     pub pending: Option<&'a R::Update>,
 }
 
 pub(crate) struct ProcessTable<R: Row> {
     pub cfg: TableConfig,
-    core: Arc<Core>,
+    pub rule: ReadRule,
+    shared: Arc<Shared>,
+    push: Arc<PushClocks>,
     shards: Box<[(Mutex<Shard<R>>, Condvar)]>,
     mask: u64,
-    subscribe: bool,
 }
 
 impl<R: Row> ProcessTable<R> {
-    pub fn new(cfg: TableConfig, core: Arc<Core>) -> Self {
-        let n = core.cfg.cache_shards;
+    pub fn new(cfg: TableConfig, shared: Arc<Shared>, push: Arc<PushClocks>) -> Self {
+        let n = shared.cfg.cache_shards;
         let shards = (0..n)
-            .map(|_| (Mutex::new(Shard { rows: FxHashMap::default(), oplog: BTreeMap::new() }), Condvar::new()))
+            .map(|_| (Mutex::new(Shard { rows: FxHashMap::default(), oplog: ProcessOplog::default() }), Condvar::new()))
             .collect();
-        let subscribe = core.cfg.consistency == Consistency::Essp;
-        ProcessTable { cfg, core, shards, mask: n as u64 - 1, subscribe }
+        let rule = ReadRule::new(&shared.cfg, cfg.staleness);
+        ProcessTable { cfg, rule, shared, push, shards, mask: n as u64 - 1 }
     }
 
-    pub fn core(&self) -> &Arc<Core> {
-        &self.core
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     #[inline]
@@ -78,34 +89,35 @@ impl<R: Row> ProcessTable<R> {
 
     #[inline]
     fn server(&self, row: u64) -> usize {
-        self.cfg.server_of(row, self.core.nprocs)
+        self.cfg.server_of(row, self.shared.nprocs)
     }
 
-    fn effective_age(&self, row: u64, r: &ProcRow<R>) -> i64 {
+    /// A subscribed row is as fresh as its server's last push.
+    fn effective_age(&self, row: u64, r: &ProcRow<R>) -> Age {
         if r.subscribed {
-            r.age.max(self.core.push_clock[self.server(row)].load(Ordering::Acquire))
+            r.age.max(self.push.of(self.server(row)))
         } else {
             r.age
         }
     }
 
-    fn fetch(&self, row: u64, min_age: i64, r: &mut ProcRow<R>) {
+    fn fetch(&self, row: u64, min_age: Age, r: &mut ProcRow<R>) {
         r.in_flight = min_age;
-        let req = FetchReq { table: self.cfg.id, row, min_age, subscribe: self.subscribe };
-        self.core.send(ClientCmd::Fetch { server: self.server(row), req });
+        let req = FetchReq { table: self.cfg.id, row, min_age, subscribe: self.rule.pushes() };
+        self.shared.send(ClientCmd::Fetch { server: self.server(row), req });
     }
 
     /// Copies `row` into a thread cache once the process cache holds a version with data age
     /// `>= req`, fetching it (or waiting for its push) and blocking otherwise.
-    pub fn read(&self, row: u64, req: i64, dst: CopyTarget<'_, R>, st: &mut ThreadStats) -> Result<()> {
+    pub fn read(&self, row: u64, req: Age, dst: CopyTarget<'_, R>, st: &mut ThreadStats) -> Result<()> {
         let (m, cv) = self.shard(row);
         let mut g = lock(m);
         let mut blocked: Option<Instant> = None;
         loop {
-            self.core.check()?;
+            self.shared.check()?;
             let r = g.rows.entry(row).or_insert_with(ProcRow::empty);
             let eff = self.effective_age(row, r);
-            if let Some(src) = r.view.as_ref().filter(|_| eff >= req) {
+            if let Some(src) = r.view.as_ref().filter(|_| ReadRule::admits(eff, req)) {
                 if *dst.version != r.version || dst.view.is_none() {
                     match dst.view {
                         Some(v) => v.copy_from(src),
@@ -137,7 +149,7 @@ impl<R: Row> ProcessTable<R> {
 
     /// Non-blocking refresh: asks for a version with data age `>= min_age` unless one is cached,
     /// requested, or will be pushed.
-    pub fn prefetch(&self, row: u64, min_age: i64) {
+    pub fn prefetch(&self, row: u64, min_age: Age) {
         let mut g = lock(&self.shard(row).0);
         let r = g.rows.entry(row).or_insert_with(ProcRow::empty);
         if r.subscribed || (r.view.is_some() && r.age >= min_age) || r.in_flight >= min_age {
@@ -146,19 +158,21 @@ impl<R: Row> ProcessTable<R> {
         self.fetch(row, min_age, r);
     }
 
-    /// Data age of the cached copy of `row` (NO_AGE if none), for prefetch decisions.
-    pub fn cached_age(&self, row: u64) -> (i64, bool) {
+    /// Data age of the cached copy of `row` (`Age::NONE` if none) and whether it is subscribed,
+    /// for prefetch decisions.
+    pub fn cached_age(&self, row: u64) -> (Age, bool) {
         let g = lock(&self.shard(row).0);
         g.rows
             .get(&row)
-            .map(|r| (if r.view.is_some() { self.effective_age(row, r) } else { NO_AGE }, r.subscribed))
-            .unwrap_or((NO_AGE, false))
+            .map(|r| (if r.view.is_some() { self.effective_age(row, r) } else { Age::NONE }, r.subscribed))
+            .unwrap_or((Age::NONE, false))
     }
 
-    /// Merges a thread's updates of `clock` into the process oplog and cache. Returns the new
-    /// version of the cached row if the caller's copy was current before (it stays current, as it
-    /// already has these updates applied), so the thread need not copy the row again.
-    pub fn merge(&self, row: u64, clock: i64, upd: R::Update, caller_version: u64) -> Option<u64> {
+    /// Merges a thread's updates of the clock of age `clock` into the process oplog and cache.
+    /// Returns the new version of the cached row if the caller's copy was current before (it
+    /// stays current, as it already has these updates applied), so the thread need not copy the
+    /// row again.
+    pub fn merge(&self, row: u64, clock: Age, upd: R::Update, caller_version: u64) -> Option<u64> {
         let mut g = lock(&self.shard(row).0);
         let mut kept = None;
         if let Some(r) = g.rows.get_mut(&row) {
@@ -169,18 +183,13 @@ impl<R: Row> ProcessTable<R> {
                 kept = was_current.then_some(r.version);
             }
         }
-        match g.oplog.entry(clock).or_default().entry(row) {
-            Entry::Occupied(mut e) => e.get_mut().merge(&upd),
-            Entry::Vacant(e) => {
-                e.insert(upd);
-            }
-        }
+        g.oplog.add(clock, row, upd);
         kept
     }
 }
 
 impl<R: Row> ProcessTableOps for ProcessTable<R> {
-    fn on_row(&self, _server: usize, kind: RowsKind, age: i64, rc: i64, row: u64, buf: &mut &[u8]) -> Result<()> {
+    fn on_row(&self, _server: usize, kind: RowsKind, age: Age, rc: Age, row: u64, buf: &mut &[u8]) -> Result<()> {
         let mut data = R::decode(buf, self.cfg.columns)?;
         let (m, cv) = self.shard(row);
         let mut g = lock(m);
@@ -190,57 +199,38 @@ impl<R: Row> ProcessTableOps for ProcessTable<R> {
             return Ok(()); // an older version overtaken by a newer one
         }
         // Read-my-updates: re-apply this process's updates the server has not applied yet.
-        for (_, ops) in sh.oplog.range(rc.saturating_add(1)..) {
-            if let Some(u) = ops.get(&row) {
-                data.apply(u);
-            }
+        for u in sh.oplog.after(rc, row) {
+            data.apply(u);
         }
         r.view = Some(data);
         r.age = age;
         r.version += 1;
-        r.subscribed |= self.subscribe || kind != RowsKind::Reply;
+        r.subscribed |= self.rule.pushes() || kind != RowsKind::Reply;
         if r.in_flight <= age {
-            r.in_flight = NO_AGE;
+            r.in_flight = Age::NONE;
         }
         drop(g);
         cv.notify_all();
         Ok(())
     }
 
-    fn collect_updates(&self, from: i64, upto: i64, out: &mut BatchOut) {
+    fn collect_updates(&self, from: Age, upto: Age, out: &mut BatchOut) {
         if upto <= from {
             return;
         }
         for (m, _) in self.shards.iter() {
-            let g = lock(m);
-            for (_, ops) in g.oplog.range(from + 1..=upto) {
-                for (row, u) in ops {
-                    let b = out.buf(self.server(*row));
-                    b.put_u64_le(*row);
-                    u.encode(b);
-                }
-            }
+            lock(m).oplog.encode(from, upto, |row| self.server(row), out);
         }
     }
 
-    fn on_ack(&self, server: usize, clock: i64) {
+    fn on_ack(&self, server: usize, clock: Age) {
         for (m, _) in self.shards.iter() {
-            let mut g = lock(m);
-            let mut emptied = Vec::new();
-            for (c, ops) in g.oplog.range_mut(..=clock) {
-                ops.retain(|row, _| self.cfg.server_of(*row, self.core.nprocs) != server);
-                if ops.is_empty() {
-                    emptied.push(*c);
-                }
-            }
-            for c in emptied {
-                if let BEntry::Occupied(e) = g.oplog.entry(c) {
-                    e.remove();
-                }
-            }
+            lock(m).oplog.acknowledge(clock, |row| self.server(row) == server);
         }
     }
+}
 
+impl<R: Row> Wake for ProcessTable<R> {
     fn wake_all(&self) {
         for (m, cv) in self.shards.iter() {
             drop(lock(m));

@@ -2,9 +2,9 @@
 //! hash lookup in a map owned by the thread (no lock, no allocation). The first read of a row in a
 //! clock consults the process cache once, which is how pushed (ESSP) or fetched rows reach threads.
 
-use super::core::NO_AGE;
 use super::process_table::{CopyTarget, ProcessTable};
-use crate::config::PrefetchPolicy;
+use crate::clock::{Age, Clock};
+use crate::consistency::ReadRule;
 use crate::error::{PsError, Result};
 use crate::row::{ColumnAdd, Row, RowUpdate};
 use crate::stats::ThreadStats;
@@ -15,36 +15,33 @@ use std::sync::Arc;
 
 /// Clock state of one worker thread, shared by its table handles.
 pub(crate) struct ThreadClock {
-    pub clock: Cell<i64>,
+    pub clock: Cell<Clock>,
     /// After `global_barrier()`, reads need at least this data age.
-    pub floor: Cell<i64>,
+    pub floor: Cell<Age>,
 }
 
 pub(crate) struct Entry<R: Row> {
     view: Option<R>,
-    age: i64,
+    age: Age,
     version: u64,
     /// Clock at which `view` was last checked against the process cache.
-    checked: i64,
+    checked: Option<Clock>,
     /// Last clock in which the row was read (prefetch history, eviction).
-    touched: i64,
+    touched: Option<Clock>,
     /// This thread's updates of the current clock.
     pending: Option<R::Update>,
 }
 
 impl<R: Row> Entry<R> {
     fn new() -> Self {
-        Entry { view: None, age: NO_AGE, version: u64::MAX, checked: NO_AGE, touched: NO_AGE, pending: None }
+        Entry { view: None, age: Age::NONE, version: u64::MAX, checked: None, touched: None, pending: None }
     }
 }
 
 pub(crate) struct ThreadTable<R: Row> {
     proc: Arc<ProcessTable<R>>,
     clock: Rc<ThreadClock>,
-    slack: Option<i64>,
-    /// Test-only fault: accept rows this many clocks too old (`fault.loosen_client_bound`).
-    loosen: i64,
-    prefetch: PrefetchPolicy,
+    rule: ReadRule,
     capacity: usize,
     cache: FxHashMap<u64, Entry<R>>,
     dirty: Vec<u64>,
@@ -54,15 +51,9 @@ pub(crate) struct ThreadTable<R: Row> {
 
 impl<R: Row> ThreadTable<R> {
     pub fn new(proc: Arc<ProcessTable<R>>, clock: Rc<ThreadClock>) -> Self {
-        let cfg = &proc.core().cfg;
-        let slack = cfg.slack(proc.cfg.staleness);
         ThreadTable {
-            slack,
-            loosen: cfg.fault.loosen_client_bound as i64,
-            // Async has no staleness bound to trigger fetches: without refresh a row would never
-            // change, so it always refreshes aggressively.
-            prefetch: if slack.is_none() { PrefetchPolicy::Aggressive } else { cfg.prefetch },
-            capacity: cfg.thread_cache_rows,
+            rule: proc.rule,
+            capacity: proc.shared().cfg.thread_cache_rows,
             proc,
             clock,
             cache: FxHashMap::default(),
@@ -74,31 +65,27 @@ impl<R: Row> ThreadTable<R> {
 
     /// Minimum data age a read at clock `c` may return.
     #[inline]
-    fn required(&self, c: i64) -> i64 {
-        let by_slack = match self.slack {
-            Some(s) => c - s - 1 - self.loosen,
-            None => NO_AGE + 1,
-        };
-        by_slack.max(self.clock.floor.get())
+    fn required(&self, c: Clock) -> Age {
+        self.rule.required(c, self.clock.floor.get())
     }
 
     #[inline]
-    fn try_hit(&mut self, row: u64, c: i64, req: i64) -> Option<&mut R> {
+    fn try_hit(&mut self, row: u64, c: Clock, req: Age) -> Option<&mut R> {
         let ThreadTable { cache, stats, touched, .. } = self;
         let e = cache.get_mut(&row)?;
-        if e.checked != c || e.age < req {
+        if e.checked != Some(c) || !ReadRule::admits(e.age, req) {
             return None;
         }
         let v = e.view.as_mut()?;
-        stats.record_get(c, e.age);
-        if e.touched != c {
-            e.touched = c;
+        stats.record_get(c.get(), e.age.get());
+        if e.touched != Some(c) {
+            e.touched = Some(c);
             touched.push(row);
         }
         Some(v)
     }
 
-    fn miss(&mut self, row: u64, c: i64, req: i64) -> Result<()> {
+    fn miss(&mut self, row: u64, c: Clock, req: Age) -> Result<()> {
         self.stats.thread_cache_misses += 1;
         let e = self.cache.entry(row).or_insert_with(Entry::new);
         self.proc.read(
@@ -107,10 +94,10 @@ impl<R: Row> ThreadTable<R> {
             CopyTarget { view: &mut e.view, age: &mut e.age, version: &mut e.version, pending: e.pending.as_ref() },
             &mut self.stats,
         )?;
-        e.checked = c;
-        self.stats.record_get(c, e.age);
-        if e.touched != c {
-            e.touched = c;
+        e.checked = Some(c);
+        self.stats.record_get(c.get(), e.age.get());
+        if e.touched != Some(c) {
+            e.touched = Some(c);
             self.touched.push(row);
         }
         Ok(())
@@ -136,11 +123,11 @@ impl<R: Row> ThreadTable<R> {
 
     /// End of clock `old`: hand this thread's updates to the process oplog, then prefetch the rows
     /// read during `old` for clock `old + 1` and trim the cache.
-    pub fn end_clock(&mut self, old: i64) {
+    pub fn end_clock(&mut self, old: Clock) {
         for row in std::mem::take(&mut self.dirty) {
             if let Some(e) = self.cache.get_mut(&row) {
                 if let Some(p) = e.pending.take() {
-                    match self.proc.merge(row, old, p, e.version) {
+                    match self.proc.merge(row, old.age(), p, e.version) {
                         Some(v) => e.version = v,
                         None => e.version = u64::MAX,
                     }
@@ -148,24 +135,20 @@ impl<R: Row> ThreadTable<R> {
             }
         }
         let touched = std::mem::take(&mut self.touched);
-        if self.prefetch != PrefetchPolicy::Off {
-            let need = self.required(old + 1);
+        if self.rule.prefetches() {
+            let need = self.required(old.next());
             for &row in &touched {
                 let (age, subscribed) = self.proc.cached_age(row);
                 if subscribed {
                     continue;
                 }
-                match self.prefetch {
-                    PrefetchPolicy::Conservative if age < need => self.proc.prefetch(row, need),
-                    // Aggressive: anything newer than what we have (the server parks the request
-                    // until its clock moves, so this never asks twice for the same version).
-                    PrefetchPolicy::Aggressive if age < old => self.proc.prefetch(row, need.max(age + 1)),
-                    _ => {}
+                if let Some(target) = self.rule.prefetch_target(old, age, need) {
+                    self.proc.prefetch(row, target);
                 }
             }
         }
         if self.cache.len() > self.capacity {
-            self.cache.retain(|_, e| e.touched == old);
+            self.cache.retain(|_, e| e.touched == Some(old));
             if self.cache.len() > self.capacity {
                 self.cache.clear();
             }
@@ -231,7 +214,7 @@ impl<R: Row> TableHandle<R> {
         let (age, subscribed) = t.proc.cached_age(row);
         if !subscribed {
             let req = t.required(t.clock.clock.get());
-            t.proc.prefetch(row, req.max(age + 1));
+            t.proc.prefetch(row, ReadRule::refresh_target(age, req));
         }
     }
 
@@ -285,12 +268,12 @@ impl<R: Row> TableHandle<R> {
 
 /// Type-erased view used by the worker at clock boundaries.
 pub(crate) trait ThreadTableOps {
-    fn end_clock(&self, old: i64) -> Result<()>;
+    fn end_clock(&self, old: Clock) -> Result<()>;
     fn stats(&self) -> ThreadStats;
 }
 
 impl<R: Row> ThreadTableOps for RefCell<ThreadTable<R>> {
-    fn end_clock(&self, old: i64) -> Result<()> {
+    fn end_clock(&self, old: Clock) -> Result<()> {
         self.try_borrow_mut().map_err(|_| PsError::Usage("a RowRef was held across clock()".into()))?.end_clock(old);
         Ok(())
     }

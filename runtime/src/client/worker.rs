@@ -1,12 +1,12 @@
 //! The per-thread API object: table handles, `clock()` and `global_barrier()`.
 
-use super::core::Core;
 use super::process_table::ProcessTable;
 use super::thread_table::{TableHandle, ThreadClock, ThreadTable, ThreadTableOps};
+use super::Client;
+use crate::clock::{Age, Clock};
 use crate::error::{PsError, Result};
 use crate::row::Row;
 use crate::stats::ThreadStats;
-use crate::wire::CLOCK_FINISHED;
 use rustc_hash::FxHashMap;
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -25,7 +25,7 @@ type ThreadTableSlot = (Rc<dyn ThreadTableOps>, Rc<dyn Any>);
 /// age `>= c - s - 1` plus all of the reader's own updates, so observed staleness (data age minus
 /// reader clock) lies in `[-s-1, -1]`; BSP (`s = 0`) always observes `-1`.
 pub struct Worker {
-    core: Arc<Core>,
+    core: Arc<Client>,
     tid: usize,
     clock: Rc<ThreadClock>,
     tables: FxHashMap<u32, ThreadTableSlot>,
@@ -35,10 +35,10 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub(crate) fn new(core: Arc<Core>, tid: usize) -> Self {
+    pub(crate) fn new(core: Arc<Client>, tid: usize) -> Self {
         // A resumed job starts at its checkpoint's clock, and the restored tables are the floor.
-        let start = core.start_clock;
-        let floor = if start > 0 { start - 1 } else { i64::MIN / 4 };
+        let start = core.shared.start_clock;
+        let floor = if start > Clock::default() { start.completed() } else { Age::NONE };
         Worker {
             core,
             tid,
@@ -56,30 +56,30 @@ impl Worker {
     }
     /// Index of this process (= client id = line of the hostfile).
     pub fn process_id(&self) -> usize {
-        self.core.pid
+        self.core.shared.pid
     }
     pub fn num_processes(&self) -> usize {
-        self.core.nprocs
+        self.core.shared.nprocs
     }
     /// Worker threads per process.
     pub fn threads_per_process(&self) -> usize {
-        self.core.cfg.threads
+        self.core.shared.cfg.threads
     }
     /// Job-wide thread index: `process_id * threads_per_process + thread_id`.
     pub fn global_thread_id(&self) -> usize {
-        self.core.pid * self.core.cfg.threads + self.tid
+        self.process_id() * self.threads_per_process() + self.tid
     }
     /// Worker threads in the whole job.
     pub fn total_threads(&self) -> usize {
-        self.core.nprocs * self.core.cfg.threads
+        self.num_processes() * self.threads_per_process()
     }
     /// The clock this thread is in.
     pub fn current_clock(&self) -> i64 {
-        self.clock.clock.get()
+        self.clock.clock.get().get()
     }
     /// Effective staleness of a table (`None`: unbounded, async).
     pub fn staleness(&self, table: u32) -> Result<Option<i64>> {
-        self.core.table_slot(table, |s| Ok(self.core.cfg.slack(s.cfg.staleness)))
+        self.core.tables.with(table, |s| Ok(self.core.shared.cfg.slack(s.cfg.staleness)))
     }
 
     /// This thread's handle on table `id` with row type `R` (must match the table's `row_type`).
@@ -91,7 +91,7 @@ impl Worker {
                 .map_err(|_| PsError::Usage(format!("table {id} opened with two row types")))?;
             return Ok(TableHandle { inner });
         }
-        let proc = self.core.table_slot(id, |slot| {
+        let proc = self.core.tables.with(id, |slot| {
             if slot.cfg.row_type != R::type_name() {
                 return Err(PsError::Usage(format!(
                     "table {id} has row type {}, opened as {}",
@@ -113,20 +113,20 @@ impl Worker {
     /// process oplog; they are shipped to the servers once every thread of the process has ended
     /// the clock.
     pub fn clock(&mut self) -> Result<()> {
-        self.core.check()?;
+        self.core.shared.check()?;
         let old = self.clock.clock.get();
-        if self.core.snaps.as_ref().is_some_and(|s| s.cfg.is_snapshot_clock(old + 1)) {
+        if self.core.snaps.as_ref().is_some_and(|s| s.cfg.is_snapshot_clock(old.next().get())) {
             // Back-pressure: at most one snapshot per process is queued or being written, so a
             // slow file system throttles the job instead of piling encoded tables up in memory.
             let t0 = Instant::now();
-            self.core.wait_ctl("earlier snapshots to be written", None, |c| c.snap_jobs == 0)?;
+            self.core.shared.wait_ctl("earlier snapshots to be written", None, |c| c.snap_jobs == 0)?;
             self.barrier_wait_ns.set(self.barrier_wait_ns.get() + t0.elapsed().as_nanos() as u64);
         }
         for (t, _) in self.tables.values() {
             t.end_clock(old)?;
         }
-        self.clock.clock.set(old + 1);
-        self.core.thread_clocked(self.tid, old + 1);
+        self.clock.clock.set(old.next());
+        self.core.tracker.thread_clocked(&self.core.shared, self.tid, old.next());
         Ok(())
     }
 
@@ -135,7 +135,7 @@ impl Worker {
     /// in its data, RNG state, ...). Applications that support resuming call this instead of
     /// `clock()` and read the state back with [`Worker::resume_state`].
     pub fn clock_saving(&mut self, save: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<()> {
-        let t = self.clock.clock.get() + 1;
+        let t = self.clock.clock.get().next().get();
         if let Some(s) = self.core.snaps.as_ref().filter(|s| s.pure() && s.cfg.is_snapshot_clock(t)) {
             let mut buf = Vec::new();
             save(&mut buf)?;
@@ -166,7 +166,7 @@ impl Worker {
 
     /// True if this job continues from a checkpoint.
     pub fn is_resumed(&self) -> bool {
-        self.core.start_clock > 0
+        self.core.shared.start_clock > Clock::default()
     }
 
     /// Ends the current clock, then blocks until every thread of the job has arrived. All threads
@@ -175,9 +175,9 @@ impl Worker {
     pub fn global_barrier(&mut self) -> Result<()> {
         self.clock()?;
         let t0 = Instant::now();
-        let b = self.core.barrier_wait(self.clock.clock.get())?;
+        let b = self.core.barrier.wait(&self.core.shared, self.clock.clock.get())?;
         self.clock.clock.set(b);
-        self.clock.floor.set(b - 1);
+        self.clock.floor.set(b.completed());
         self.barrier_wait_ns.set(self.barrier_wait_ns.get() + t0.elapsed().as_nanos() as u64);
         Ok(())
     }
@@ -191,13 +191,13 @@ impl Worker {
             for (t, _) in self.tables.values() {
                 t.end_clock(clocks)?;
             }
-            self.core.thread_clocked(self.tid, CLOCK_FINISHED + 1);
+            self.core.tracker.thread_clocked(&self.core.shared, self.tid, Clock::FINISHED);
         }
         let mut st = ThreadStats::default();
         for (t, _) in self.tables.values() {
             st.add(&t.stats());
         }
         st.wait_ns += self.barrier_wait_ns.get();
-        Ok((st, self.started.elapsed().as_secs_f64(), clocks))
+        Ok((st, self.started.elapsed().as_secs_f64(), clocks.get()))
     }
 }

@@ -6,18 +6,16 @@
 //! coalesces and reorders updates freely between clocks.
 //!
 //! Built-in rows: [`DenseRow<T>`] and [`SparseRow<T>`] for `T` in i32, i64, f32, f64. A user-defined
-//! row implements [`Row`] and [`RowUpdate`] and is registered by name in a [`RowTypeRegistry`].
+//! row implements [`Row`] and [`RowUpdate`] and is registered by name in a
+//! [`RowTypeRegistry`](crate::RowTypeRegistry).
 
 mod dense;
 mod element;
-mod registry;
 mod sparse;
 
 pub use dense::DenseRow;
 pub use element::Element;
 pub(crate) use element::ReadExt;
-pub use registry::RowTypeRegistry;
-pub(crate) use registry::{BatchOut, ProcessTableOps, ServerTableOps};
 pub use sparse::SparseRow;
 
 use crate::error::Result;
@@ -63,6 +61,13 @@ pub trait RowUpdate: Clone + Send + Sync + 'static {
     fn merge(&mut self, other: &Self);
     fn encode(&self, buf: &mut BytesMut);
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self>;
+}
+
+/// Text form of encoded rows whose type is known only by name (snapshot dumps); implemented by
+/// [`RowTypeRegistry`](crate::RowTypeRegistry).
+pub trait RowText {
+    /// Appends one encoded row of type `row_type` as tab-separated text.
+    fn row_tsv(&self, row_type: &str, bytes: &[u8], columns: usize, out: &mut String) -> Result<()>;
 }
 
 /// Rows and updates that support adding a value to one column (`inc(row, col, v)`).

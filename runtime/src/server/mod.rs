@@ -1,22 +1,28 @@
-//! Server shard: master copies of the rows this process owns, the vector clock of all client
-//! processes, pending updates, parked reads and push subscriptions (LazyTable §3.2.1, ESSP).
-//! Runs as one task fed by the connection readers, so its state needs no locks.
+//! Server shard (LazyTable §3.2.1): master copies of the rows this process owns (`table`), the
+//! vector clock of all client processes, their pending updates (`oplog::PendingBatches`), parked
+//! reads, push subscriptions (`push`, ESSP) and the snapshot schedule (`snapshot`). Process 0's
+//! server task also runs the name node (`namenode`). Runs as one task fed by the connection
+//! readers, so its state needs no locks.
 
 mod namenode;
+mod push;
 mod snapshot;
 mod table;
 
-pub(crate) use table::ServerTable;
+pub(crate) use table::{ServerTable, ServerTableOps};
 
-use crate::client::Core;
-use crate::config::Consistency;
+use crate::clock::Age;
+use crate::consistency::ServeRule;
 use crate::error::{PsError, Result};
 use crate::net::Link;
-use crate::row::ServerTableOps;
-use crate::wire::{FetchReq, Msg, RowsKind, CLOCK_FINISHED};
+use crate::oplog::PendingBatches;
+use crate::snapshot::Snapshots;
+use crate::state::Shared;
+use crate::wire::{FetchReq, Msg, RowsKind};
 use bytes::{BufMut, Bytes, BytesMut};
 use namenode::NameNode;
-use rustc_hash::{FxHashMap, FxHashSet};
+use push::Subscriptions;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -52,7 +58,7 @@ impl RowsOut {
         self.frames.is_empty() && self.cur.is_empty()
     }
     /// Sends all frames; the last one has kind `last`, earlier ones `part`.
-    fn send(mut self, to: &Link, part: RowsKind, last: RowsKind, age: i64, rc: i64) {
+    fn send(mut self, to: &Link, part: RowsKind, last: RowsKind, age: Age, rc: Age) {
         self.frames.push(self.cur.freeze());
         let n = self.frames.len();
         for (i, data) in self.frames.into_iter().enumerate() {
@@ -63,45 +69,46 @@ impl RowsOut {
 }
 
 pub(crate) struct Server {
-    core: Arc<Core>,
+    shared: Arc<Shared>,
+    snaps: Option<Arc<Snapshots>>,
     tables: FxHashMap<u32, Box<dyn ServerTableOps>>,
-    /// Last clock completed by each client process.
-    vc: Vec<i64>,
+    /// Data age of each client process's updates applied here (its last completed clock).
+    vc: Vec<Age>,
     /// min(vc): every row holds all updates of clocks <= global.
-    global: i64,
-    pending: Vec<Vec<(u32, Bytes)>>,
-    parked: BTreeMap<i64, Vec<(usize, FetchReq)>>,
-    subs: FxHashMap<(u32, u64), Vec<usize>>,
-    has_subs: Vec<bool>,
-    dirty: FxHashSet<(u32, u64)>,
+    global: Age,
+    pending: PendingBatches,
+    parked: BTreeMap<Age, Vec<(usize, FetchReq)>>,
+    subs: Subscriptions,
     to_client: Vec<Link>,
     namenode: Option<NameNode>,
-    push: bool,
-    overstate: i64,
+    rule: ServeRule,
     scratch: BytesMut,
     snap: Option<snapshot::SnapPlan>,
 }
 
 impl Server {
-    pub fn new(core: Arc<Core>, to_client: Vec<Link>, inbox: UnboundedSender<ServerIn>) -> Self {
-        let n = core.nprocs;
-        let start = core.start_clock;
+    pub fn new(
+        shared: Arc<Shared>,
+        snaps: Option<Arc<Snapshots>>,
+        to_client: Vec<Link>,
+        inbox: UnboundedSender<ServerIn>,
+    ) -> Self {
+        let n = shared.nprocs;
+        let start = shared.start_clock;
         Server {
             tables: FxHashMap::default(),
-            vc: vec![start - 1; n],
-            global: start - 1,
-            pending: vec![Vec::new(); n],
+            vc: vec![start.completed(); n],
+            global: start.completed(),
+            pending: PendingBatches::new(n),
             parked: BTreeMap::new(),
-            subs: FxHashMap::default(),
-            has_subs: vec![false; n],
-            dirty: FxHashSet::default(),
+            subs: Subscriptions::new(n),
             to_client,
-            namenode: (core.pid == 0).then(|| NameNode::new(n, core.clone(), inbox)),
-            snap: core.snaps.as_ref().map(|s| snapshot::SnapPlan::new(s, n, start)),
-            push: core.cfg.consistency == Consistency::Essp,
-            overstate: core.cfg.fault.overstate_age as i64,
+            namenode: (shared.pid == 0).then(|| NameNode::new(n, shared.clone(), snaps.clone(), inbox)),
+            snap: snaps.as_ref().map(|s| snapshot::SnapPlan::new(s, n, start.get())),
+            rule: ServeRule::new(&shared.cfg),
             scratch: BytesMut::new(),
-            core,
+            snaps,
+            shared,
         }
     }
 
@@ -119,14 +126,14 @@ impl Server {
                 },
             };
             if let Err(e) = r {
-                self.core.fail(e);
+                self.shared.fail(e);
             }
         }
     }
 
     /// Data age the server reports (the fault knob lets tests prove they can catch a lie).
-    fn visible_age(&self) -> i64 {
-        self.global.saturating_add(self.overstate)
+    fn visible_age(&self) -> Age {
+        self.rule.visible(self.global)
     }
 
     fn handle(&mut self, from: usize, msg: Msg) -> Result<()> {
@@ -139,9 +146,9 @@ impl Server {
         match msg {
             Msg::Fetch(reqs) => {
                 let age = self.visible_age();
-                let mut out = RowsOut::new(self.core.cfg.batch_bytes);
+                let mut out = RowsOut::new(self.shared.cfg.batch_bytes);
                 for r in reqs {
-                    if r.min_age <= age {
+                    if ServeRule::can_serve(r.min_age, age) {
                         self.serve(from, r, &mut out)?;
                     } else {
                         self.parked.entry(r.min_age).or_default().push((from, r));
@@ -151,7 +158,7 @@ impl Server {
                     out.send(&self.to_client[from], RowsKind::Reply, RowsKind::Reply, age, self.vc[from]);
                 }
             }
-            Msg::Oplog { table, data } => self.pending[from].push((table, data)),
+            Msg::Oplog { table, data } => self.pending.push(from, table, data),
             Msg::Clock { clock } => self.on_clock(from, clock)?,
             Msg::Ping => {}
             other => return Err(PsError::codec(format!("process {from} sent a server an unexpected {other:?}"))),
@@ -167,35 +174,27 @@ impl Server {
         self.scratch.clear();
         t.encode_row(r.row, &mut self.scratch);
         out.add(r.table, r.row, &self.scratch);
-        if r.subscribe && self.push {
-            let s = self.subs.entry((r.table, r.row)).or_default();
-            if !s.contains(&client) {
-                s.push(client);
-            }
-            self.has_subs[client] = true;
+        if r.subscribe && self.rule.subscribes() {
+            self.subs.subscribe(client, r.table, r.row);
         }
         Ok(())
     }
 
     /// A client completed `clock`: apply its pending updates, then, if the global clock moved,
     /// answer parked reads and push subscribed rows.
-    fn on_clock(&mut self, from: usize, clock: i64) -> Result<()> {
+    fn on_clock(&mut self, from: usize, clock: Age) -> Result<()> {
         let after = match &mut self.snap {
             Some(p) => p.pending_before(from, clock, self.global),
             None => Vec::new(),
         };
-        for (table, data) in std::mem::take(&mut self.pending[from]) {
+        for (table, data) in self.pending.take(from) {
             let t = self
                 .tables
                 .get_mut(&table)
                 .ok_or_else(|| PsError::codec(format!("process {from} sent updates of unknown table {table}")))?;
-            let (subs, dirty) = (&self.subs, &mut self.dirty);
-            t.apply_batch(&data, clock, &after, &mut |row| {
-                if subs.contains_key(&(table, row)) {
-                    dirty.insert((table, row));
-                }
-            })
-            .map_err(|e| PsError::codec(format!("updates from process {from} for table {table}: {e}")))?;
+            let subs = &mut self.subs;
+            t.apply_batch(&data, clock.get(), &after, &mut |row| subs.touched(table, row))
+                .map_err(|e| PsError::codec(format!("updates from process {from} for table {table}: {e}")))?;
         }
         self.vc[from] = self.vc[from].max(clock);
         self.to_client[from].send(Msg::ClockAck { clock });
@@ -204,23 +203,23 @@ impl Server {
             self.global = g;
             self.take_due_snapshots();
             self.release_parked()?;
-            if self.push && g < CLOCK_FINISHED {
+            if self.rule.pushes_at(g) {
                 self.push_rows();
             }
         }
-        if g >= CLOCK_FINISHED {
-            self.core.update_ctl(|c| c.server_finished = true);
+        if g.is_finished() {
+            self.shared.update_ctl(|c| c.server_finished = true);
         }
         Ok(())
     }
 
     fn release_parked(&mut self) -> Result<()> {
         let age = self.visible_age();
-        let later = self.parked.split_off(&age.saturating_add(1));
+        let later = self.parked.split_off(&age.shifted(1));
         let ready = std::mem::replace(&mut self.parked, later);
         let mut outs: FxHashMap<usize, RowsOut> = FxHashMap::default();
         for (client, r) in ready.into_values().flatten() {
-            let mut out = outs.remove(&client).unwrap_or_else(|| RowsOut::new(self.core.cfg.batch_bytes));
+            let mut out = outs.remove(&client).unwrap_or_else(|| RowsOut::new(self.shared.cfg.batch_bytes));
             self.serve(client, r, &mut out)?;
             outs.insert(client, out);
         }
@@ -234,20 +233,20 @@ impl Server {
     /// each subscriber the new clock (which also freshens its unchanged subscribed rows).
     fn push_rows(&mut self) {
         let age = self.visible_age();
-        let n = self.core.nprocs;
-        let mut outs: Vec<RowsOut> = (0..n).map(|_| RowsOut::new(self.core.cfg.batch_bytes)).collect();
-        for (table, row) in std::mem::take(&mut self.dirty) {
+        let n = self.shared.nprocs;
+        let mut outs: Vec<RowsOut> = (0..n).map(|_| RowsOut::new(self.shared.cfg.batch_bytes)).collect();
+        for ((table, row), subscribers) in self.subs.take_changed() {
             let Some(t) = self.tables.get_mut(&table) else {
                 continue;
             };
             self.scratch.clear();
             t.encode_row(row, &mut self.scratch);
-            for &c in self.subs.get(&(table, row)).map(|v| v.as_slice()).unwrap_or(&[]) {
+            for &c in subscribers {
                 outs[c].add(table, row, &self.scratch);
             }
         }
         for (c, out) in outs.into_iter().enumerate() {
-            if self.has_subs[c] {
+            if self.subs.has_subscriptions(c) {
                 out.send(&self.to_client[c], RowsKind::PushPart, RowsKind::PushDone, age, self.vc[c]);
             }
         }

@@ -3,10 +3,12 @@
 //! every process stop serving only after all of them stopped reading.
 
 use super::ServerIn;
-use crate::client::Core;
+use crate::clock::Clock;
 use crate::error::{PsError, Result};
 use crate::net::Link;
 use crate::snapshot::format::{Manifest, ProcessPart, TableEntry, FORMAT_VERSION};
+use crate::snapshot::Snapshots;
+use crate::state::Shared;
 use crate::wire::Msg;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,10 +17,11 @@ use tokio::sync::mpsc::UnboundedSender;
 pub(crate) struct NameNode {
     n: usize,
     registered: Vec<Option<u64>>,
-    barrier: Vec<Option<i64>>,
+    barrier: Vec<Option<Clock>>,
     done: Vec<bool>,
     byes: Vec<bool>,
-    core: Arc<Core>,
+    shared: Arc<Shared>,
+    snaps: Option<Arc<Snapshots>>,
     inbox: UnboundedSender<ServerIn>,
     /// Snapshot parts reported so far, per clock.
     parts: BTreeMap<i64, Vec<ProcessPart>>,
@@ -28,14 +31,15 @@ pub(crate) struct NameNode {
 }
 
 impl NameNode {
-    pub fn new(n: usize, core: Arc<Core>, inbox: UnboundedSender<ServerIn>) -> Self {
+    pub fn new(n: usize, shared: Arc<Shared>, snaps: Option<Arc<Snapshots>>, inbox: UnboundedSender<ServerIn>) -> Self {
         NameNode {
             n,
             registered: vec![None; n],
             barrier: vec![None; n],
             done: vec![false; n],
             byes: vec![false; n],
-            core,
+            shared,
+            snaps,
             inbox,
             parts: BTreeMap::new(),
             manifests_pending: 0,
@@ -64,7 +68,7 @@ impl NameNode {
             workers.extend(p.workers.iter().cloned());
         }
         workers.sort_by_key(|w| w.owner);
-        let threads = self.core.cfg.threads;
+        let threads = self.shared.cfg.threads;
         let approx = parts.iter().any(|p| p.approx);
         let m = Manifest {
             format_version: FORMAT_VERSION,
@@ -81,12 +85,12 @@ impl NameNode {
             workers,
         };
         self.manifests_pending += 1;
-        let (core, inbox) = (self.core.clone(), self.inbox.clone());
-        let Some(snaps) = self.core.snaps.as_ref() else {
+        let inbox = self.inbox.clone();
+        let Some(snaps) = self.snaps.clone() else {
             return Err(PsError::codec(format!("process {from} reported a snapshot, but none are configured")));
         };
-        snaps.submit(&self.core, move || {
-            let snaps = core.snaps.as_ref().expect("checked above");
+        let writer = snaps.clone();
+        writer.submit(&self.shared, move || {
             let r = snaps.store.write_manifest(&m).and_then(|_| {
                 let bytes = m.total_bytes();
                 log::info!(

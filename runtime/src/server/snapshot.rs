@@ -2,9 +2,10 @@
 //! pure snapshot, and encoding the shard files handed to the writer thread.
 
 use super::Server;
+use crate::clock::Age;
 use crate::snapshot::format::{crc32c, FileEntry, ProcessPart, ShardHeader, FLAG_APPROX, FLAG_FINAL};
 use crate::snapshot::{CheckpointStore, Snapshots};
-use crate::wire::CLOCK_FINISHED;
+use crate::state::ClientCmd;
 
 pub(crate) struct SnapPlan {
     every: i64,
@@ -28,19 +29,19 @@ impl SnapPlan {
     /// Client `from` sends its updates of clocks up to `clock`: the pending pure-snapshot clocks
     /// `t` (not yet taken, so `t - 1 > global`) that these updates come after (`t <= clock`).
     /// Clients cut their shipments at snapshot boundaries, so no batch straddles one.
-    pub fn pending_before(&mut self, from: usize, clock: i64, global: i64) -> Vec<i64> {
-        if clock < CLOCK_FINISHED {
-            self.last_real[from] = self.last_real[from].max(clock);
+    pub fn pending_before(&mut self, from: usize, clock: Age, global: Age) -> Vec<i64> {
+        if !clock.is_finished() {
+            self.last_real[from] = self.last_real[from].max(clock.get());
         }
         if !self.pure {
             return Vec::new();
         }
         // Updates shipped with the "finished" clock (made after a worker's last `clock()`) come
         // after every periodic snapshot of the run but belong to the end-of-job one.
-        let hi = if clock >= CLOCK_FINISHED { self.final_clock() - 1 } else { clock };
+        let hi = if clock.is_finished() { self.final_clock() - 1 } else { clock.get() };
         let mut v = Vec::new();
         if self.every > 0 {
-            let mut t = (global + 2).max(self.taken + 1);
+            let mut t = (global.get() + 2).max(self.taken + 1);
             t = t.div_euclid(self.every) * self.every + if t % self.every == 0 { 0 } else { self.every };
             while t <= hi {
                 v.push(t);
@@ -55,9 +56,10 @@ impl Server {
     /// Takes every snapshot whose clock every client has now finished, and the end-of-job one.
     pub(super) fn take_due_snapshots(&mut self) {
         let Some(plan) = self.snap.as_mut() else { return };
-        let g = self.global;
+        let finished = self.global.is_finished();
+        let g = self.global.get();
         let mut due = Vec::new();
-        let end = if g >= CLOCK_FINISHED { plan.final_clock() } else { i64::MAX };
+        let end = if finished { plan.final_clock() } else { i64::MAX };
         if plan.every > 0 {
             let mut t = (plan.taken / plan.every + 1) * plan.every;
             while t - 1 <= g && t <= end {
@@ -65,7 +67,7 @@ impl Server {
                 t += plan.every;
             }
         }
-        if g >= CLOCK_FINISHED && due.last().map(|d| d.0) != Some(end) && end > plan.taken {
+        if finished && due.last().map(|d| d.0) != Some(end) && end > plan.taken {
             due.push((end, true));
         }
         if let Some(&(t, _)) = due.last() {
@@ -78,9 +80,8 @@ impl Server {
     }
 
     fn take_snapshot(&mut self, t: i64, is_final: bool, approx: bool) {
-        let core = self.core.clone();
-        let Some(snaps) = core.snaps.as_ref() else { return };
-        let pid = core.pid;
+        let Some(snaps) = self.snaps.clone() else { return };
+        let pid = self.shared.pid;
         let flags = if approx { FLAG_APPROX } else { 0 } | if is_final { FLAG_FINAL } else { 0 };
         let mut ids: Vec<u32> = self.tables.keys().copied().collect();
         ids.sort_unstable();
@@ -111,9 +112,9 @@ impl Server {
             files.push((cfg, entry, h.file_bytes(&payload)));
         }
         log::debug!("server {pid}: snapshot {t} encoded ({} tables)", files.len());
-        let core2 = core.clone();
-        snaps.submit(&core, move || {
-            let snaps = core2.snaps.as_ref().expect("snapshots configured");
+        let (shared, snaps2) = (self.shared.clone(), snaps.clone());
+        snaps.submit(&self.shared, move || {
+            let snaps = snaps2;
             let states = snaps.take_states(t);
             let mut writes: Vec<(String, &[u8], String)> = files
                 .iter()
@@ -130,7 +131,7 @@ impl Server {
             let workers = states.into_iter().map(|(e, _)| e).collect();
             let part = ProcessPart { process: pid as u32, shards, workers, approx, is_final };
             let info = serde_json::to_string(&part).expect("serialisable");
-            core2.send(crate::client::ClientCmd::SnapshotDone { clock: t, info });
+            shared.send(ClientCmd::SnapshotDone { clock: t, info });
             Ok(())
         });
     }

@@ -3,11 +3,28 @@
 
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
-use crate::row::{ReadExt, Row, RowUpdate, ServerTableOps};
+use crate::oplog;
+use crate::row::Row;
 use crate::snapshot::format::payload_rows;
 use bytes::BytesMut;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+
+/// Server-side storage of one table, type-erased.
+pub(crate) trait ServerTableOps: Send {
+    fn config(&self) -> &TableConfig;
+    /// Applies a batch of (row, update) pairs of clocks up to `clock`; reports each touched row.
+    /// `after`: pending pure-snapshot clocks `t <= clock` whose rows must be preserved (copied
+    /// before the first later update) until the snapshot is taken.
+    fn apply_batch(&mut self, data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()>;
+    /// Appends the encoding of `row` (a zero row if it was never updated).
+    fn encode_row(&mut self, row: u64, out: &mut BytesMut);
+    /// Appends every row as of snapshot `t` (preserved copies where later updates arrived) to
+    /// `out` in the shard payload format, sorted by id; returns the row count.
+    fn snapshot(&mut self, t: i64, out: &mut Vec<u8>) -> u64;
+    /// Loads rows from a shard payload (resume); returns the row count.
+    fn load(&mut self, payload: &[u8]) -> Result<u64>;
+}
 
 pub(crate) struct ServerTable<R: Row> {
     cfg: TableConfig,
@@ -40,12 +57,10 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
         &self.cfg
     }
 
-    fn apply_batch(&mut self, mut data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()> {
-        let cols = self.cfg.columns;
+    fn apply_batch(&mut self, data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()> {
         let forking = !after.is_empty() || !self.forks.is_empty();
-        while !data.is_empty() {
-            let row = data.take_u64()?;
-            let u = R::Update::decode(&mut data, cols)?;
+        for entry in oplog::entries::<R::Update>(data, self.cfg.columns) {
+            let (row, u) = entry?;
             let r = row_mut(&mut self.rows, &self.cfg, row);
             if forking {
                 for &t in after {

@@ -13,9 +13,9 @@ mod store;
 pub use format::{FileEntry, Manifest, ProcessPart, ShardHeader};
 pub use store::CheckpointStore;
 
-use crate::client::{ClientCmd, Core};
 use crate::config::{CheckpointConfig, SnapshotMode};
 use crate::error::{PsError, Result};
+use crate::state::{ClientCmd, Shared};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
@@ -113,9 +113,9 @@ impl Snapshots {
 
     /// Runs `job` on the writer thread. A failure fails the job everywhere, with the error's
     /// description of what was being written where.
-    pub fn submit(&self, core: &Arc<Core>, job: impl FnOnce() -> Result<()> + Send + 'static) {
-        core.update_ctl(|c| c.snap_jobs += 1);
-        let core2 = core.clone();
+    pub fn submit(&self, shared: &Arc<Shared>, job: impl FnOnce() -> Result<()> + Send + 'static) {
+        shared.update_ctl(|c| c.snap_jobs += 1);
+        let core2 = shared.clone();
         let run = move || {
             if let Err(e) = crate::error::catch_panic("the snapshot writer", job) {
                 core2.send(ClientCmd::Abort(e.to_string()));

@@ -4,7 +4,7 @@
 use super::format::{payload_rows, Manifest};
 use super::CheckpointStore;
 use crate::error::{PsError, Result};
-use crate::row::{Row, RowTypeRegistry};
+use crate::row::{Row, RowText};
 use rustc_hash::FxHashMap;
 use std::io::Write;
 
@@ -54,7 +54,7 @@ pub fn dump_tsv(
     store: &CheckpointStore,
     m: &Manifest,
     table: Option<u32>,
-    registry: &RowTypeRegistry,
+    registry: &dyn RowText,
     out: &mut dyn Write,
 ) -> Result<u64> {
     let mut n = 0;

@@ -200,7 +200,7 @@ mod tests {
 
     fn msgs() -> Vec<Msg> {
         vec![
-            Msg::Clock { clock: 7 },
+            Msg::Clock { clock: crate::clock::Age::new(7) },
             Msg::Oplog { table: 3, data: Bytes::from(vec![9u8; 5000]) },
             Msg::Abort { reason: "why".into() },
         ]

@@ -5,4 +5,4 @@ pub mod frame;
 pub mod msg;
 
 pub use frame::{FrameCodec, WireProtection};
-pub use msg::{FetchReq, Msg, RowsKind, CLOCK_FINISHED};
+pub use msg::{FetchReq, Msg, RowsKind};

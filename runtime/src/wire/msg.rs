@@ -2,19 +2,17 @@
 //! per length-delimited frame: a tag byte, then little-endian fields; row payloads are packed
 //! arrays written by the row types themselves).
 
+use crate::clock::{Age, Clock};
 use crate::error::{PsError, Result};
 use crate::row::ReadExt;
 use bytes::{BufMut, Bytes, BytesMut};
 
-/// Clock value meaning "this client has finished and will send no more updates".
-pub const CLOCK_FINISHED: i64 = i64::MAX / 2;
-
-/// One row request: reply when the server's global clock is at least `min_age`.
+/// One row request: reply when the server's data age is at least `min_age`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FetchReq {
     pub table: u32,
     pub row: u64,
-    pub min_age: i64,
+    pub min_age: Age,
     /// ESSP: also register a push callback for this row.
     pub subscribe: bool,
 }
@@ -39,22 +37,23 @@ pub enum Msg {
         table: u32,
         data: Bytes,
     },
-    /// The sender has completed every clock up to and including `clock`.
+    /// The sender has completed every clock up to and including `clock` (its updates so far
+    /// have this data age; `Age::FINISHED` when it is done).
     Clock {
-        clock: i64,
+        clock: Age,
     },
     // server -> client
     /// Rows: a sequence of (table u32, row u64, encoded row). `age`: server global clock (the
     /// rows hold all updates of clocks <= age); `rc`: the last clock of the receiver applied.
     Rows {
         kind: RowsKind,
-        age: i64,
-        rc: i64,
+        age: Age,
+        rc: Age,
         data: Bytes,
     },
     /// The server applied the receiver's updates up to `clock`.
     ClockAck {
-        clock: i64,
+        clock: Age,
     },
     // client -> name node
     Register {
@@ -62,7 +61,7 @@ pub enum Msg {
     },
     BarrierArrive {
         epoch: u64,
-        clock: i64,
+        clock: Clock,
     },
     Done,
     Bye,
@@ -70,7 +69,7 @@ pub enum Msg {
     Ready,
     BarrierRelease {
         epoch: u64,
-        clock: i64,
+        clock: Clock,
     },
     Shutdown,
     Exit,
@@ -84,6 +83,26 @@ pub enum Msg {
     },
     // either way
     Ping,
+}
+
+/// Clocks and ages go on the wire as their raw little-endian `i64`.
+trait Raw {
+    fn raw(self) -> i64;
+}
+impl Raw for i64 {
+    fn raw(self) -> i64 {
+        self
+    }
+}
+impl Raw for Age {
+    fn raw(self) -> i64 {
+        self.get()
+    }
+}
+impl Raw for Clock {
+    fn raw(self) -> i64 {
+        self.get()
+    }
 }
 
 impl Msg {
@@ -109,7 +128,7 @@ impl Msg {
                 for r in reqs {
                     b.put_u32_le(r.table);
                     b.put_u64_le(r.row);
-                    b.put_i64_le(r.min_age);
+                    b.put_i64_le(r.min_age.raw());
                     b.put_u8(r.subscribe as u8);
                 }
             }
@@ -121,19 +140,19 @@ impl Msg {
             }
             Msg::Clock { clock } => {
                 b.put_u8(3);
-                b.put_i64_le(*clock);
+                b.put_i64_le(clock.raw());
             }
             Msg::Rows { kind, age, rc, data } => {
                 b.reserve(18 + data.len());
                 b.put_u8(4);
                 b.put_u8(*kind as u8);
-                b.put_i64_le(*age);
-                b.put_i64_le(*rc);
+                b.put_i64_le(age.raw());
+                b.put_i64_le(rc.raw());
                 b.put_slice(data);
             }
             Msg::ClockAck { clock } => {
                 b.put_u8(5);
-                b.put_i64_le(*clock);
+                b.put_i64_le(clock.raw());
             }
             Msg::Register { fingerprint } => {
                 b.put_u8(6);
@@ -142,7 +161,7 @@ impl Msg {
             Msg::BarrierArrive { epoch, clock } => {
                 b.put_u8(7);
                 b.put_u64_le(*epoch);
-                b.put_i64_le(*clock);
+                b.put_i64_le(clock.raw());
             }
             Msg::Done => b.put_u8(8),
             Msg::Bye => b.put_u8(9),
@@ -150,7 +169,7 @@ impl Msg {
             Msg::BarrierRelease { epoch, clock } => {
                 b.put_u8(11);
                 b.put_u64_le(*epoch);
-                b.put_i64_le(*clock);
+                b.put_i64_le(clock.raw());
             }
             Msg::Shutdown => b.put_u8(12),
             Msg::Exit => b.put_u8(13),
@@ -161,7 +180,7 @@ impl Msg {
             Msg::Ping => b.put_u8(15),
             Msg::SnapshotDone { clock, info } => {
                 b.put_u8(16);
-                b.put_i64_le(*clock);
+                b.put_i64_le(clock.raw());
                 b.put_slice(info.as_bytes());
             }
         }
@@ -182,7 +201,7 @@ impl Msg {
                     reqs.push(FetchReq {
                         table: s.take_u32()?,
                         row: s.take_u64()?,
-                        min_age: s.take_i64()?,
+                        min_age: Age::new(s.take_i64()?),
                         subscribe: s.take_u8()? != 0,
                     });
                 }
@@ -192,7 +211,7 @@ impl Msg {
                 let table = s.take_u32()?;
                 Msg::Oplog { table, data: frame.slice(5..) }
             }
-            3 => Msg::Clock { clock: s.take_i64()? },
+            3 => Msg::Clock { clock: Age::new(s.take_i64()?) },
             4 => {
                 let kind = match s.take_u8()? {
                     0 => RowsKind::Reply,
@@ -200,17 +219,17 @@ impl Msg {
                     2 => RowsKind::PushDone,
                     k => return Err(PsError::codec(format!("unknown rows kind {k}"))),
                 };
-                let age = s.take_i64()?;
-                let rc = s.take_i64()?;
+                let age = Age::new(s.take_i64()?);
+                let rc = Age::new(s.take_i64()?);
                 Msg::Rows { kind, age, rc, data: frame.slice(18..) }
             }
-            5 => Msg::ClockAck { clock: s.take_i64()? },
+            5 => Msg::ClockAck { clock: Age::new(s.take_i64()?) },
             6 => Msg::Register { fingerprint: s.take_u64()? },
-            7 => Msg::BarrierArrive { epoch: s.take_u64()?, clock: s.take_i64()? },
+            7 => Msg::BarrierArrive { epoch: s.take_u64()?, clock: Clock::new(s.take_i64()?) },
             8 => Msg::Done,
             9 => Msg::Bye,
             10 => Msg::Ready,
-            11 => Msg::BarrierRelease { epoch: s.take_u64()?, clock: s.take_i64()? },
+            11 => Msg::BarrierRelease { epoch: s.take_u64()?, clock: Clock::new(s.take_i64()?) },
             12 => Msg::Shutdown,
             13 => Msg::Exit,
             14 => Msg::Abort { reason: String::from_utf8_lossy(s).into_owned() },
@@ -239,13 +258,18 @@ mod tests {
     #[test]
     fn messages_roundtrip() {
         roundtrip(Msg::Fetch(vec![
-            FetchReq { table: 1, row: 7, min_age: -1, subscribe: true },
-            FetchReq { table: 2, row: u64::MAX, min_age: 9, subscribe: false },
+            FetchReq { table: 1, row: 7, min_age: Age::new(-1), subscribe: true },
+            FetchReq { table: 2, row: u64::MAX, min_age: Age::new(9), subscribe: false },
         ]));
         roundtrip(Msg::Oplog { table: 3, data: Bytes::from_static(b"abc") });
-        roundtrip(Msg::Rows { kind: RowsKind::PushDone, age: 4, rc: 3, data: Bytes::from_static(b"x") });
-        roundtrip(Msg::Clock { clock: CLOCK_FINISHED });
-        roundtrip(Msg::BarrierRelease { epoch: 2, clock: 11 });
+        roundtrip(Msg::Rows {
+            kind: RowsKind::PushDone,
+            age: Age::new(4),
+            rc: Age::new(3),
+            data: Bytes::from_static(b"x"),
+        });
+        roundtrip(Msg::Clock { clock: Age::FINISHED });
+        roundtrip(Msg::BarrierRelease { epoch: 2, clock: Clock::new(11) });
         roundtrip(Msg::Abort { reason: "boom".into() });
         roundtrip(Msg::Ping);
         roundtrip(Msg::SnapshotDone { clock: 5, info: "{}".into() });

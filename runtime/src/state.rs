@@ -1,0 +1,254 @@
+//! Process-wide state shared by the layers of one runtime process (client, server, network,
+//! snapshot writer), split by concern. The process layer (`process.rs`) creates it and hands
+//! each layer an `Arc<Shared>`; what only the client uses (clock tracker, local barrier, table
+//! registry, push clocks) lives in `client/`.
+//!
+//! * [`Failure`]: the first error of the process; raising it wakes every blocked thread.
+//! * [`Control`]: the control state machine (ready, final acks, shutdown, exit) and the count of
+//!   messages queued on links, with one condition variable.
+//! * [`NetStats`]: byte and row counters.
+//! * The command channel ([`ClientCmd`]) from application threads and the snapshot writer to the
+//!   client communication task, the only way they talk to the network.
+
+use crate::clock::{Age, Clock};
+use crate::config::RuntimeConfig;
+use crate::error::{PsError, Result};
+use crate::wire::FetchReq;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Commands to the client communication task.
+#[derive(Debug)]
+pub(crate) enum ClientCmd {
+    Fetch {
+        server: usize,
+        req: FetchReq,
+    },
+    /// Every local thread completed the clocks up to `completed`: send the oplog and a clock
+    /// message.
+    ProcessClock {
+        completed: Age,
+    },
+    Barrier {
+        epoch: u64,
+        clock: Clock,
+    },
+    Register {
+        fingerprint: u64,
+    },
+    Done,
+    /// Ask the name node to abort the whole job with this reason.
+    Abort(String),
+    /// This process's part of the snapshot at `clock` is stored (JSON `ProcessPart`).
+    SnapshotDone {
+        clock: i64,
+        info: String,
+    },
+}
+
+/// Something with threads blocked on it that must wake up when the process fails.
+pub(crate) trait Wake: Send + Sync {
+    fn wake_all(&self);
+}
+
+/// The first failure of the process.
+#[derive(Default)]
+pub(crate) struct Failure {
+    failed: AtomicBool,
+    reason: Mutex<Option<PsError>>,
+    wakers: Mutex<Vec<Weak<dyn Wake>>>,
+}
+
+impl Failure {
+    /// `w` is woken when the process fails (held weakly: it may go away first).
+    pub fn on_failure(&self, w: Weak<dyn Wake>) {
+        lock(&self.wakers).push(w);
+    }
+
+    #[inline]
+    pub fn check(&self) -> Result<()> {
+        if self.failed.load(Ordering::Relaxed) {
+            return Err(self.reason().unwrap_or_else(|| PsError::Aborted("unknown failure".into())));
+        }
+        Ok(())
+    }
+
+    pub fn reason(&self) -> Option<PsError> {
+        lock(&self.reason).clone()
+    }
+
+    /// Records `err` if it is the first failure; returns the wakers to notify.
+    fn raise(&self, err: PsError) -> Vec<Weak<dyn Wake>> {
+        {
+            // The reason is stored before the flag is raised, so `check` always finds it.
+            let mut f = lock(&self.reason);
+            if f.is_none() {
+                log::error!("{err}");
+                *f = Some(err);
+            }
+        }
+        self.failed.store(true, Ordering::SeqCst);
+        lock(&self.wakers).clone()
+    }
+}
+
+/// The control state machine of a process.
+#[derive(Default)]
+pub(crate) struct Ctl {
+    pub ready: bool,
+    pub final_acks: usize,
+    pub shutdown: bool,
+    pub exit: bool,
+    /// Peers whose connection closed after shutdown began.
+    pub closed_peers: usize,
+    /// Snapshot writes queued or running on the writer thread.
+    pub snap_jobs: usize,
+    /// The local server has seen every client finish (and queued its final snapshot).
+    pub server_finished: bool,
+}
+
+/// Control state plus the messages queued on links and not yet written, under one condvar.
+#[derive(Default)]
+pub(crate) struct Control {
+    ctl: Mutex<Ctl>,
+    cv: Condvar,
+    queued: AtomicI64,
+    /// Shutdown began: connections closing now are expected.
+    pub closing: AtomicBool,
+}
+
+/// Byte and row counters of the process (sockets only count remote traffic).
+#[derive(Default)]
+pub(crate) struct NetStats {
+    pub bytes_sent: AtomicU64,
+    pub bytes_recv: AtomicU64,
+    pub rows_recv: AtomicU64,
+    /// Rows received from other processes' servers (over the network).
+    pub rows_recv_remote: AtomicU64,
+    pub updates_sent: AtomicU64,
+    pub fetches_sent: AtomicU64,
+}
+
+/// The state every layer of a process shares.
+pub(crate) struct Shared {
+    pub pid: usize,
+    pub nprocs: usize,
+    pub cfg: RuntimeConfig,
+    /// First clock of this run: 0, or the clock of the checkpoint it resumed from.
+    pub start_clock: Clock,
+    pub start: Instant,
+    pub failure: Failure,
+    pub control: Control,
+    pub net: NetStats,
+    cmd: UnboundedSender<ClientCmd>,
+}
+
+impl Shared {
+    pub fn new(
+        pid: usize,
+        nprocs: usize,
+        cfg: RuntimeConfig,
+        start_clock: Clock,
+        cmd: UnboundedSender<ClientCmd>,
+    ) -> Self {
+        Shared {
+            pid,
+            nprocs,
+            cfg,
+            start_clock,
+            start: Instant::now(),
+            failure: Failure::default(),
+            control: Control::default(),
+            net: NetStats::default(),
+            cmd,
+        }
+    }
+
+    /// Records the first failure of the process and wakes every blocked thread.
+    pub fn fail(&self, err: PsError) {
+        let wakers = self.failure.raise(err);
+        self.control.notify();
+        for w in wakers.iter().filter_map(Weak::upgrade) {
+            w.wake_all();
+        }
+    }
+
+    #[inline]
+    pub fn check(&self) -> Result<()> {
+        self.failure.check()
+    }
+
+    pub fn send(&self, cmd: ClientCmd) {
+        // The receiver only goes away when the process is being torn down.
+        let _ = self.cmd.send(cmd);
+    }
+
+    /// Blocks until `done(ctl)` holds, the process fails, or `timeout` passes (`what` names the
+    /// wait).
+    pub fn wait_ctl(&self, what: &str, timeout: Option<Duration>, done: impl Fn(&Ctl) -> bool) -> Result<()> {
+        let timeout = timeout.unwrap_or(Duration::from_secs(10 * 365 * 86400));
+        let deadline =
+            Instant::now().checked_add(timeout).unwrap_or_else(|| Instant::now() + Duration::from_secs(86400));
+        let mut g = lock(&self.control.ctl);
+        loop {
+            self.check()?;
+            if done(&g) {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(PsError::Aborted(format!("timed out after {:?} waiting for {what}", timeout)));
+            }
+            g = self.control.cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
+    pub fn update_ctl(&self, f: impl FnOnce(&mut Ctl)) {
+        f(&mut lock(&self.control.ctl));
+        self.control.cv.notify_all();
+    }
+}
+
+impl Control {
+    fn notify(&self) {
+        drop(lock(&self.ctl));
+        self.cv.notify_all();
+    }
+
+    /// A message was queued on a link.
+    pub fn message_queued(&self) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A queued message was written (or dropped with its link).
+    pub fn message_done(&self) {
+        if self.queued.fetch_sub(1, Ordering::SeqCst) <= 1 {
+            self.notify();
+        }
+    }
+
+    /// Waits (at most `limit`) until every queued message has been written, so that a failing
+    /// process's last words (an abort) reach its peers before its sockets close.
+    pub fn flush_outgoing(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let mut g = lock(&self.ctl);
+        while self.queued.load(Ordering::SeqCst) > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            g = self.cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: a panicked thread already failed the process.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
