@@ -309,13 +309,8 @@ impl TableConfig {
     }
 }
 
-/// A cheap, well-mixing 64-bit hash (splitmix64 finaliser).
-#[inline]
-pub fn mix64(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d049bb133111eb);
-    x ^ (x >> 31)
-}
+/// Row placement and table initialisation hash rows with it.
+pub use crate::hash::mix64;
 
 /// Everything one `ps-runtime` process needs, written by the launcher (`yarn-submit`).
 #[derive(Serialize, Deserialize, Clone, Debug)]

@@ -30,6 +30,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gen;
+mod hash;
 pub mod hostfile;
 pub mod input;
 pub mod local_cluster;

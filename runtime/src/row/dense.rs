@@ -73,7 +73,7 @@ impl<T: Element> Row for DenseRow<T> {
     }
     fn randomize(&mut self, seed: u64, low: f64, high: f64) {
         for (i, x) in self.0.iter_mut().enumerate() {
-            let u = (crate::config::mix64(seed ^ (i as u64).wrapping_mul(0x9e3779b97f4a7c15)) >> 11) as f64
+            let u = (crate::hash::mix64(seed ^ (i as u64).wrapping_mul(0x9e3779b97f4a7c15)) >> 11) as f64
                 / (1u64 << 53) as f64;
             *x = T::from_f64(low + (high - low) * u);
         }

@@ -281,4 +281,11 @@ mod tests {
             assert!(Msg::decode(Bytes::copy_from_slice(bad)).is_err(), "{bad:?}");
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let _ = Msg::decode(Bytes::from(bytes));
+        }
+    }
 }

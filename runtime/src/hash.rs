@@ -1,0 +1,11 @@
+//! The one hash function of the runtime, used wherever rows are spread (server placement,
+//! process-cache shards) or seeded (table initialisation): cheap, well mixing, and stable across
+//! builds and platforms, so every process computes the same placement.
+
+/// A cheap, well-mixing 64-bit hash (splitmix64 finaliser).
+#[inline]
+pub fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d049bb133111eb);
+    x ^ (x >> 31)
+}
