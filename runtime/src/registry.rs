@@ -90,13 +90,6 @@ impl RowTypeRegistry {
         })
     }
 
-    fn row_tsv_of(&self, row_type: &str, bytes: &[u8], columns: usize, out: &mut String) -> Result<()> {
-        let f = self.map.get(row_type).ok_or_else(|| {
-            PsError::Config(format!("row type '{row_type}' is not registered (known: {})", self.names().join(", ")))
-        })?;
-        f.row_tsv(bytes, columns, out)
-    }
-
     pub(crate) fn server_table(&self, cfg: &TableConfig) -> Result<Box<dyn ServerTableOps>> {
         Ok(self.get(cfg)?.server_table(cfg))
     }
@@ -113,6 +106,9 @@ impl RowTypeRegistry {
 
 impl RowText for RowTypeRegistry {
     fn row_tsv(&self, row_type: &str, bytes: &[u8], columns: usize, out: &mut String) -> Result<()> {
-        self.row_tsv_of(row_type, bytes, columns, out)
+        let f = self.map.get(row_type).ok_or_else(|| {
+            PsError::Config(format!("row type '{row_type}' is not registered (known: {})", self.names().join(", ")))
+        })?;
+        f.row_tsv(bytes, columns, out)
     }
 }
