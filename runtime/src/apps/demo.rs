@@ -62,8 +62,7 @@ pub struct Demo {
 
 impl Demo {
     pub fn from_args(args: &[String]) -> Result<Self> {
-        let args = DemoArgs::try_parse_from(std::iter::once("demo".to_string()).chain(args.iter().cloned()))
-            .map_err(|e| PsError::Config(format!("demo: {e}")))?;
+        let args: DemoArgs = super::options::parse("demo", args)?;
         if args.clocks <= 0 {
             return Err(PsError::Config("demo: --clocks must be positive".into()));
         }

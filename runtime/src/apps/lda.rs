@@ -4,18 +4,22 @@
 //! Clock 0 adds the random initial assignments; each later clock resamples 1/C of the worker's
 //! documents. Quality: the collapsed log-likelihood log p(w, z).
 
-use super::common::{CommonArgs, Objective, Output, SavedState, Tracker};
+use super::driver::Iterative;
 use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
+use super::options::{parse, CommonArgs};
+use super::output::Output;
+use super::state::SavedState;
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
 use crate::input::read_corpus;
 use crate::row::{DenseRow, SparseRow};
-use crate::{App, PsContext, TableHandle, Worker};
+use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
+use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "lda", about = "LDA by collapsed Gibbs sampling (SparseLDA)")]
@@ -53,42 +57,97 @@ impl WordTopics for PsWordTopics<'_> {
     }
 }
 
-fn finish(s: &[f64]) -> Vec<(&'static str, f64)> {
-    vec![("loglik", s[0]), ("loglik_per_token", s[0] / s[1].max(1.0))]
-}
-
 pub struct Lda {
     args: LdaArgs,
-    obj: Arc<Objective>,
-    output: Option<Output>,
+    /// The vocabulary as global thread 0 read it, for naming words in the output (only process 0
+    /// has it: the other processes' `word_topic` parts name words by id).
     vocab: Mutex<Option<Vec<String>>>,
 }
 
+/// A worker's documents, their topic assignments and the sampler.
+pub struct LdaWorker {
+    gid: usize,
+    nw: usize,
+    /// Vocabulary size.
+    v: usize,
+    docs: Vec<Vec<u32>>,
+    tokens: usize,
+    /// Topic assignments, one per token of `docs`.
+    z: Vec<Vec<u32>>,
+    wt: TableHandle<SparseRow<i32>>,
+    ts: TableHandle<DenseRow<i64>>,
+    sampler: Sampler,
+    /// The generator of the current clock (clock -1: the initial assignments).
+    rng: SmallRng,
+}
+
 impl Lda {
-    pub fn from_args(args: &[String]) -> Result<Self> {
-        let mut args = LdaArgs::try_parse_from(std::iter::once("lda".to_string()).chain(args.iter().cloned()))
-            .map_err(|e| PsError::Config(format!("lda: {e}")))?;
+    /// The RNG is re-seeded from (seed, worker, clock) every clock, so a resumed worker draws the
+    /// same numbers as an uninterrupted one without saving generator state.
+    fn rng_at(&self, gid: usize, clock: i64) -> SmallRng {
+        SmallRng::seed_from_u64(mix64(
+            self.args.common.seed.wrapping_mul(0x9e37_79b9) ^ (gid as u64) << 40 ^ clock as u64,
+        ))
+    }
+
+    /// `topic<TAB>total<TAB>top words` lines, from every word's row.
+    fn topics_text(
+        &self,
+        wt: &mut TableHandle<SparseRow<i32>>,
+        v: usize,
+        name: &dyn Fn(u64) -> String,
+    ) -> Result<Vec<u8>> {
+        let k = self.args.topics;
+        let mut best: Vec<Vec<(i32, u64)>> = vec![Vec::new(); k];
+        for word in 0..v as u64 {
+            wt.refresh(word);
+        }
+        for word in 0..v as u64 {
+            for (t, n) in wt.get(word)?.iter() {
+                best[t as usize].push((n, word));
+            }
+        }
+        let mut text = Vec::new();
+        for (t, list) in best.iter_mut().enumerate() {
+            list.sort_unstable_by(|a, b| b.cmp(a));
+            let total: i64 = list.iter().map(|x| x.0 as i64).sum();
+            let top: Vec<String> = list.iter().take(self.args.top_words).map(|x| name(x.1)).collect();
+            writeln!(text, "{t}\t{total}\t{}", top.join(" ")).ok();
+        }
+        Ok(text)
+    }
+}
+
+impl Iterative for Lda {
+    const NAME: &'static str = "lda";
+    const LOWER_IS_BETTER: bool = false;
+    type State = LdaWorker;
+
+    fn from_args(args: &[String]) -> Result<Self> {
+        let mut args: LdaArgs = parse("lda", args)?;
         args.common.validate("lda", 1)?;
         if args.topics == 0 || args.topics > u16::MAX as usize || args.alpha <= 0.0 || args.beta <= 0.0 {
             return Err(PsError::Config("lda: --topics must be in 1..65535, --alpha and --beta positive".into()));
         }
-        Ok(Lda { args, obj: Objective::new(finish, false), output: None, vocab: Mutex::new(None) })
+        Ok(Lda { args, vocab: Mutex::new(None) })
     }
-}
 
-impl App for Lda {
-    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+    fn common(&self) -> &CommonArgs {
+        &self.args.common
+    }
+
+    fn objective(s: &[f64]) -> Vec<(&'static str, f64)> {
+        vec![("loglik", s[0]), ("loglik_per_token", s[0] / s[1].max(1.0))]
+    }
+
+    fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
         let k = self.args.topics;
         ctx.create_table(TableConfig::new(WORD_TOPIC, "word_topic", "sparse_i32", k))?;
-        ctx.create_table(TableConfig::new(TOPIC_SUM, "topic_sum", "dense_i64", k))?;
-        Objective::create_tables(ctx)?;
-        self.output = Output::for_job(ctx, &self.args.common)?;
-        Ok(())
+        ctx.create_table(TableConfig::new(TOPIC_SUM, "topic_sum", "dense_i64", k))
     }
 
-    fn run_worker(&self, w: &mut Worker) -> Result<()> {
-        let a = &self.args;
-        let c = &a.common;
+    fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<LdaWorker> {
+        let (a, c) = (&self.args, &self.args.common);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         let (corpus, _) = read_corpus(&c.input, a.vocab.as_deref(), gid, nw, c.bad_records())?;
         let v = corpus.vocab_size;
@@ -97,93 +156,103 @@ impl App for Lda {
         if gid == 0 {
             *self.vocab.lock().unwrap_or_else(|e| e.into_inner()) = corpus.vocab;
         }
-        let mut wt = w.table::<SparseRow<i32>>(WORD_TOPIC)?;
-        let mut ts = w.table::<DenseRow<i64>>(TOPIC_SUM)?;
-        let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
-        let mut sampler = Sampler::new(a.topics, a.alpha, a.beta, v);
-        // The RNG is re-seeded from (seed, worker, clock) every clock, so a resumed worker draws
-        // the same numbers as an uninterrupted one without saving generator state.
-        let rng_at = |clock: i64| {
-            rand::rngs::SmallRng::seed_from_u64(mix64(
-                c.seed.wrapping_mul(0x9e37_79b9) ^ (gid as u64) << 40 ^ clock as u64,
-            ))
+        let mut st = LdaWorker {
+            z: Vec::new(),
+            wt: w.table(WORD_TOPIC)?,
+            ts: w.table(TOPIC_SUM)?,
+            sampler: Sampler::new(a.topics, a.alpha, a.beta, v),
+            rng: self.rng_at(gid, -1),
+            gid,
+            nw,
+            v,
+            docs,
+            tokens,
         };
-        let (start, mut z) = match SavedState::load(w, "lda")? {
-            Some(s) => {
-                // Resumed: the tables hold the counts of the saved assignments.
-                s.restore_tracker(&mut tracker)?;
-                (s.clock, unpack_assignments(&s.raw, &docs, a.topics)?)
-            }
-            None => {
-                // Clock 0: random initial assignments.
-                let mut rng = rng_at(-1);
-                let z: Vec<Vec<u32>> =
-                    docs.iter().map(|d| d.iter().map(|_| rng.gen_range(0..a.topics as u32)).collect()).collect();
-                for (d, zd) in docs.iter().zip(&z) {
-                    for (&word, &t) in d.iter().zip(zd) {
-                        wt.inc_col(word as u64, t, 1)?;
-                        sampler.nk_delta[t as usize] += 1;
-                    }
-                }
-                flush_totals(&mut ts, &mut sampler)?;
-                // Every sweep starts from the complete initial counts.
-                w.global_barrier()?;
-                (0, z)
-            }
-        };
-        let eval = |wt: &mut TableHandle<SparseRow<i32>>, sampler: &Sampler, z: &[Vec<u32>]| -> Result<Vec<f64>> {
-            let mut ll = sampler.doc_loglik(z);
-            let mine: Vec<u64> = (gid as u64..v as u64).step_by(nw).collect();
-            for &word in &mine {
-                wt.refresh(word);
-            }
-            for &word in &mine {
-                ll += word_loglik(&*wt.get(word)?, a.beta);
-            }
-            if gid == 0 {
-                ll += topic_loglik(&sampler.nk, sampler.vbeta);
-            }
-            Ok(vec![ll, tokens as f64])
-        };
-        for clock in start..c.total_clocks() {
-            if tracker.poll(w)? {
-                break;
-            }
-            let mut rng = rng_at(clock);
-            let totals = ts.get(0)?.to_vec();
-            sampler.set_totals(&totals);
-            if clock == 0 {
-                tracker.evaluate(w, 0, || eval(&mut wt, &sampler, &z))?;
-            }
-            c.straggle(w.process_id(), w.num_processes(), clock);
-            let mut store = PsWordTopics(&mut wt);
-            for (_, range) in c.segments(clock, docs.len()) {
-                for d in range {
-                    sampler.sweep_doc(&docs[d], &mut z[d], &mut store, &mut rng)?;
-                }
-            }
-            flush_totals(&mut ts, &mut sampler)?;
-            if c.is_sample_clock(clock) {
-                tracker.evaluate(w, clock + 1, || eval(&mut wt, &sampler, &z))?;
-            }
-            w.clock_saving(|buf| {
-                let raw: Vec<u8> = z.iter().flatten().flat_map(|t| t.to_le_bytes()).collect();
-                SavedState::write(buf, clock + 1, &tracker, Value::Null, &raw)
-            })?;
+        if let Some(s) = saved {
+            // Resumed: the tables hold the counts of the saved assignments.
+            st.z = unpack_assignments(&s.raw, &st.docs, a.topics)?;
+            return Ok(st);
         }
-        tracker.finish(w)?;
-        if let Some(out) = &self.output {
-            self.write_output(w, out, &mut wt, v)?;
+        // Random initial assignments.
+        let rng = &mut st.rng;
+        st.z = st.docs.iter().map(|d| d.iter().map(|_| rng.gen_range(0..a.topics as u32)).collect()).collect();
+        for (d, zd) in st.docs.iter().zip(&st.z) {
+            for (&word, &t) in d.iter().zip(zd) {
+                st.wt.inc_col(word as u64, t, 1)?;
+                st.sampler.nk_delta[t as usize] += 1;
+            }
         }
+        flush_totals(&mut st.ts, &mut st.sampler)?;
+        // Every sweep starts from the complete initial counts.
+        w.global_barrier()?;
+        Ok(st)
+    }
+
+    fn begin_clock(&self, st: &mut LdaWorker, clock: i64) -> Result<()> {
+        st.rng = self.rng_at(st.gid, clock);
+        let totals = st.ts.get(0)?.to_vec();
+        st.sampler.set_totals(&totals);
         Ok(())
     }
 
-    fn report(&self) -> Map<String, Value> {
-        self.obj.report()
+    fn run_clock(&self, st: &mut LdaWorker, clock: i64) -> Result<()> {
+        let mut store = PsWordTopics(&mut st.wt);
+        for (_, range) in self.args.common.segments(clock, st.docs.len()) {
+            for d in range {
+                st.sampler.sweep_doc(&st.docs[d], &mut st.z[d], &mut store, &mut st.rng)?;
+            }
+        }
+        flush_totals(&mut st.ts, &mut st.sampler)
     }
 
-    fn total_clocks(&self) -> Option<i64> {
-        Some(self.args.common.total_clocks())
+    /// The collapsed log-likelihood: this worker's documents, the words `gid mod workers`, and
+    /// (worker 0) the topic totals; and the token count.
+    fn evaluate(&self, st: &mut LdaWorker) -> Result<Vec<f64>> {
+        let mut ll = st.sampler.doc_loglik(&st.z);
+        let mine: Vec<u64> = (st.gid as u64..st.v as u64).step_by(st.nw).collect();
+        for &word in &mine {
+            st.wt.refresh(word);
+        }
+        for &word in &mine {
+            ll += word_loglik(&*st.wt.get(word)?, self.args.beta);
+        }
+        if st.gid == 0 {
+            ll += topic_loglik(&st.sampler.nk, st.sampler.vbeta);
+        }
+        Ok(vec![ll, st.tokens as f64])
+    }
+
+    fn save(&self, st: &LdaWorker) -> (Value, Vec<u8>) {
+        (Value::Null, st.z.iter().flatten().flat_map(|t| t.to_le_bytes()).collect())
+    }
+
+    /// `word_topic/part-*`: `word<TAB>topic:count ...` (word ids `w mod workers` per worker);
+    /// `topics/part-00000`: `topic<TAB>total<TAB>top words` from worker 0.
+    fn write_output(&self, st: &mut LdaWorker, w: &mut Worker, out: &Output) -> Result<()> {
+        let (gid, nw, v, wt) = (st.gid, st.nw, st.v, &mut st.wt);
+        let vocab = self.vocab.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let name = |i: u64| vocab.as_ref().and_then(|v| v.get(i as usize).cloned()).unwrap_or_else(|| i.to_string());
+        let mut text = Vec::new();
+        for word in (gid as u64..v as u64).step_by(nw) {
+            wt.refresh(word);
+        }
+        for word in (gid as u64..v as u64).step_by(nw) {
+            let row = wt.get(word)?;
+            if row.nnz() == 0 {
+                continue;
+            }
+            write!(text, "{}", name(word)).ok();
+            for (t, n) in row.iter() {
+                write!(text, "\t{t}:{n}").ok();
+            }
+            text.push(b'\n');
+        }
+        out.write_part(gid, "word_topic", gid, |f| f.write_all(&text))?;
+        if gid == 0 {
+            let text = self.topics_text(wt, v, &name)?;
+            out.write_part(0, "topics", 0, |f| f.write_all(&text))?;
+        }
+        out.commit_when_all_wrote(w, "topics")
     }
 }
 
@@ -211,56 +280,4 @@ fn flush_totals(ts: &mut TableHandle<DenseRow<i64>>, s: &mut Sampler) -> Result<
     ts.batch_inc(0, &upd)?;
     s.nk_delta.iter_mut().for_each(|d| *d = 0);
     Ok(())
-}
-
-impl Lda {
-    /// `word_topic/part-*`: `word<TAB>topic:count ...` (word ids `w mod workers` per worker);
-    /// `topics/part-00000`: `topic<TAB>total<TAB>top words` from worker 0.
-    fn write_output(&self, w: &mut Worker, out: &Output, wt: &mut TableHandle<SparseRow<i32>>, v: usize) -> Result<()> {
-        let (gid, nw) = (w.global_thread_id(), w.total_threads());
-        let vocab = self.vocab.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let name = |i: u64| vocab.as_ref().and_then(|v| v.get(i as usize).cloned()).unwrap_or_else(|| i.to_string());
-        let mut text = Vec::new();
-        for word in (gid as u64..v as u64).step_by(nw) {
-            wt.refresh(word);
-        }
-        for word in (gid as u64..v as u64).step_by(nw) {
-            let row = wt.get(word)?;
-            if row.nnz() == 0 {
-                continue;
-            }
-            write!(text, "{}", name(word)).ok();
-            for (t, n) in row.iter() {
-                write!(text, "\t{t}:{n}").ok();
-            }
-            text.push(b'\n');
-        }
-        out.write_part(gid, "word_topic", gid, |f| f.write_all(&text))?;
-        if gid == 0 {
-            let k = self.args.topics;
-            let mut best: Vec<Vec<(i32, u64)>> = vec![Vec::new(); k];
-            for word in 0..v as u64 {
-                wt.refresh(word);
-            }
-            for word in 0..v as u64 {
-                for (t, n) in wt.get(word)?.iter() {
-                    best[t as usize].push((n, word));
-                }
-            }
-            let mut text = Vec::new();
-            for (t, list) in best.iter_mut().enumerate() {
-                list.sort_unstable_by(|a, b| b.cmp(a));
-                let total: i64 = list.iter().map(|x| x.0 as i64).sum();
-                let top: Vec<String> = list.iter().take(self.args.top_words).map(|x| name(x.1)).collect();
-                writeln!(text, "{t}\t{total}\t{}", top.join(" ")).ok();
-            }
-            out.write_part(0, "topics", 0, |f| f.write_all(&text))?;
-        }
-        w.global_barrier()?;
-        if gid == 0 {
-            out.commit()?;
-            log::info!("topics written to {}", out.url);
-        }
-        Ok(())
-    }
 }

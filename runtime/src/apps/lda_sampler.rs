@@ -69,7 +69,9 @@ impl Sampler {
         self.s_sum += self.alpha * self.beta / self.denom(t);
     }
 
-    /// Resamples every token of one document; `z` holds its current assignments.
+    /// Resamples every token of one document; `z` holds its current assignments. One function on
+    /// purpose: it is the app's hot loop, and the per-token steps share the bucket sums and caches,
+    /// which split-out helpers would have to pass around for every token.
     pub fn sweep_doc(
         &mut self,
         words: &[u32],

@@ -6,16 +6,17 @@
 //! `--test-fraction` (a fixed hash of (user, item, seed) picks the held-out ratings, so the split
 //! does not depend on the number of workers).
 
-use super::common::{CommonArgs, Objective, Output, SavedState, Tracker};
+use super::driver::Iterative;
+use super::options::{parse, CommonArgs};
+use super::output::Output;
+use super::state::SavedState;
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
 use crate::input::{read_ratings, Rating, RatingFormat};
 use crate::row::DenseRow;
-use crate::{App, PsContext, TableHandle, Worker};
+use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
-use serde_json::{Map, Value};
 use std::io::Write;
-use std::sync::Arc;
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "mf", about = "Matrix factorization by SGD")]
@@ -94,49 +95,67 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
-fn finish(s: &[f64]) -> Vec<(&'static str, f64)> {
-    let mut v = vec![("rmse", (s[0] / s[1].max(1.0)).sqrt())];
-    if s[3] > 0.0 {
-        v.push(("test_rmse", (s[2] / s[3]).sqrt()));
-    }
-    v
-}
-
 pub struct Mf {
     args: MfArgs,
-    obj: Arc<Objective>,
-    output: Option<Output>,
 }
 
-impl Mf {
-    pub fn from_args(args: &[String]) -> Result<Self> {
-        let mut args = MfArgs::try_parse_from(std::iter::once("mf".to_string()).chain(args.iter().cloned()))
-            .map_err(|e| PsError::Config(format!("mf: {e}")))?;
+/// A worker's ratings, model handles and SGD buffers.
+pub struct MfWorker {
+    gid: usize,
+    train: Vec<Rating>,
+    test: Vec<Rating>,
+    /// The global mean rating: the model predicts mean + L_u . R_i.
+    mu: f32,
+    lt: TableHandle<DenseRow<f32>>,
+    rt: TableHandle<DenseRow<f32>>,
+    dl: DenseRow<f32>,
+    dr: DenseRow<f32>,
+    /// Every user and item this worker has ratings of (sorted), for batched prefetching before a
+    /// full scan and for writing the factors.
+    users: Vec<u64>,
+    items: Vec<u64>,
+}
+
+// The ratings order is fixed by the seed, so the loop position (the driver's clock) is the data
+// position: a worker saves no state of its own.
+impl Iterative for Mf {
+    const NAME: &'static str = "mf";
+    const LOWER_IS_BETTER: bool = true;
+    type State = MfWorker;
+
+    fn from_args(args: &[String]) -> Result<Self> {
+        let mut args: MfArgs = parse("mf", args)?;
         args.common.validate("mf", 10)?;
         if args.rank == 0 || !(0.0..1.0).contains(&args.test_fraction) {
             return Err(PsError::Config("mf: --rank must be positive and --test-fraction in [0, 1)".into()));
         }
-        Ok(Mf { args, obj: Objective::new(finish, true), output: None })
+        Ok(Mf { args })
     }
-}
 
-impl App for Mf {
-    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+    fn common(&self) -> &CommonArgs {
+        &self.args.common
+    }
+
+    fn objective(s: &[f64]) -> Vec<(&'static str, f64)> {
+        let mut v = vec![("rmse", (s[0] / s[1].max(1.0)).sqrt())];
+        if s[3] > 0.0 {
+            v.push(("test_rmse", (s[2] / s[3]).sqrt()));
+        }
+        v
+    }
+
+    fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
         let k = self.args.rank;
         let hi = self.args.init_scale / (k as f64).sqrt();
         ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(-hi, hi, self.args.common.seed))?;
         ctx.create_table(TableConfig::new(R, "items", "dense_f32", k).with_init(-hi, hi, self.args.common.seed ^ 1))?;
         ctx.create_table(TableConfig::new(MEAN, "mean", "dense_f64", 2))?;
         let workers = ctx.num_processes() * ctx.config().threads;
-        ctx.create_table(TableConfig::new(OWNER, "owner", "dense_i64", workers))?;
-        Objective::create_tables(ctx)?;
-        self.output = Output::for_job(ctx, &self.args.common)?;
-        Ok(())
+        ctx.create_table(TableConfig::new(OWNER, "owner", "dense_i64", workers))
     }
 
-    fn run_worker(&self, w: &mut Worker) -> Result<()> {
-        let a = &self.args;
-        let c = &a.common;
+    fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<MfWorker> {
+        let (a, c) = (&self.args, &self.args.common);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         let (ratings, st) = read_ratings(&c.input, gid, nw, a.format, c.bad_records())?;
         let (mut train, test): (Vec<Rating>, Vec<Rating>) =
@@ -146,8 +165,7 @@ impl App for Mf {
         // The model predicts mean + L_u . R_i: centring keeps early gradients small, which matters
         // when many workers' stale updates add up on popular items.
         let mut mean_t = w.table::<DenseRow<f64>>(MEAN)?;
-        // A resumed worker continues after the saved clock; the restored tables hold the mean.
-        let saved = SavedState::load(w, "mf")?;
+        // A resumed worker finds the mean in the restored tables.
         if saved.is_none() {
             let sum: f64 = train.iter().map(|r| r.value as f64).sum();
             mean_t.batch_inc(0, &[(0, sum), (1, train.len() as f64)])?;
@@ -157,102 +175,77 @@ impl App for Mf {
             let m = mean_t.get(0)?;
             (m[0] / m[1].max(1.0)) as f32
         };
-        let mut lt = w.table::<DenseRow<f32>>(L)?;
-        let mut rt = w.table::<DenseRow<f32>>(R)?;
-        let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
-        let k = a.rank;
-        let (mut dl, mut dr) = (DenseRow(vec![0f32; k]), DenseRow(vec![0f32; k]));
-        // Every row this worker touches, for batched prefetching before a full scan.
-        let mut my_users: Vec<u64> = train.iter().chain(&test).map(|r| r.user as u64).collect();
-        let mut my_items: Vec<u64> = train.iter().chain(&test).map(|r| r.item as u64).collect();
-        for v in [&mut my_users, &mut my_items] {
+        let ids = |id: fn(&Rating) -> u32| {
+            let mut v: Vec<u64> = train.iter().chain(&test).map(|r| id(r) as u64).collect();
             v.sort_unstable();
             v.dedup();
-        }
-        let eval = |lt: &mut TableHandle<DenseRow<f32>>, rt: &mut TableHandle<DenseRow<f32>>| -> Result<Vec<f64>> {
-            my_users.iter().for_each(|&u| lt.refresh(u));
-            my_items.iter().for_each(|&i| rt.refresh(i));
-            let mut s = vec![0f64; 4];
-            for (set, base) in [(&train, 0), (&test, 2)] {
-                for r in set {
-                    let p = mu + dot(&lt.get(r.user as u64)?, &rt.get(r.item as u64)?);
-                    s[base] += ((r.value - p) as f64).powi(2);
-                    s[base + 1] += 1.0;
-                }
-            }
-            Ok(s)
+            v
         };
-        let start = match &saved {
-            Some(s) => {
-                s.restore_tracker(&mut tracker)?;
-                s.clock
-            }
-            None => {
-                let first = eval(&mut lt, &mut rt)?;
-                tracker.contribute(w, 0, &first)?;
-                0
-            }
-        };
-        for clock in start..c.total_clocks() {
-            if tracker.poll(w)? {
-                break;
-            }
-            c.straggle(w.process_id(), w.num_processes(), clock);
-            for (pass, range) in c.segments(clock, train.len()) {
-                let lr = a.lr * a.lr_decay.powi(pass as i32);
-                for r in &train[range] {
-                    {
-                        let (lu, ri) = (lt.get(r.user as u64)?, rt.get(r.item as u64)?);
-                        sgd_step(&lu, &ri, r.value - mu, lr, a.lambda, &mut dl, &mut dr);
-                    }
-                    lt.inc(r.user as u64, &dl);
-                    rt.inc(r.item as u64, &dr);
+        let (users, items) = (ids(|r| r.user), ids(|r| r.item));
+        let k = a.rank;
+        Ok(MfWorker {
+            gid,
+            lt: w.table(L)?,
+            rt: w.table(R)?,
+            dl: DenseRow(vec![0f32; k]),
+            dr: DenseRow(vec![0f32; k]),
+            train,
+            test,
+            mu,
+            users,
+            items,
+        })
+    }
+
+    fn run_clock(&self, st: &mut MfWorker, clock: i64) -> Result<()> {
+        let a = &self.args;
+        let MfWorker { train, mu, lt, rt, dl, dr, .. } = st;
+        for (pass, range) in a.common.segments(clock, train.len()) {
+            let lr = a.lr * a.lr_decay.powi(pass as i32);
+            for r in &train[range] {
+                // The rows are borrowed from the cache until the step is computed, then updated.
+                {
+                    let (lu, ri) = (lt.get(r.user as u64)?, rt.get(r.item as u64)?);
+                    sgd_step(&lu, &ri, r.value - *mu, lr, a.lambda, dl, dr);
                 }
+                lt.inc(r.user as u64, dl);
+                rt.inc(r.item as u64, dr);
             }
-            if c.is_sample_clock(clock) {
-                tracker.evaluate(w, clock + 1, || eval(&mut lt, &mut rt))?;
-            }
-            // The ratings order is fixed by the seed, so the loop position is the data position.
-            w.clock_saving(|buf| SavedState::write(buf, clock + 1, &tracker, Value::Null, &[]))?;
-        }
-        tracker.finish(w)?;
-        if let Some(out) = &self.output {
-            self.write_factors(w, out, &train, &test, mu)?;
         }
         Ok(())
     }
 
-    fn report(&self) -> Map<String, Value> {
-        self.obj.report()
+    /// Squared errors and counts of the training and the held-out ratings.
+    fn evaluate(&self, st: &mut MfWorker) -> Result<Vec<f64>> {
+        st.users.iter().for_each(|&u| st.lt.refresh(u));
+        st.items.iter().for_each(|&i| st.rt.refresh(i));
+        let mut s = vec![0f64; 4];
+        for (set, base) in [(&st.train, 0), (&st.test, 2)] {
+            for r in set {
+                let p = st.mu + dot(&st.lt.get(r.user as u64)?, &st.rt.get(r.item as u64)?);
+                s[base] += ((r.value - p) as f64).powi(2);
+                s[base + 1] += 1.0;
+            }
+        }
+        Ok(s)
     }
 
-    fn total_clocks(&self) -> Option<i64> {
-        Some(self.args.common.total_clocks())
-    }
-}
-
-impl Mf {
     /// Writes `user_factors` and `item_factors` (`id<TAB>v1<TAB>...<TAB>vK`). Each id is written by
     /// the lowest-numbered worker that has it, elected through the owner table.
-    fn write_factors(&self, w: &mut Worker, out: &Output, train: &[Rating], test: &[Rating], mu: f32) -> Result<()> {
-        let gid = w.global_thread_id();
+    fn write_output(&self, st: &mut MfWorker, w: &mut Worker, out: &Output) -> Result<()> {
+        let gid = st.gid;
         let mut owner = w.table::<DenseRow<i64>>(OWNER)?;
-        let mut users: Vec<u64> = train.iter().chain(test).map(|r| r.user as u64).collect();
-        let mut items: Vec<u64> = train.iter().chain(test).map(|r| r.item as u64).collect();
-        for v in [&mut users, &mut items] {
-            v.sort_unstable();
-            v.dedup();
-        }
         // Owner rows: users at 2*id, items at 2*id+1.
-        for &u in &users {
+        for &u in &st.users {
             owner.inc_col(2 * u, gid as u32, 1i64)?;
         }
-        for &i in &items {
+        for &i in &st.items {
             owner.inc_col(2 * i + 1, gid as u32, 1i64)?;
         }
         w.global_barrier()?;
-        for (name, ids, table, tag) in [("user_factors", &users, L, 0u64), ("item_factors", &items, R, 1)] {
-            let mut t = w.table::<DenseRow<f32>>(table)?;
+        for (name, ids, t, tag) in
+            [("user_factors", &st.users, &mut st.lt, 0u64), ("item_factors", &st.items, &mut st.rt, 1)]
+        {
             let mut text = Vec::new();
             for &id in ids {
                 let first = owner.get(2 * id + tag)?.iter().position(|c| *c > 0);
@@ -269,14 +262,9 @@ impl Mf {
             out.write_part(gid, name, gid, |f| f.write_all(&text))?;
         }
         if gid == 0 {
-            out.write_part(0, "global_mean", 0, |f| writeln!(f, "{mu}"))?;
+            out.write_part(0, "global_mean", 0, |f| writeln!(f, "{}", st.mu))?;
         }
-        w.global_barrier()?;
-        if gid == 0 {
-            out.commit()?;
-            log::info!("factors written to {}", out.url);
-        }
-        Ok(())
+        out.commit_when_all_wrote(w, "factors")
     }
 }
 

@@ -1,12 +1,19 @@
-//! Built-in applications, written only against the public API.
+//! Built-in applications, written only against the public API. The iterative ones (`mf`, `lda`,
+//! `pagerank`) implement [`driver::Iterative`] and share its driver; adding one is a file with
+//! that implementation and a line in [`build`].
 
 pub mod baseline;
-pub mod common;
 pub mod demo;
+pub mod driver;
 pub mod lda;
 pub mod lda_sampler;
 pub mod mf;
+pub mod objective;
+pub mod options;
+pub mod output;
 pub mod pagerank;
+pub mod state;
+pub mod straggler;
 
 use crate::error::{PsError, Result};
 use crate::App;
@@ -18,9 +25,9 @@ pub const NAMES: &[&str] = &["demo", "mf", "lda", "pagerank"];
 pub fn build(name: &str, args: &[String]) -> Result<Box<dyn App>> {
     match name {
         "demo" => Ok(Box::new(demo::Demo::from_args(args)?)),
-        "mf" => Ok(Box::new(mf::Mf::from_args(args)?)),
-        "lda" => Ok(Box::new(lda::Lda::from_args(args)?)),
-        "pagerank" => Ok(Box::new(pagerank::PageRank::from_args(args)?)),
+        "mf" => driver::build::<mf::Mf>(args),
+        "lda" => driver::build::<lda::Lda>(args),
+        "pagerank" => driver::build::<pagerank::PageRank>(args),
         other => Err(PsError::Config(format!("app: unknown application '{other}' (known: {})", NAMES.join(", ")))),
     }
 }

@@ -7,16 +7,18 @@
 //! Quality: L1 change per iteration (`l1_delta`) and, with `--reference`, L1 error against a
 //! converged sequential run (`ref_l1`).
 
-use super::common::{CommonArgs, Objective, Output, SavedState, Tracker};
+use super::driver::Iterative;
+use super::options::{parse, CommonArgs};
+use super::output::Output;
+use super::state::SavedState;
 use crate::config::TableConfig;
 use crate::error::{PsError, Result};
-use crate::input::read_edges;
+use crate::input::{read_edges, Edges};
 use crate::row::{ColumnGet, DenseRow, Element};
-use crate::{App, PsContext, TableHandle, Worker};
+use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "pagerank", about = "Edge-scheduled PageRank")]
@@ -115,95 +117,49 @@ impl Csr {
     }
 }
 
-fn finish(s: &[f64]) -> Vec<(&'static str, f64)> {
-    let mut v = vec![("l1_delta", s[0])];
-    if s[2] > 0.0 {
-        v.push(("ref_l1", s[1]));
-    }
-    v
-}
-
 pub struct PageRank {
     args: PageRankArgs,
-    obj: Arc<Objective>,
-    output: Option<Output>,
-    reference: Mutex<Option<Vec<f64>>>,
 }
 
-impl PageRank {
-    pub fn from_args(args: &[String]) -> Result<Self> {
-        let mut args =
-            PageRankArgs::try_parse_from(std::iter::once("pagerank".to_string()).chain(args.iter().cloned()))
-                .map_err(|e| PsError::Config(format!("pagerank: {e}")))?;
-        args.common.validate("pagerank", 1)?;
-        if args.block == 0 {
-            return Err(PsError::Config("pagerank: --block must be positive".into()));
-        }
-        if !(0.0..1.0).contains(&args.damping) {
-            return Err(PsError::Config("pagerank: --damping must be in [0, 1)".into()));
-        }
-        if args.common.cpp() != 1 || args.common.passes_per_clock != 1 {
-            return Err(PsError::Config("pagerank: an iteration is one clock (--clocks-per-pass 1)".into()));
-        }
-        Ok(PageRank { args, obj: Objective::new(finish, true), output: None, reference: Mutex::new(None) })
-    }
+/// A worker's edges, the nodes it owns, and what it has pushed so far.
+pub struct PrWorker {
+    gid: usize,
+    /// Nodes (largest id + 1 over all workers).
+    n: usize,
+    rank: TableHandle<DenseRow<f64>>,
+    global: TableHandle<DenseRow<f64>>,
+    edges: LocalEdges,
+    /// Blocks this worker owns (base rank, dangling nodes, quality): block = gid mod workers.
+    owned: Vec<u64>,
+    out_deg: Vec<f64>,
+    /// Dangling nodes in the owned blocks.
+    dangling: Vec<u32>,
+    /// Ranks read this clock (dense, by node id).
+    local: Vec<f64>,
+    /// The rank last pushed per source (index into `edges.sources`) and per dangling node.
+    pushed: Vec<f64>,
+    pushed_dangling: Vec<f64>,
+    /// Pushes of this clock per destination, before they are sent.
+    acc: Vec<f64>,
+    /// The owned ranks at the last sample (or just before the next one).
+    prev_owned: Option<Vec<f64>>,
+    /// This clock's share of the dangling mass every node receives: d * dangling / N.
+    g: f64,
+    /// The converged sequential ranks (worker 0 with --reference).
+    reference: Option<Vec<f64>>,
 }
 
-impl App for PageRank {
-    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
-        let workers = ctx.num_processes() * ctx.config().threads;
-        let b = self.args.block;
-        ctx.create_table(TableConfig::new(RANK, "rank", "dense_f64", b))?;
-        ctx.create_table(TableConfig::new(DEGREE, "outdegree", "dense_i64", b))?;
-        ctx.create_table(TableConfig::new(META, "meta", "dense_i64", workers))?;
-        ctx.create_table(TableConfig::new(GLOBAL, "dangling", "dense_f64", 1))?;
-        Objective::create_tables(ctx)?;
-        self.output = Output::for_job(ctx, &self.args.common)?;
-        Ok(())
-    }
+/// A worker's edges grouped by source.
+struct LocalEdges {
+    /// This worker's source nodes (sorted) and the blocks holding them.
+    sources: Vec<u32>,
+    src_blocks: Vec<u64>,
+    /// (index into `sources`, destination), sorted.
+    by_src: Vec<(u32, u32)>,
+}
 
-    fn run_worker(&self, w: &mut Worker) -> Result<()> {
-        let a = &self.args;
-        let c = &a.common;
-        let d = a.damping;
-        let b = a.block;
-        let (gid, nw) = (w.global_thread_id(), w.total_threads());
-        let (edges, _) = read_edges(&c.input, gid, nw, c.bad_records())?;
-        let mut rank = w.table::<DenseRow<f64>>(RANK)?;
-        let mut deg = w.table::<DenseRow<i64>>(DEGREE)?;
-        let mut meta = w.table::<DenseRow<i64>>(META)?;
-        let mut global = w.table::<DenseRow<f64>>(GLOBAL)?;
-        // Set-up: the node count (largest id + 1 over all workers) and out-degrees.
-        // A resumed worker finds the node count, degrees and base ranks in the restored tables.
-        let saved = SavedState::load(w, "pagerank")?;
-        let local_max = edges.src.iter().chain(&edges.dst).map(|&x| x as i64 + 1).max().unwrap_or(0);
-        if saved.is_none() {
-            meta.inc_col(0, gid as u32, local_max)?;
-            meta.inc_col(1, gid as u32, edges.src.len() as i64)?;
-            w.global_barrier()?;
-        }
-        let n = meta.get(0)?.iter().copied().max().unwrap_or(0) as usize;
-        if n == 0 {
-            return Err(PsError::Config(format!("pagerank: {} has no edges", c.input)));
-        }
-        if saved.is_none() {
-            check_node_count(&c.input, n, meta.get(1)?.iter().sum::<i64>() as u64)?;
-        }
-        let blocks = n.div_ceil(b);
-        let mut counts = vec![0i64; n];
-        for &s in &edges.src {
-            counts[s as usize] += 1;
-        }
-        if saved.is_none() {
-            push_blocks(&mut deg, &mut counts, b, |x| x != 0)?;
-            w.global_barrier()?;
-        }
-        if a.reference && gid == 0 {
-            let (all, _) = read_edges(&c.input, 0, 1, c.bad_records())?;
-            *self.reference.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some(pagerank_sequential(n, &all.src, &all.dst, d, 10_000, 1e-14));
-        }
-        // This worker's sources, their blocks, and the edges grouped by source.
+impl LocalEdges {
+    fn new(edges: &Edges, b: usize) -> Self {
         let mut sources: Vec<u32> = edges.src.clone();
         sources.sort_unstable();
         sources.dedup();
@@ -216,16 +172,83 @@ impl App for PageRank {
             .map(|(s, t)| (sources.binary_search(s).expect("present") as u32, *t))
             .collect();
         by_src.sort_unstable();
+        LocalEdges { sources, src_blocks, by_src }
+    }
+}
+
+impl Iterative for PageRank {
+    const NAME: &'static str = "pagerank";
+    const LOWER_IS_BETTER: bool = true;
+    // The change per iteration needs an iteration to compare with.
+    const INITIAL_OBJECTIVE: bool = false;
+    type State = PrWorker;
+
+    fn from_args(args: &[String]) -> Result<Self> {
+        let mut args: PageRankArgs = parse("pagerank", args)?;
+        args.common.validate("pagerank", 1)?;
+        if args.block == 0 {
+            return Err(PsError::Config("pagerank: --block must be positive".into()));
+        }
+        if !(0.0..1.0).contains(&args.damping) {
+            return Err(PsError::Config("pagerank: --damping must be in [0, 1)".into()));
+        }
+        if args.common.cpp() != 1 || args.common.passes_per_clock != 1 {
+            return Err(PsError::Config("pagerank: an iteration is one clock (--clocks-per-pass 1)".into()));
+        }
+        Ok(PageRank { args })
+    }
+
+    fn common(&self) -> &CommonArgs {
+        &self.args.common
+    }
+
+    fn objective(s: &[f64]) -> Vec<(&'static str, f64)> {
+        let mut v = vec![("l1_delta", s[0])];
+        if s[2] > 0.0 {
+            v.push(("ref_l1", s[1]));
+        }
+        v
+    }
+
+    fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
+        let workers = ctx.num_processes() * ctx.config().threads;
+        let b = self.args.block;
+        ctx.create_table(TableConfig::new(RANK, "rank", "dense_f64", b))?;
+        ctx.create_table(TableConfig::new(DEGREE, "outdegree", "dense_i64", b))?;
+        ctx.create_table(TableConfig::new(META, "meta", "dense_i64", workers))?;
+        ctx.create_table(TableConfig::new(GLOBAL, "dangling", "dense_f64", 1))
+    }
+
+    fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<PrWorker> {
+        let (a, c) = (&self.args, &self.args.common);
+        let (d, b) = (a.damping, a.block);
+        let (gid, nw) = (w.global_thread_id(), w.total_threads());
+        let (edges, _) = read_edges(&c.input, gid, nw, c.bad_records())?;
+        let mut rank = w.table::<DenseRow<f64>>(RANK)?;
+        let mut deg = w.table::<DenseRow<i64>>(DEGREE)?;
+        // A resumed worker finds the node count, degrees and base ranks in the restored tables.
+        let fresh = saved.is_none();
+        let n = self.node_count(w, &edges, fresh)?;
+        if fresh {
+            let mut counts = vec![0i64; n];
+            for &s in &edges.src {
+                counts[s as usize] += 1;
+            }
+            push_blocks(&mut deg, &mut counts, b, |x| x != 0)?;
+            w.global_barrier()?;
+        }
+        let mut reference = None;
+        if a.reference && gid == 0 {
+            let (all, _) = read_edges(&c.input, 0, 1, c.bad_records())?;
+            reference = Some(pagerank_sequential(n, &all.src, &all.dst, d, 10_000, 1e-14));
+        }
+        let local_edges = LocalEdges::new(&edges, b);
         drop(edges);
-        // Blocks this worker owns (base rank, dangling nodes, quality): block = gid mod workers.
-        let owned: Vec<u64> = (gid as u64..blocks as u64).step_by(nw).collect();
+        let owned: Vec<u64> = (gid as u64..n.div_ceil(b) as u64).step_by(nw).collect();
         let mut out_deg = vec![0f64; n];
-        let deg_blocks: Vec<u64> = {
-            let mut v: Vec<u64> = src_blocks.iter().chain(&owned).copied().collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
+        let mut deg_blocks: Vec<u64> = local_edges.src_blocks.iter().chain(&owned).copied().collect();
+        deg_blocks.sort_unstable();
+        deg_blocks.dedup();
         read_blocks(&mut deg, &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
         let mut dangling: Vec<u32> = Vec::new();
         let mut base = vec![0f64; n];
@@ -237,129 +260,177 @@ impl App for PageRank {
                 }
             }
         }
-        if saved.is_none() {
+        if fresh {
             push_blocks(&mut rank, &mut base, b, |x| x != 0.0)?;
         }
-        drop(base);
-        let mut local = vec![0f64; n];
-        let mut pushed = vec![0f64; sources.len()];
-        let mut pushed_dangling = vec![0f64; dangling.len()];
-        let mut acc = vec![0f64; n];
-        let mut prev_owned: Option<Vec<f64>> = None;
-        let mut tracker = Tracker::new(w, self.obj.clone(), c)?;
-        let start = match &saved {
-            Some(s) => {
-                s.restore_tracker(&mut tracker)?;
-                let raw = &s.raw;
-                // The rank already pushed per source and per dangling node, then the last sample.
-                let vals: Vec<f64> =
-                    raw.chunks_exact(8).map(|x| f64::from_le_bytes(x.try_into().expect("8"))).collect();
-                let prev_len = s.meta["prev_owned"].as_u64().map(|x| x as usize);
-                let want = pushed.len() + pushed_dangling.len() + prev_len.unwrap_or(0);
-                if vals.len() != want || raw.len() % 8 != 0 {
-                    return Err(PsError::codec(format!(
-                        "pagerank: saved state has {} values, this worker needs {want}",
-                        vals.len()
-                    )));
-                }
-                let (p, rest) = vals.split_at(pushed.len());
-                let (pd, prev) = rest.split_at(pushed_dangling.len());
-                pushed.copy_from_slice(p);
-                pushed_dangling.copy_from_slice(pd);
-                prev_owned = prev_len.map(|_| prev.to_vec());
-                s.clock
-            }
-            None => {
-                w.clock()?;
-                0
-            }
+        let mut st = PrWorker {
+            gid,
+            n,
+            rank,
+            global: w.table(GLOBAL)?,
+            local: vec![0f64; n],
+            pushed: vec![0f64; local_edges.sources.len()],
+            pushed_dangling: vec![0f64; dangling.len()],
+            acc: vec![0f64; n],
+            prev_owned: None,
+            g: 0.0,
+            edges: local_edges,
+            owned,
+            out_deg,
+            dangling,
+            reference,
         };
-        for it in start..c.total_clocks() {
-            if tracker.poll(w)? {
-                break;
-            }
-            c.straggle(w.process_id(), w.num_processes(), it);
-            let g = d * global.get(0)?.col(0) / n as f64;
-            read_blocks(&mut rank, &src_blocks, b, n, |i, x| local[i] = x)?;
-            // Push rank changes along this worker's edges, aggregated per destination.
-            let mut i = 0;
-            while i < by_src.len() {
-                let si = by_src[i].0 as usize;
-                let u = sources[si] as usize;
-                let r = local[u] + g;
-                let share = d * (r - pushed[si]) / out_deg[u];
-                pushed[si] = r;
-                while i < by_src.len() && by_src[i].0 as usize == si {
-                    acc[by_src[i].1 as usize] += share;
-                    i += 1;
-                }
-            }
-            push_blocks(&mut rank, &mut acc, b, |x| x != 0.0)?;
-            // Dangling nodes owned here: fold their rank changes into the global term.
-            if !dangling.is_empty() {
-                read_blocks(&mut rank, &owned, b, n, |i, x| local[i] = x)?;
-                let mut dsum = 0.0;
-                for (j, &v) in dangling.iter().enumerate() {
-                    let r = local[v as usize] + g;
-                    dsum += r - pushed_dangling[j];
-                    pushed_dangling[j] = r;
-                }
-                if dsum != 0.0 {
-                    global.inc_col(0, 0, dsum)?;
-                }
-            }
-            // Quality: owned ranks just before and at sample clocks.
-            let sample = c.is_sample_clock(it);
-            if sample || c.is_sample_clock(it + 1) {
-                let t_eval = std::time::Instant::now();
-                let mut vals = Vec::new();
-                read_blocks(&mut rank, &owned, b, n, |_, x| vals.push(x + g))?;
-                if sample {
-                    let l1 = prev_owned
-                        .as_ref()
-                        .map(|p| p.iter().zip(&vals).map(|(a, b)| (a - b).abs()).sum())
-                        .unwrap_or(1.0);
-                    // Worker 0 holds the reference and measures the error; the others add 0.
-                    let err = if a.reference && gid == 0 { self.ref_error(&mut rank, g, n)? } else { 0.0 };
-                    tracker.contribute(w, it + 1, &[l1, err, if a.reference { 1.0 } else { 0.0 }])?;
-                }
-                prev_owned = Some(vals);
-                tracker.add_eval_time(t_eval.elapsed().as_secs_f64());
-            }
-            w.clock_saving(|buf| {
-                let mut raw: Vec<u8> = Vec::with_capacity(8 * (pushed.len() + pushed_dangling.len()));
-                for x in pushed.iter().chain(&pushed_dangling).chain(prev_owned.iter().flatten()) {
-                    raw.extend_from_slice(&x.to_le_bytes());
-                }
-                let prev = prev_owned.as_ref().map(|p| p.len());
-                SavedState::write(buf, it + 1, &tracker, json!({"prev_owned": prev}), &raw)
-            })?;
+        match saved {
+            Some(s) => restore(&mut st, s)?,
+            // The base ranks are visible from the next clock on.
+            None => w.clock()?,
         }
-        tracker.finish(w)?;
-        if let (Some(out), 0) = (&self.output, gid) {
-            let g = d * global.get(0)?.col(0) / n as f64;
-            let all: Vec<u64> = (0..blocks as u64).collect();
-            let mut scores: Vec<(f64, u64)> = Vec::with_capacity(n);
-            read_blocks(&mut rank, &all, b, n, |i, x| scores.push((x + g, i as u64)))?;
-            scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            let mut text = Vec::new();
-            for (s, v) in scores {
-                writeln!(text, "{v}\t{s:.12e}").ok();
+        Ok(st)
+    }
+
+    /// One iteration: push the rank changes along this worker's edges, then fold the owned
+    /// dangling nodes' changes into the global term.
+    fn run_clock(&self, st: &mut PrWorker, _clock: i64) -> Result<()> {
+        let (d, b, n) = (self.args.damping, self.args.block, st.n);
+        let PrWorker { rank, global, edges, local, pushed, acc, out_deg, .. } = st;
+        let g = d * global.get(0)?.col(0) / n as f64;
+        st.g = g;
+        read_blocks(rank, &edges.src_blocks, b, n, |i, x| local[i] = x)?;
+        // Rank changes along this worker's edges, aggregated per destination (edges are grouped by
+        // source, so each source's share is computed once).
+        let by_src = &edges.by_src;
+        let mut i = 0;
+        while i < by_src.len() {
+            let si = by_src[i].0 as usize;
+            let u = edges.sources[si] as usize;
+            let r = local[u] + g;
+            let share = d * (r - pushed[si]) / out_deg[u];
+            pushed[si] = r;
+            while i < by_src.len() && by_src[i].0 as usize == si {
+                acc[by_src[i].1 as usize] += share;
+                i += 1;
             }
-            out.write_part(0, "ranks", 0, |f| f.write_all(&text))?;
-            out.commit()?;
-            log::info!("ranks written to {}", out.url);
+        }
+        push_blocks(rank, acc, b, |x| x != 0.0)?;
+        // Dangling nodes owned here: fold their rank changes into the global term.
+        if !st.dangling.is_empty() {
+            read_blocks(rank, &st.owned, b, n, |i, x| local[i] = x)?;
+            let mut dsum = 0.0;
+            for (j, &v) in st.dangling.iter().enumerate() {
+                let r = local[v as usize] + g;
+                dsum += r - st.pushed_dangling[j];
+                st.pushed_dangling[j] = r;
+            }
+            if dsum != 0.0 {
+                global.inc_col(0, 0, dsum)?;
+            }
         }
         Ok(())
     }
 
-    fn report(&self) -> Map<String, Value> {
-        self.obj.report()
+    /// The L1 change of the owned ranks since the last sample (or the clock before), and
+    /// worker 0's L1 error against the reference.
+    fn evaluate(&self, st: &mut PrWorker) -> Result<Vec<f64>> {
+        let vals = self.owned_ranks(st)?;
+        let l1 = st.prev_owned.as_ref().map(|p| p.iter().zip(&vals).map(|(a, b)| (a - b).abs()).sum()).unwrap_or(1.0);
+        // Worker 0 holds the reference and measures the error; the others add 0.
+        let err = match &st.reference {
+            Some(r) => {
+                let all: Vec<u64> = (0..st.n.div_ceil(self.args.block) as u64).collect();
+                let mut err = 0.0;
+                read_blocks(&mut st.rank, &all, self.args.block, st.n, |i, x| err += (x + st.g - r[i]).abs())?;
+                err
+            }
+            None => 0.0,
+        };
+        st.prev_owned = Some(vals);
+        Ok(vec![l1, err, if self.args.reference { 1.0 } else { 0.0 }])
     }
 
-    fn total_clocks(&self) -> Option<i64> {
-        Some(self.args.common.total_clocks())
+    fn before_sample(&self, st: &mut PrWorker) -> Result<()> {
+        st.prev_owned = Some(self.owned_ranks(st)?);
+        Ok(())
     }
+
+    /// The rank already pushed per source and per dangling node, then the last sample.
+    fn save(&self, st: &PrWorker) -> (Value, Vec<u8>) {
+        let mut raw: Vec<u8> = Vec::with_capacity(8 * (st.pushed.len() + st.pushed_dangling.len()));
+        for x in st.pushed.iter().chain(&st.pushed_dangling).chain(st.prev_owned.iter().flatten()) {
+            raw.extend_from_slice(&x.to_le_bytes());
+        }
+        (json!({"prev_owned": st.prev_owned.as_ref().map(|p| p.len())}), raw)
+    }
+
+    /// `ranks/part-00000`: `node<TAB>score`, by score descending, from worker 0.
+    fn write_output(&self, st: &mut PrWorker, _w: &mut Worker, out: &Output) -> Result<()> {
+        if st.gid != 0 {
+            return Ok(());
+        }
+        let n = st.n;
+        let g = self.args.damping * st.global.get(0)?.col(0) / n as f64;
+        let all: Vec<u64> = (0..n.div_ceil(self.args.block) as u64).collect();
+        let mut scores: Vec<(f64, u64)> = Vec::with_capacity(n);
+        read_blocks(&mut st.rank, &all, self.args.block, n, |i, x| scores.push((x + g, i as u64)))?;
+        scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut text = Vec::new();
+        for (s, v) in scores {
+            writeln!(text, "{v}\t{s:.12e}").ok();
+        }
+        out.write_part(0, "ranks", 0, |f| f.write_all(&text))?;
+        out.commit()?;
+        log::info!("ranks written to {}", out.url);
+        Ok(())
+    }
+}
+
+impl PageRank {
+    /// The node count: the largest id + 1 over all workers' edges (published on a fresh start,
+    /// checked against the edge count).
+    fn node_count(&self, w: &mut Worker, edges: &Edges, fresh: bool) -> Result<usize> {
+        let mut meta = w.table::<DenseRow<i64>>(META)?;
+        let gid = w.global_thread_id();
+        if fresh {
+            let local_max = edges.src.iter().chain(&edges.dst).map(|&x| x as i64 + 1).max().unwrap_or(0);
+            meta.inc_col(0, gid as u32, local_max)?;
+            meta.inc_col(1, gid as u32, edges.src.len() as i64)?;
+            w.global_barrier()?;
+        }
+        let n = meta.get(0)?.iter().copied().max().unwrap_or(0) as usize;
+        if n == 0 {
+            return Err(PsError::Config(format!("pagerank: {} has no edges", self.args.common.input)));
+        }
+        if fresh {
+            check_node_count(&self.args.common.input, n, meta.get(1)?.iter().sum::<i64>() as u64)?;
+        }
+        Ok(n)
+    }
+
+    /// The owned nodes' current ranks (with the global term).
+    fn owned_ranks(&self, st: &mut PrWorker) -> Result<Vec<f64>> {
+        let mut vals = Vec::new();
+        read_blocks(&mut st.rank, &st.owned, self.args.block, st.n, |_, x| vals.push(x + st.g))?;
+        Ok(vals)
+    }
+}
+
+/// Restores what `save` wrote.
+fn restore(st: &mut PrWorker, s: &SavedState) -> Result<()> {
+    let raw = &s.raw;
+    let vals: Vec<f64> = raw.chunks_exact(8).map(|x| f64::from_le_bytes(x.try_into().expect("8"))).collect();
+    let prev_len = s.meta["prev_owned"].as_u64().map(|x| x as usize);
+    let want = st.pushed.len() + st.pushed_dangling.len() + prev_len.unwrap_or(0);
+    if vals.len() != want || !raw.len().is_multiple_of(8) {
+        return Err(PsError::codec(format!(
+            "pagerank: saved state has {} values, this worker needs {want}",
+            vals.len()
+        )));
+    }
+    let (p, rest) = vals.split_at(st.pushed.len());
+    let (pd, prev) = rest.split_at(st.pushed_dangling.len());
+    st.pushed.copy_from_slice(p);
+    st.pushed_dangling.copy_from_slice(pd);
+    st.prev_owned = prev_len.map(|_| prev.to_vec());
+    Ok(())
 }
 
 /// Adds `vals[v]` to node `v` for every node, one dense row update per block with a non-zero
@@ -401,15 +472,4 @@ fn read_blocks<T: Element>(
         }
     }
     Ok(())
-}
-
-impl PageRank {
-    fn ref_error(&self, rank: &mut TableHandle<DenseRow<f64>>, g: f64, n: usize) -> Result<f64> {
-        let guard = self.reference.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(r) = guard.as_ref() else { return Ok(0.0) };
-        let all: Vec<u64> = (0..n.div_ceil(self.args.block) as u64).collect();
-        let mut err = 0.0;
-        read_blocks(rank, &all, self.args.block, n, |i, x| err += (x + g - r[i]).abs())?;
-        Ok(err)
-    }
 }

@@ -1,0 +1,144 @@
+//! The driver every iterative application shares. An app implements [`Iterative`] (its options,
+//! tables, per-worker state and one clock of work); [`Driver`] turns it into an [`App`] and does
+//! the rest the same way for all of them: resume from a checkpoint, the clock loop with straggler
+//! injection, objective sampling and stopping at `--target`, per-clock checkpoint state, and the
+//! committed output at the end.
+
+use super::objective::{Objective, Tracker};
+use super::options::CommonArgs;
+use super::output::Output;
+use super::state::SavedState;
+use crate::error::Result;
+use crate::{App, PsContext, Worker};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// An iterative algorithm run by [`Driver`]. One `State` per worker thread holds its share of the
+/// data, its table handles and whatever it keeps between clocks. The driver calls, per worker:
+/// `start`, then for each clock `begin_clock`, (clock 0 only) `evaluate`, `run_clock`, then
+/// `evaluate` at sample clocks or `before_sample` just before them, `save` when a checkpoint is
+/// due; at the end `write_output`.
+pub trait Iterative: Sized + Send + Sync + 'static {
+    /// The app's name, as in `--app` and in error messages.
+    const NAME: &'static str;
+    /// Whether a lower objective value is better (RMSE, L1 change) or a higher one
+    /// (log-likelihood): decides when `--target` is reached.
+    const LOWER_IS_BETTER: bool;
+    /// Whether the objective is also evaluated before any work (recorded as clock 0).
+    const INITIAL_OBJECTIVE: bool = true;
+    /// A worker's state between clocks.
+    type State;
+
+    /// Parses and checks the app's command-line arguments.
+    fn from_args(args: &[String]) -> Result<Self>;
+    fn common(&self) -> &CommonArgs;
+    /// Turns the partial sums of an evaluation, summed over workers, into named values; the first
+    /// is the objective's `value`.
+    fn objective(sums: &[f64]) -> Vec<(&'static str, f64)>;
+    /// Creates the app's tables (the same in every process; the driver adds the objective's).
+    fn create_tables(&self, ctx: &mut PsContext) -> Result<()>;
+    /// Loads this worker's data and sets up its state: on a fresh start (`saved` is `None`) also
+    /// the tables' initial contents; a resumed worker finds those in the restored tables and its
+    /// own state in `saved` (what `save` returned).
+    fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<Self::State>;
+    /// Start of clock `clock`, before straggling and before the initial evaluation: reads the work
+    /// and the evaluation start from (LDA: the topic totals).
+    fn begin_clock(&self, _st: &mut Self::State, _clock: i64) -> Result<()> {
+        Ok(())
+    }
+    /// The work of clock `clock`.
+    fn run_clock(&self, st: &mut Self::State, clock: i64) -> Result<()>;
+    /// This worker's partial sums of the objective (every worker at the same clocks).
+    fn evaluate(&self, st: &mut Self::State) -> Result<Vec<f64>>;
+    /// After the work of a clock that is not sampled when the next one is: for objectives that
+    /// compare with the state one clock earlier (PageRank's change per iteration). A sampled
+    /// clock's `evaluate` keeps that state itself. Its time counts as evaluation.
+    fn before_sample(&self, _st: &mut Self::State) -> Result<()> {
+        Ok(())
+    }
+    /// What `start` needs to resume after this clock: JSON fields (an object, or null) and raw
+    /// bytes, stored with the driver's own state in [`SavedState`].
+    fn save(&self, _st: &Self::State) -> (Value, Vec<u8>) {
+        (Value::Null, Vec::new())
+    }
+    /// Writes this worker's part of `--output` and commits it (after the objective is final).
+    fn write_output(&self, st: &mut Self::State, w: &mut Worker, out: &Output) -> Result<()>;
+}
+
+/// Builds the application `A` from its command-line arguments.
+pub fn build<A: Iterative>(args: &[String]) -> Result<Box<dyn App>> {
+    let alg = A::from_args(args)?;
+    Ok(Box::new(Driver { alg, obj: Objective::new(A::objective, A::LOWER_IS_BETTER), output: None }))
+}
+
+/// An [`Iterative`] algorithm as an [`App`].
+pub struct Driver<A> {
+    alg: A,
+    obj: Arc<Objective>,
+    output: Option<Output>,
+}
+
+impl<A: Iterative> App for Driver<A> {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        self.alg.create_tables(ctx)?;
+        Objective::create_tables(ctx)?;
+        self.output = Output::for_job(ctx, self.alg.common())?;
+        Ok(())
+    }
+
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let saved = SavedState::load(w, A::NAME)?;
+        let mut st = self.alg.start(w, saved.as_ref())?;
+        let mut tracker = Tracker::new(w, self.obj.clone(), self.alg.common())?;
+        let first = match &saved {
+            Some(s) => {
+                s.restore_tracker(&mut tracker)?;
+                s.clock
+            }
+            None => 0,
+        };
+        self.run_clocks(w, &mut st, &mut tracker, first)?;
+        tracker.finish(w)?;
+        if let Some(out) = &self.output {
+            self.alg.write_output(&mut st, w, out)?;
+        }
+        Ok(())
+    }
+
+    fn report(&self) -> Map<String, Value> {
+        self.obj.report()
+    }
+
+    fn total_clocks(&self) -> Option<i64> {
+        Some(self.alg.common().total_clocks())
+    }
+}
+
+impl<A: Iterative> Driver<A> {
+    /// Clocks `first..` to the end of the run, or until the target is reached.
+    fn run_clocks(&self, w: &mut Worker, st: &mut A::State, tracker: &mut Tracker, first: i64) -> Result<()> {
+        let (alg, c) = (&self.alg, self.alg.common());
+        for clock in first..c.total_clocks() {
+            if tracker.poll(w)? {
+                break;
+            }
+            alg.begin_clock(st, clock)?;
+            // Clock 0 is only ever run by a fresh start: a checkpoint resumes after a clock.
+            if clock == 0 && A::INITIAL_OBJECTIVE {
+                tracker.evaluate(w, 0, || alg.evaluate(st))?;
+            }
+            c.straggle(w.process_id(), w.num_processes(), clock);
+            alg.run_clock(st, clock)?;
+            if c.is_sample_clock(clock) {
+                tracker.evaluate(w, clock + 1, || alg.evaluate(st))?;
+            } else if c.is_sample_clock(clock + 1) {
+                tracker.measure(|| alg.before_sample(st))?;
+            }
+            w.clock_saving(|buf| {
+                let (meta, raw) = alg.save(st);
+                SavedState::write(buf, clock + 1, tracker, meta, &raw)
+            })?;
+        }
+        Ok(())
+    }
+}
