@@ -5,9 +5,11 @@
 //! the job's progress, and finishes SUCCEEDED when every process exits 0, or FAILED (after stopping
 //! the others) with the first failed container's exit status and diagnostics.
 
+mod error;
 mod rendezvous;
 
 use clap::Parser;
+use error::{AmError, Result};
 use ps_runtime::input::storage_for;
 use ps_runtime::{secret, Hostfile};
 use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
@@ -43,16 +45,16 @@ struct Args {
 /// containers' credentials).
 const FILES: [&str; 2] = ["ps-runtime", "job.json"];
 
-fn env(k: &str) -> Result<String, String> {
-    std::env::var(k).map_err(|_| format!("{k} is not set: ps-app-master must run in a YARN container"))
+fn env(k: &'static str) -> Result<String> {
+    std::env::var(k).map_err(|_| AmError::NotInContainer(k))
 }
 
 /// `hdfs://host:port/path` as the URL record of a LocalResource.
-fn url_proto(url: &str) -> Result<UrlProto, String> {
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| format!("{url}: not a URL"))?;
+fn url_proto(url: &str) -> Result<UrlProto> {
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| AmError::NotUrl(url.to_string()))?;
     let (auth, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let (host, port) = match auth.rsplit_once(':') {
-        Some((h, p)) => (h.to_string(), p.parse::<i32>().map_err(|_| format!("{url}: bad port"))?),
+        Some((h, p)) => (h.to_string(), p.parse::<i32>().map_err(|_| AmError::UrlPort(url.to_string()))?),
         None => (auth.to_string(), -1),
     };
     Ok(UrlProto {
@@ -65,13 +67,13 @@ fn url_proto(url: &str) -> Result<UrlProto, String> {
 }
 
 /// The staged files as LocalResources; size and timestamp must match HDFS exactly.
-fn local_resources(staging: &str) -> Result<Vec<StringLocalResourceMapProto>, String> {
-    let st = storage_for(staging).map_err(|e| e.to_string())?;
+fn local_resources(staging: &str) -> Result<Vec<StringLocalResourceMapProto>> {
+    let st = storage_for(staging).map_err(AmError::Staging)?;
     FILES
         .iter()
         .map(|f| {
             let url = format!("{staging}/{f}");
-            let (size, mtime) = st.status(&url).map_err(|e| e.to_string())?;
+            let (size, mtime) = st.status(&url).map_err(AmError::Staging)?;
             Ok(StringLocalResourceMapProto {
                 key: Some(f.to_string()),
                 value: Some(LocalResourceProto {
@@ -100,13 +102,13 @@ struct Am {
 impl Am {
     /// Acts on the RM's command in a heartbeat reply. Returns true after a resync (the RM lost
     /// this attempt's state: register again, and asks must be sent again).
-    async fn on_command(&mut self, cmd: Option<i32>) -> Result<bool, String> {
+    async fn on_command(&mut self, cmd: Option<i32>) -> Result<bool> {
         match cmd {
-            Some(AM_SHUTDOWN) => Err("the ResourceManager told the application master to shut down".into()),
+            Some(AM_SHUTDOWN) => Err(AmError::Shutdown),
             Some(AM_RESYNC) => {
                 log::warn!("the ResourceManager asked for a resync; registering again");
                 let (h, p, t) = self.reg.clone();
-                self.rm.register(&h, p, &t).await.map_err(|e| format!("re-registering: {e}"))?;
+                self.rm.register(&h, p, &t).await.map_err(AmError::Reregister)?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -134,7 +136,7 @@ impl Am {
     }
 
     /// Asks for N containers and waits until all are allocated (extras are released).
-    async fn gang_allocate(&mut self) -> Result<(), String> {
+    async fn gang_allocate(&mut self) -> Result<()> {
         let n = self.args.workers;
         let ask = ask_anywhere(1, self.args.worker_memory, self.args.worker_vcores, n as i32);
         let mut asks = vec![ask];
@@ -142,17 +144,17 @@ impl Am {
         let deadline = Instant::now() + Duration::from_secs(self.args.allocation_timeout_s);
         while self.procs.len() < n {
             if Instant::now() > deadline {
-                return Err(format!(
-                    "only {} of {n} containers were allocated within {} s",
-                    self.procs.len(),
-                    self.args.allocation_timeout_s
-                ));
+                return Err(AmError::Allocation {
+                    allocated: self.procs.len(),
+                    wanted: n,
+                    secs: self.args.allocation_timeout_s,
+                });
             }
             let r = self
                 .rm
                 .allocate(std::mem::take(&mut asks), std::mem::take(&mut extra), 0.0)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(AmError::Rm)?;
             if self.on_command(r.a_m_command).await? {
                 // The new registration starts from nothing: ask again for what is missing.
                 let missing = (n - self.procs.len()) as i32;
@@ -167,7 +169,7 @@ impl Am {
                 }
             }
             if let Some(s) = r.completed_container_statuses.first() {
-                return Err(format!("a container ended before the job started: {:?}", s.diagnostics));
+                return Err(AmError::EarlyExit(s.diagnostics.clone()));
             }
             if self.procs.len() < n {
                 tokio::time::sleep(Duration::from_millis(250)).await;
@@ -193,7 +195,7 @@ impl Am {
         resources: &[StringLocalResourceMapProto],
         tokens: Vec<u8>,
         am_addr: &str,
-    ) -> Result<(), String> {
+    ) -> Result<()> {
         let mut env: Vec<StringStringMapProto> = Vec::new();
         for k in ["HADOOP_USER_NAME", "PS_LOG", "RUST_BACKTRACE"] {
             if let Ok(v) = std::env::var(k) {
@@ -211,8 +213,12 @@ impl Am {
                 command: vec![cmd],
             };
             let key = node_key(c.node_id.as_ref().unwrap_or(&NodeIdProto::default()));
-            let tok = self.rm.nm_tokens.get(&key).ok_or_else(|| format!("no NMToken for node {key}"))?;
-            nm::start_container(c, tok, clc).await.map_err(|e| format!("starting process {i} on {key}: {e}"))?;
+            let tok = self.rm.nm_tokens.get(&key).ok_or_else(|| AmError::NoNmToken(key.clone()))?;
+            nm::start_container(c, tok, clc).await.map_err(|source| AmError::Launch {
+                process: i,
+                node: key.clone(),
+                source: Box::new(source),
+            })?;
         }
         log::info!("started {} runtime processes", self.procs.len());
         Ok(())
@@ -239,26 +245,24 @@ impl Am {
     }
 }
 
-async fn run(args: Args) -> Result<(), String> {
-    let conf = HadoopConf::from_env().map_err(|e| e.to_string())?;
-    let creds =
-        Credentials::read_file(std::path::Path::new(&env("HADOOP_TOKEN_FILE_LOCATION")?)).map_err(|e| e.to_string())?;
-    let amrm = creds.find_kind(KIND_AMRM).ok_or("the container's token file has no AMRMToken")?.clone();
+async fn run(args: Args) -> Result<()> {
+    let conf = HadoopConf::from_env().map_err(AmError::HadoopConf)?;
+    let creds = Credentials::read_file(std::path::Path::new(&env("HADOOP_TOKEN_FILE_LOCATION")?))
+        .map_err(AmError::Credentials)?;
+    let amrm = creds.find_kind(KIND_AMRM).ok_or(AmError::NoAmRmToken)?.clone();
     let secret = creds.secrets.iter().find(|(a, _)| a == secret::CREDENTIALS_ALIAS).map(|(_, s)| s.clone());
-    let secret = secret.ok_or("the container's credentials hold no job secret (was it submitted by yarn-submit?)")?;
-    secret::check(&secret, "of the application's credentials").map_err(|e| e.to_string())?;
+    let secret = secret.ok_or(AmError::NoSecret)?;
+    secret::check(&secret, "of the application's credentials").map_err(AmError::Secret)?;
     let host = env("NM_HOST")?;
     let cid = env("CONTAINER_ID")?;
-    let app_id = ContainerIdProto::application_of(&cid).ok_or_else(|| format!("CONTAINER_ID '{cid}' is malformed"))?;
+    let app_id = ContainerIdProto::application_of(&cid).ok_or_else(|| AmError::ContainerId(cid.clone()))?;
     log::info!("application master {cid} for {} processes; staging {}", args.workers, args.staging);
     let staging = args.staging.clone();
-    let resources =
-        tokio::task::spawn_blocking(move || local_resources(&staging)).await.map_err(|e| e.to_string())??;
+    let resources = tokio::task::spawn_blocking(move || local_resources(&staging)).await.map_err(AmError::Task)??;
 
     // Rendezvous/status server first: its address is the tracking URL.
-    let listener =
-        tokio::net::TcpListener::bind(("0.0.0.0", 0)).await.map_err(|e| format!("binding the rendezvous port: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let listener = tokio::net::TcpListener::bind(("0.0.0.0", 0)).await.map_err(AmError::BindRendezvous)?;
+    let port = listener.local_addr().map_err(AmError::RendezvousAddr)?.port();
     let am_addr = format!("{host}:{port}");
     let tracking = format!("http://{am_addr}/");
     let shared = Arc::new(Mutex::new(Shared { status: "starting".into(), ..Default::default() }));
@@ -274,19 +278,19 @@ async fn run(args: Args) -> Result<(), String> {
     };
     tokio::spawn(rendezvous::serve(listener, rcfg, shared.clone(), hello_tx, hosts_rx));
 
-    let mut rm = AmRmClient::connect(&conf.rm_scheduler(), amrm).await.map_err(|e| e.to_string())?;
-    rm.register(&host, port as i32, &tracking).await.map_err(|e| e.to_string())?;
+    let mut rm = AmRmClient::connect(&conf.rm_scheduler(), amrm).await.map_err(AmError::Rm)?;
+    rm.register(&host, port as i32, &tracking).await.map_err(AmError::Rm)?;
     let reg = (host.clone(), port as i32, tracking.clone());
     let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new(), reg };
     let outcome =
         drive(&mut am, &resources, creds.without_kind(KIND_AMRM).to_bytes(), &am_addr, &mut hello_rx, &hosts_tx).await;
     let (status, diag) = match &outcome {
         Ok(()) => (APP_SUCCEEDED, format!("all {} processes finished", args.workers)),
-        Err(d) => (APP_FAILED, d.clone()),
+        Err(d) => (APP_FAILED, d.to_string()),
     };
     am.set_status(if outcome.is_ok() { "succeeded" } else { "failed" });
     log::info!("finishing: {}: {diag}", if outcome.is_ok() { "SUCCEEDED" } else { "FAILED" });
-    am.rm.finish(status, &diag, &tracking).await.map_err(|e| format!("unregistering: {e}"))?;
+    am.rm.finish(status, &diag, &tracking).await.map_err(AmError::Unregister)?;
     outcome
 }
 
@@ -298,7 +302,7 @@ async fn drive(
     am_addr: &str,
     hello_rx: &mut mpsc::UnboundedReceiver<(usize, String, u16)>,
     hosts_tx: &watch::Sender<Option<Hostfile>>,
-) -> Result<(), String> {
+) -> Result<()> {
     let n = am.args.workers;
     am.set_status("allocating");
     am.gang_allocate().await?;
@@ -319,16 +323,17 @@ async fn drive(
             let url = format!("{}/hostfile", am.args.staging);
             let (u2, text) = (url.clone(), hosts.render());
             // Under a temporary name, then renamed: a reader never sees half a hostfile.
-            tokio::task::spawn_blocking(move || -> Result<(), String> {
-                let st = storage_for(&u2).map_err(|e| e.to_string())?;
+            tokio::task::spawn_blocking(move || -> Result<()> {
+                let st = storage_for(&u2).map_err(AmError::Staging)?;
                 let tmp = format!("{u2}.tmp");
-                let mut f = st.create(&tmp).map_err(|e| e.to_string())?;
-                std::io::Write::write_all(&mut f, text.as_bytes()).map_err(|e| format!("writing {tmp}: {e}"))?;
-                f.close().map_err(|e| e.to_string())?;
-                st.rename(&tmp, &u2).map_err(|e| e.to_string())
+                let mut f = st.create(&tmp).map_err(AmError::Staging)?;
+                std::io::Write::write_all(&mut f, text.as_bytes())
+                    .map_err(|source| AmError::WriteHostfile { path: tmp.clone(), source })?;
+                f.close().map_err(AmError::Staging)?;
+                st.rename(&tmp, &u2).map_err(AmError::Staging)
             })
             .await
-            .map_err(|e| e.to_string())??;
+            .map_err(AmError::Task)??;
             log::info!("hostfile written to {url}");
             let _ = hosts_tx.send(Some(hosts));
             am.set_status("running");
@@ -338,10 +343,10 @@ async fn drive(
             Ok(r) => r,
             Err(YarnError::Io(e)) => {
                 log::warn!("heartbeat failed ({e}); reconnecting");
-                am.rm.reconnect().await.map_err(|e| e.to_string())?;
+                am.rm.reconnect().await.map_err(AmError::Rm)?;
                 continue;
             }
-            Err(e) => return Err(format!("heartbeat: {e}")),
+            Err(e) => return Err(AmError::Heartbeat(e)),
         };
         am.on_command(r.a_m_command).await?;
         for s in r.completed_container_statuses {
@@ -353,13 +358,11 @@ async fn drive(
                 // The process's own reason first (a panic message, a bad input line, a lost
                 // peer); the NodeManager's diagnostics only know the exit status.
                 let why = am.failure_reason(i).await;
-                let diag = format!(
-                    "process {i} ({cid}) failed with exit status {code}: {}",
-                    why.unwrap_or_else(|| s.diagnostics.unwrap_or_default().trim().to_string())
-                );
-                log::error!("{diag}; stopping the other processes");
+                let reason = why.unwrap_or_else(|| s.diagnostics.unwrap_or_default().trim().to_string());
+                let failed = AmError::ProcessFailed { process: i, container: cid, status: code, reason };
+                log::error!("{failed}; stopping the other processes");
                 am.stop_all(&finished).await;
-                return Err(diag);
+                return Err(failed);
             }
             log::info!("process {i} ({cid}) finished");
         }

@@ -9,7 +9,8 @@
 //! connections time out, and at most `max_connections` are served at once (the rest are closed
 //! at once). The HTTP side is read-only: GET and HEAD answer the status, anything else is 405.
 
-use ps_runtime::rendezvous::{bounded_line, hosts_message, http_method, Hello, Report, MAX_LINE};
+use crate::error::RendezvousError;
+use ps_runtime::rendezvous::{bounded_line, http_method, Hello, HostsReply, Report, MAX_LINE};
 use ps_runtime::Hostfile;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -101,9 +102,13 @@ pub async fn serve(
         let (cfg, shared, hello_tx, hosts_rx) = (cfg.clone(), shared.clone(), hello_tx.clone(), hosts_rx.clone());
         lock(&shared).open += 1;
         tokio::spawn(async move {
-            if let Err(e) = handle(s, &cfg, &shared, hello_tx, hosts_rx).await {
+            let mut s = s;
+            if let Err(e) = handle(&mut s, &cfg, &shared, hello_tx, hosts_rx).await {
                 refused(&shared, format!("connection from {peer}: {e}"));
             }
+            // Closed only once the refusal is counted, so that a peer that sees the connection end
+            // also sees it in the status (the tests rely on that order).
+            drop(s);
             lock(&shared).open -= 1;
             drop(permit);
         });
@@ -168,19 +173,19 @@ async fn http(
 }
 
 /// Checks a hello against the secret, the process ids and the allocated nodes, and registers it.
-fn admit(h: &Hello, cfg: &Config, shared: &SharedRef) -> Result<(), String> {
+fn admit(h: &Hello, cfg: &Config, shared: &SharedRef) -> Result<(), RendezvousError> {
     if !h.verify(&cfg.secret, &cfg.app_id) {
-        return Err(format!("hello for process {} is not authenticated by the job secret", h.id));
+        return Err(RendezvousError::Unauthenticated(h.id));
     }
     let mut g = lock(shared);
-    let expected = g.expected.as_ref().ok_or("hello before the containers were allocated")?;
-    let node = expected.get(h.id).ok_or_else(|| format!("hello for process {}, not in this job", h.id))?;
+    let expected = g.expected.as_ref().ok_or(RendezvousError::NotAllocated)?;
+    let node = expected.get(h.id).ok_or(RendezvousError::UnknownProcess(h.id))?;
     if *node != h.host {
-        return Err(format!("hello for process {} from host {}, but its container is on {node}", h.id, h.host));
+        return Err(RendezvousError::WrongNode { id: h.id, host: h.host.clone(), node: node.clone() });
     }
     match g.registered.get(&h.id) {
         Some((host, port)) if (host, *port) != (&h.host, h.port) => {
-            Err(format!("process {} already registered at {host}:{port}", h.id))
+            Err(RendezvousError::Registered { id: h.id, host: host.clone(), port: *port })
         }
         _ => {
             g.registered.insert(h.id, (h.host.clone(), h.port));
@@ -190,22 +195,22 @@ fn admit(h: &Hello, cfg: &Config, shared: &SharedRef) -> Result<(), String> {
 }
 
 async fn handle(
-    s: TcpStream,
+    s: &mut TcpStream,
     cfg: &Config,
     shared: &SharedRef,
     hello_tx: mpsc::UnboundedSender<(usize, String, u16)>,
     mut hosts_rx: watch::Receiver<Option<Hostfile>>,
-) -> Result<(), String> {
-    let (r, mut w) = s.into_split();
+) -> Result<(), RendezvousError> {
+    let (r, mut w) = s.split();
     let mut r = BufReader::new(r);
-    let Some(first) = line_within(&mut r, cfg.first_line_timeout).await.map_err(|e| e.to_string())? else {
+    let Some(first) = line_within(&mut r, cfg.first_line_timeout).await.map_err(RendezvousError::Io)? else {
         return Ok(());
     };
     let first = first.trim_end_matches('\r');
     if let Some(m) = http_method(first) {
-        return http(&mut r, &mut w, m, cfg, shared).await.map_err(|e| e.to_string());
+        return http(&mut r, &mut w, m, cfg, shared).await.map_err(RendezvousError::Io);
     }
-    let hello = Hello::parse(first).map_err(|e| e.to_string())?;
+    let hello = Hello::parse(first).map_err(RendezvousError::BadHello)?;
     admit(&hello, cfg, shared)?;
     let _ = hello_tx.send((hello.id, hello.host.clone(), hello.port));
     let hosts = loop {
@@ -216,10 +221,10 @@ async fn handle(
             return Ok(());
         }
     };
-    let msg = hosts_message(&cfg.secret, &cfg.app_id, &hello.nonce, &hosts);
-    w.write_all(msg.as_bytes()).await.map_err(|e| format!("sending the hostfile: {e}"))?;
+    let msg = HostsReply::new(&cfg.secret, &cfg.app_id, &hello.nonce, &hosts).encode();
+    w.write_all(msg.as_bytes()).await.map_err(RendezvousError::SendHosts)?;
     // Reports until the process goes away; only this authenticated connection may make them.
-    while let Some(l) = line_within(&mut r, cfg.idle_timeout).await.map_err(|e| e.to_string())? {
+    while let Some(l) = line_within(&mut r, cfg.idle_timeout).await.map_err(RendezvousError::Io)? {
         match Report::parse(&l) {
             Some(Report::Clock(c, t)) => {
                 lock(shared).progress.insert(hello.id, (c, t));
@@ -228,7 +233,7 @@ async fn handle(
                 log::error!("process {} reports: {why}", hello.id);
                 lock(shared).failures.insert(hello.id, why);
             }
-            None => return Err(format!("process {} sent an unknown report line", hello.id)),
+            None => return Err(RendezvousError::UnknownReport(hello.id)),
         }
     }
     Ok(())
@@ -279,13 +284,13 @@ mod tests {
         let key = [1u8; 32];
         // Forged MAC, other secret, other application, unknown process, wrong node: all refused
         // with the connection closed and nothing registered.
-        let forged = Hello::line(&key, APP, 0, "127.0.0.1", 9, [0; 16]).replace(" 9 ", " 10 ");
+        let forged = Hello::new(&key, APP, 0, "127.0.0.1", 9, [0; 16]).encode().replace(" 9 ", " 10 ");
         let bad = [
             forged,
-            Hello::line(&[2u8; 32], APP, 0, "127.0.0.1", 9, [0; 16]),
-            Hello::line(&key, "application_1_0002", 0, "127.0.0.1", 9, [0; 16]),
-            Hello::line(&key, APP, 7, "127.0.0.1", 9, [0; 16]),
-            Hello::line(&key, APP, 1, "10.1.2.3", 9, [0; 16]),
+            Hello::new(&[2u8; 32], APP, 0, "127.0.0.1", 9, [0; 16]).encode(),
+            Hello::new(&key, "application_1_0002", 0, "127.0.0.1", 9, [0; 16]).encode(),
+            Hello::new(&key, APP, 7, "127.0.0.1", 9, [0; 16]).encode(),
+            Hello::new(&key, APP, 1, "10.1.2.3", 9, [0; 16]).encode(),
             "hello 0 127.0.0.1 9\n".into(),
             "\u{0}\u{1}garbage\n".into(),
         ];
@@ -315,7 +320,7 @@ mod tests {
         hosts_tx.send(Some(hosts.clone())).unwrap();
         assert_eq!(joined.join().unwrap().unwrap(), hosts);
         // Now registered, process 1 may not move to another address.
-        let other = Hello::line(&key, APP, 1, "127.0.0.1", port.wrapping_add(1), [5; 16]);
+        let other = Hello::new(&key, APP, 1, "127.0.0.1", port.wrapping_add(1), [5; 16]).encode();
         assert_eq!(exchange(&addr, other.as_bytes()), "");
     }
 

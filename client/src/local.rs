@@ -2,6 +2,7 @@
 //! config in a job directory; their logs are streamed with a `[pK]` prefix; the first process to
 //! fail (or Ctrl-C) stops all of them; per-process stats are merged into `--stats`.
 
+use crate::error::{ClientError, Result};
 use crate::Cli;
 use log::LevelFilter;
 use log4rs::append::console::{ConsoleAppender, Target};
@@ -37,7 +38,7 @@ pub fn init_logging() {
     }
 }
 
-fn parse_master(m: &str) -> Result<usize, String> {
+fn parse_master(m: &str) -> Result<usize> {
     let n = match m {
         "local" => return Ok(1),
         "local[*]" => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
@@ -45,24 +46,29 @@ fn parse_master(m: &str) -> Result<usize, String> {
             .strip_prefix("local[")
             .and_then(|r| r.strip_suffix(']'))
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("--master: cannot read the process count in '{m}'"))?,
+            .ok_or_else(|| ClientError::MasterProcessCount(m.to_string()))?,
     };
     if n == 0 {
-        return Err("--master: local[0] has no processes".into());
+        return Err(ClientError::NoLocalProcesses);
     }
     Ok(n)
 }
 
-pub fn runtime_bin(cli: &Cli) -> Result<PathBuf, String> {
+pub fn runtime_bin(cli: &Cli) -> Result<PathBuf> {
     if let Some(p) = cli.runtime_bin.clone().or_else(|| std::env::var_os("PS_RUNTIME_BIN").map(PathBuf::from)) {
         return Ok(p);
     }
-    let me = std::env::current_exe().map_err(|e| format!("locating yarn-submit: {e}"))?;
-    let p = me.with_file_name("ps-runtime");
+    next_to_me("ps-runtime", "use --runtime-bin")
+}
+
+/// The binary `name` in yarn-submit's own directory; `hint` says how to point elsewhere.
+pub fn next_to_me(name: &'static str, hint: &'static str) -> Result<PathBuf> {
+    let me = std::env::current_exe().map_err(ClientError::LocateSelf)?;
+    let p = me.with_file_name(name);
     if p.exists() {
         Ok(p)
     } else {
-        Err(format!("ps-runtime not found next to {} (use --runtime-bin)", me.display()))
+        Err(ClientError::BinaryNotFound { name, exe: me, hint })
     }
 }
 
@@ -79,12 +85,12 @@ struct Job {
     n: usize,
 }
 
-fn prepare(cli: &Cli) -> Result<Job, String> {
+fn prepare(cli: &Cli) -> Result<Job> {
     let n = parse_master(&cli.master)?;
     let runtime = cli.runtime_config()?;
-    let (app, app_args) = cli.app.split_first().ok_or("no application given")?;
+    let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
     // Fail on a bad app or bad app options here, once, rather than in N processes.
-    apps::build(app, app_args).map_err(|e| e.to_string())?;
+    apps::build(app, app_args).map_err(ClientError::App)?;
     let (dir, temp) = match &cli.job_dir {
         Some(d) => (d.clone(), false),
         None => {
@@ -94,9 +100,9 @@ fn prepare(cli: &Cli) -> Result<Job, String> {
             (std::env::temp_dir().join(format!("ps-job-{tag}")), true)
         }
     };
-    let io = |what: &str, e: std::io::Error| format!("{what} in {}: {e}", dir.display());
+    let io = |what, source| ClientError::JobFile { what, dir: dir.clone(), source };
     // The job directory holds the secret: owner-only, whoever else shares this machine.
-    ps_runtime::input::LocalFs.create_private_dir(&dir.to_string_lossy()).map_err(|e| e.to_string())?;
+    ps_runtime::input::LocalFs.create_private_dir(&dir.to_string_lossy()).map_err(ClientError::JobDir)?;
     let ports = free_ports(n).map_err(|e| io("picking ports", e))?;
     let hosts = Hostfile::new(ports.into_iter().map(|p| ("127.0.0.1".to_string(), p)).collect());
     let hostfile = dir.join("hostfile");
@@ -114,7 +120,7 @@ fn prepare(cli: &Cli) -> Result<Job, String> {
         stats_dir: dir.clone(),
     };
     let job_file = dir.join("job.json");
-    let text = serde_json::to_string_pretty(&job).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string_pretty(&job).map_err(ClientError::Encode)?;
     std::fs::write(&job_file, text).map_err(|e| io("writing job config", e))?;
     Ok(Job { dir, temp, job_file, n })
 }
@@ -189,8 +195,8 @@ pub fn run(cli: &Cli) -> i32 {
         }
         let mut child = match cmd.spawn() {
             Ok(c) => c,
-            Err(e) => {
-                log::error!("starting {}: {e}", bin.display());
+            Err(source) => {
+                log::error!("{}", ClientError::Launch { bin: bin.clone(), source });
                 pids.iter().for_each(|p| signal(*p, libc::SIGKILL));
                 return 1;
             }
@@ -275,7 +281,7 @@ pub fn run(cli: &Cli) -> i32 {
         });
         let why = who.and_then(|k| reasons.lock().unwrap_or_else(|e| e.into_inner())[k].clone());
         let why = why.map(|w| format!(": {w}")).unwrap_or_default();
-        log::error!("job failed: {f}{why} (job directory kept: {})", job.dir.display());
+        log::error!("{}", ClientError::JobFailed { reason: format!("{f}{why}"), dir: job.dir.clone() });
         return 1;
     }
     let code = finish_stats(cli, &job);
@@ -292,22 +298,34 @@ fn finish_stats(cli: &Cli, job: &Job) -> i32 {
 /// Merges the per-process `stats-<k>.json` under `dir` (local or `hdfs://`), logs the summary and
 /// writes `--stats`. Returns the exit code.
 pub fn report_stats(cli: &Cli, n: usize, dir: &str) -> i32 {
-    let mut procs = Vec::new();
-    for k in 0..n {
-        let p = format!("{}/stats-{k}.json", dir.trim_end_matches('/'));
-        let read = ps_runtime::input::storage_for(&p).and_then(|st| {
-            let mut t = String::new();
-            st.open(&p, 0)?.read_to_string(&mut t).map_err(|e| ps_runtime::PsError::io(format!("reading {p}"), e))?;
-            Ok(t)
-        });
-        match read.map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
-            Ok(v) => procs.push(v),
-            Err(e) => {
-                log::error!("reading stats of process {k} ({p}): {e}");
-                return 1;
-            }
+    match merge_stats(cli, n, dir) {
+        Ok(()) => 0,
+        Err(e) => {
+            log::error!("{e}");
+            1
         }
     }
+}
+
+/// Reads process `k`'s stats file `path`.
+fn read_stats(k: usize, path: &str) -> Result<stats::ProcessSummary> {
+    let read = ps_runtime::input::storage_for(path).and_then(|st| {
+        let mut t = String::new();
+        st.open(path, 0)?.read_to_string(&mut t).map_err(|e| ps_runtime::PsError::io(format!("reading {path}"), e))?;
+        Ok(t)
+    });
+    let text = read.map_err(|source| ClientError::ReadStats { process: k, path: path.to_string(), source })?;
+    stats::ProcessSummary::parse(&text).map_err(|source| ClientError::ParseStats {
+        process: k,
+        path: path.to_string(),
+        source,
+    })
+}
+
+fn merge_stats(cli: &Cli, n: usize, dir: &str) -> Result<()> {
+    let procs = (0..n)
+        .map(|k| read_stats(k, &format!("{}/stats-{k}.json", dir.trim_end_matches('/'))))
+        .collect::<Result<Vec<_>>>()?;
     let merged = stats::merge(&procs);
     log::info!(
         "job done: {} clocks, {:.2}s wall, compute {:.2}s / wait {:.2}s per thread, {} gets ({} blocked), {} bytes sent",
@@ -321,13 +339,10 @@ pub fn report_stats(cli: &Cli, n: usize, dir: &str) -> i32 {
     );
     if let Some(out) = &cli.stats {
         let text = serde_json::to_string_pretty(&merged).unwrap_or_default();
-        if let Err(e) = write_committed(out, text.as_bytes()) {
-            log::error!("writing stats to {out}: {e}");
-            return 1;
-        }
+        write_committed(out, text.as_bytes()).map_err(|source| ClientError::WriteStats { url: out.clone(), source })?;
         log::info!("stats written to {out}");
     }
-    0
+    Ok(())
 }
 
 /// Writes `data` to a local path or `hdfs://` URL under a temporary name, then renames it, so a

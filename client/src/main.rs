@@ -1,10 +1,12 @@
 //! `yarn-submit`: the user's entry point, spark-submit style. `--master local[N]` runs the job as
 //! N local processes; `--master yarn` arrives with the YARN integration.
 
+mod error;
 mod local;
 mod yarn;
 
 use clap::Parser;
+use error::{ClientError, Result};
 use ps_runtime::config::SnapshotMode;
 use ps_runtime::{Consistency, PrefetchPolicy, RuntimeConfig};
 use std::path::PathBuf;
@@ -87,30 +89,33 @@ pub struct Cli {
     pub app: Vec<String>,
 }
 
-fn parse_consistency(s: &str) -> Result<Consistency, String> {
-    s.parse().map_err(|e: ps_runtime::PsError| e.to_string())
+// clap prints a value parser's error as `invalid value ...: {e}`; returning the runtime's own
+// error (not a copy of its text) keeps that message as it was.
+fn parse_consistency(s: &str) -> Result<Consistency, ps_runtime::PsError> {
+    s.parse()
 }
 
-fn parse_snapshot(s: &str) -> Result<SnapshotMode, String> {
-    s.parse().map_err(|e: ps_runtime::PsError| e.to_string())
+fn parse_snapshot(s: &str) -> Result<SnapshotMode, ps_runtime::PsError> {
+    s.parse()
 }
 
-fn parse_prefetch(s: &str) -> Result<PrefetchPolicy, String> {
+fn parse_prefetch(s: &str) -> Result<PrefetchPolicy> {
     match s {
         "off" => Ok(PrefetchPolicy::Off),
         "conservative" => Ok(PrefetchPolicy::Conservative),
         "aggressive" => Ok(PrefetchPolicy::Aggressive),
-        _ => Err(format!("'{s}' is not one of off, conservative, aggressive")),
+        _ => Err(ClientError::Prefetch(s.to_string())),
     }
 }
 
 impl Cli {
     /// The runtime configuration: defaults, then `--conf`, then flags.
-    pub fn runtime_config(&self) -> Result<RuntimeConfig, String> {
+    pub fn runtime_config(&self) -> Result<RuntimeConfig> {
         let mut cfg = match &self.conf {
             Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?;
-                RuntimeConfig::from_json(&text, &p.display().to_string()).map_err(|e| e.to_string())?
+                let text =
+                    std::fs::read_to_string(p).map_err(|source| ClientError::ReadFile { path: p.clone(), source })?;
+                RuntimeConfig::from_json(&text, &p.display().to_string()).map_err(ClientError::Config)?
             }
             None => RuntimeConfig::default(),
         };
@@ -144,7 +149,7 @@ impl Cli {
         if cfg.consistency == Consistency::Bsp {
             cfg.staleness = 0;
         }
-        cfg.validate().map_err(|e| e.to_string())?;
+        cfg.validate().map_err(ClientError::Config)?;
         Ok(cfg)
     }
 }

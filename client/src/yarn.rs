@@ -3,7 +3,8 @@
 //! then follow the application until it ends (exit 0 only on FINISHED + SUCCEEDED). Also
 //! `yarn-submit status APP_ID` and `yarn-submit kill APP_ID`.
 
-use crate::local::{report_stats, runtime_bin};
+use crate::error::{ClientError, Result};
+use crate::local::{next_to_me, report_stats, runtime_bin};
 use crate::Cli;
 use ps_runtime::input::storage_for;
 use ps_runtime::{apps, secret, JobConfig};
@@ -20,42 +21,32 @@ fn user() -> String {
 }
 
 /// The cluster from `HADOOP_CONF_DIR`; the error says what to set.
-fn cluster() -> Result<(HadoopConf, RmRest), String> {
-    let conf = HadoopConf::from_env().map_err(|e| e.to_string())?;
-    if conf.dir.is_none() {
-        return Err(
-            "HADOOP_CONF_DIR is not set: point it at the cluster's configuration (yarn-site.xml, core-site.xml)".into(),
-        );
-    }
+fn cluster() -> Result<(HadoopConf, RmRest)> {
+    let conf = HadoopConf::from_env().map_err(ClientError::HadoopConf)?;
+    let Some(dir) = &conf.dir else { return Err(ClientError::NoHadoopConf) };
     if conf.get("yarn.resourcemanager.webapp.address").is_none() && conf.get("yarn.resourcemanager.hostname").is_none()
     {
-        return Err(format!(
-            "{}/yarn-site.xml sets neither yarn.resourcemanager.webapp.address nor yarn.resourcemanager.hostname",
-            conf.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default()
-        ));
+        return Err(ClientError::NoResourceManager { dir: dir.display().to_string() });
     }
-    let rest = RmRest::new(&conf.rm_webapp(), &user()).map_err(|e| e.to_string())?;
+    let rest = RmRest::new(&conf.rm_webapp(), &user()).map_err(ClientError::Rest)?;
     Ok((conf, rest))
 }
 
-fn app_master_bin() -> Result<PathBuf, String> {
+fn app_master_bin() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("PS_APP_MASTER_BIN") {
         return Ok(PathBuf::from(p));
     }
-    let me = std::env::current_exe().map_err(|e| format!("locating yarn-submit: {e}"))?;
-    let p = me.with_file_name("ps-app-master");
-    p.exists()
-        .then_some(p.clone())
-        .ok_or_else(|| format!("ps-app-master not found next to {} (set PS_APP_MASTER_BIN)", me.display()))
+    next_to_me("ps-app-master", "set PS_APP_MASTER_BIN")
 }
 
 /// Uploads `data` to `url` and returns it as a LocalResource (size and mtime read back from HDFS).
-fn stage(url: &str, data: &[u8]) -> Result<LocalResource, String> {
-    let st = storage_for(url).map_err(|e| e.to_string())?;
-    let mut f = st.create(url).map_err(|e| format!("uploading {url}: {e}"))?;
-    f.write_all(data).map_err(|e| format!("uploading {url}: {e}"))?;
-    f.close().map_err(|e| format!("uploading {url}: {e}"))?;
-    let (size, timestamp) = st.status(url).map_err(|e| e.to_string())?;
+fn stage(url: &str, data: &[u8]) -> Result<LocalResource> {
+    let st = storage_for(url).map_err(ClientError::Storage)?;
+    let upload = |source| ClientError::Upload { url: url.to_string(), source };
+    let mut f = st.create(url).map_err(upload)?;
+    f.write_all(data).map_err(|source| ClientError::UploadWrite { url: url.to_string(), source })?;
+    f.close().map_err(upload)?;
+    let (size, timestamp) = st.status(url).map_err(ClientError::Storage)?;
     Ok(LocalResource {
         resource: url.to_string(),
         kind: "FILE".into(),
@@ -65,8 +56,8 @@ fn stage(url: &str, data: &[u8]) -> Result<LocalResource, String> {
     })
 }
 
-fn read(p: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(p).map_err(|e| format!("reading {}: {e}", p.display()))
+fn read(p: &Path) -> Result<Vec<u8>> {
+    std::fs::read(p).map_err(|source| ClientError::ReadFile { path: p.to_path_buf(), source })
 }
 
 pub fn run(cli: &Cli) -> i32 {
@@ -79,18 +70,18 @@ pub fn run(cli: &Cli) -> i32 {
     }
 }
 
-fn submit_and_follow(cli: &Cli) -> Result<i32, String> {
+fn submit_and_follow(cli: &Cli) -> Result<i32> {
     let runtime = cli.runtime_config()?;
-    let (app, app_args) = cli.app.split_first().ok_or("no application given")?;
-    apps::build(app, app_args).map_err(|e| e.to_string())?;
-    let n = cli.workers.ok_or("--master yarn needs --workers N")?;
+    let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
+    apps::build(app, app_args).map_err(ClientError::App)?;
+    let n = cli.workers.ok_or(ClientError::WorkersMissing)?;
     if n == 0 {
-        return Err("--workers must be at least 1".into());
+        return Err(ClientError::NoWorkers);
     }
     let (conf, rest) = cluster()?;
-    let fs = conf.default_fs().map_err(|e| e.to_string())?.trim_end_matches('/').to_string();
+    let fs = conf.default_fs().map_err(ClientError::HadoopConf)?.trim_end_matches('/').to_string();
     let (am_bin, rt_bin) = (app_master_bin()?, runtime_bin(cli)?);
-    let app_id = rest.new_application().map_err(|e| e.to_string())?;
+    let app_id = rest.new_application().map_err(ClientError::Rest)?;
     println!("application id: {app_id}");
     let user = user();
     let staging = format!("{fs}/user/{user}/.ps-staging/{app_id}");
@@ -105,13 +96,11 @@ fn submit_and_follow(cli: &Cli) -> Result<i32, String> {
         stats_dir: format!("{staging}/stats").into(),
     };
     // The staging directory is private before anything lands in it (as Spark's .sparkStaging).
-    storage_for(&staging)
-        .and_then(|st| st.create_private_dir(&staging))
-        .map_err(|e| format!("creating the staging directory: {e}"))?;
+    storage_for(&staging).and_then(|st| st.create_private_dir(&staging)).map_err(ClientError::StagingDir)?;
     let mut resources = BTreeMap::new();
     resources.insert("ps-app-master".to_string(), stage(&format!("{staging}/ps-app-master"), &read(&am_bin)?)?);
     stage(&format!("{staging}/ps-runtime"), &read(&rt_bin)?)?;
-    stage(&format!("{staging}/job.json"), &serde_json::to_vec_pretty(&job).map_err(|e| e.to_string())?)?;
+    stage(&format!("{staging}/job.json"), &serde_json::to_vec_pretty(&job).map_err(ClientError::Encode)?)?;
     let mut environment = BTreeMap::new();
     environment.insert("HADOOP_USER_NAME".to_string(), user.clone());
     if let Ok(l) = std::env::var("PS_LOG") {
@@ -136,10 +125,11 @@ fn submit_and_follow(cli: &Cli) -> Result<i32, String> {
         // only (and the AM to its runtime containers); it is never a file on HDFS.
         secrets: BTreeMap::from([(secret::CREDENTIALS_ALIAS.to_string(), secret::generate().to_vec())]),
     };
-    rest.submit(&sub).map_err(|e| e.to_string())?;
+    rest.submit(&sub).map_err(ClientError::Rest)?;
     let rep = follow(&rest, &app_id)?;
     if !rep.succeeded() {
-        log::error!("{app_id} ended {} / {}: {}", rep.state, rep.final_status, rep.diagnostics);
+        let (state, final_status, diagnostics) = (rep.state, rep.final_status, rep.diagnostics);
+        log::error!("{}", ClientError::AppFailed { app_id, state, final_status, diagnostics });
         log::error!("staging directory kept for inspection: {staging}");
         return Ok(1);
     }
@@ -154,10 +144,10 @@ fn submit_and_follow(cli: &Cli) -> Result<i32, String> {
 }
 
 /// Polls the application report, printing state changes and progress, until it ends.
-fn follow(rest: &RmRest, app_id: &str) -> Result<AppReport, String> {
+fn follow(rest: &RmRest, app_id: &str) -> Result<AppReport> {
     let (mut state, mut url, mut pct) = (String::new(), String::new(), -1i64);
     loop {
-        let rep = rest.report(app_id).map_err(|e| e.to_string())?;
+        let rep = rest.report(app_id).map_err(ClientError::Rest)?;
         if rep.state != state {
             state = rep.state.clone();
             log::info!("{app_id}: {state}");
@@ -181,8 +171,8 @@ fn follow(rest: &RmRest, app_id: &str) -> Result<AppReport, String> {
 /// `yarn-submit status APP_ID` / `yarn-submit kill APP_ID`.
 pub fn command(cmd: &str, app_id: &str) -> i32 {
     let r = cluster().and_then(|(_, rest)| match cmd {
-        "status" => rest.report(app_id).map_err(|e| e.to_string()),
-        _ => rest.kill(app_id).map_err(|e| e.to_string()),
+        "status" => rest.report(app_id).map_err(ClientError::Rest),
+        _ => rest.kill(app_id).map_err(ClientError::Rest),
     });
     match r {
         Ok(rep) => {

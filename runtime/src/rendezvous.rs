@@ -14,7 +14,11 @@
 //! ```
 //!
 //! A fresh nonce per hello binds the AM's answer to it (a recorded answer cannot be replayed). All
-//! lines are at most [`MAX_LINE`] bytes. The parsers here are shared by the runtime and the AM.
+//! lines are at most [`MAX_LINE`] bytes.
+//!
+//! Each kind of line has one type here that both encodes and parses it ([`Hello`], [`HostsHeader`]
+//! with [`HostsReply`], [`Report`]); the runtime and the AM write and read the protocol only
+//! through them, so the two sides cannot drift apart.
 
 use crate::error::{PsError, Result};
 use crate::hostfile::Hostfile;
@@ -32,7 +36,8 @@ pub const MAX_PROCESSES: usize = 1 << 16;
 const HELLO: &str = "ps-rendezvous hello v1";
 const HOSTS: &str = "ps-rendezvous hosts v1";
 
-/// A parsed `hello` line (not yet verified).
+/// `hello <id> <host> <port> <nonce> <mac>`: a process reporting the port it bound. Parsed ones
+/// are not yet verified ([`Hello::verify`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {
     pub id: usize,
@@ -68,11 +73,16 @@ impl Hello {
         [app.as_bytes(), id.as_bytes(), host.as_bytes(), port.as_bytes(), nonce]
     }
 
-    /// The line a process sends (with its newline).
-    pub fn line(secret: &[u8], app: &str, id: usize, host: &str, port: u16, nonce: [u8; 16]) -> String {
+    /// The hello of process `id` of application `app`, signed with the job secret.
+    pub fn new(secret: &[u8], app: &str, id: usize, host: &str, port: u16, nonce: [u8; 16]) -> Hello {
         let (ids, ports) = (id.to_string(), port.to_string());
         let mac = secret::mac(secret, HELLO, &Self::fields(app, &ids, host, &ports, &nonce));
-        format!("hello {id} {host} {port} {} {}\n", hex(&nonce), hex(&mac))
+        Hello { id, host: host.to_string(), port, nonce, mac }
+    }
+
+    /// The line as sent (with its newline).
+    pub fn encode(&self) -> String {
+        format!("hello {} {} {} {} {}\n", self.id, self.host, self.port, hex(&self.nonce), hex(&self.mac))
     }
 
     /// Parses a hello line (syntax only; see [`Hello::verify`]).
@@ -96,11 +106,74 @@ impl Hello {
     }
 }
 
-/// The AM's answer to a verified hello: the hostfile, authenticated for that hello's nonce.
-pub fn hosts_message(secret: &[u8], app: &str, nonce: &[u8; 16], hosts: &Hostfile) -> String {
-    let body = hosts.render();
-    let mac = secret::mac(secret, HOSTS, &[app.as_bytes(), nonce, body.as_bytes()]);
-    format!("hosts {} {}\n{body}", hosts.len(), hex(&mac))
+/// `hosts <n> <mac>`: the first line of the AM's answer to a hello; `n` hostfile lines follow
+/// (`<id> <host> <port>`, [`Hostfile::render`]), and `mac` covers the application, the hello's
+/// nonce and those lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostsHeader {
+    pub n: usize,
+    mac: [u8; 32],
+}
+
+/// Why a line is not a [`HostsHeader`]. The texts are part of the errors a process reports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostsHeaderError {
+    #[error("sent '{0}' instead of a hostfile")]
+    NotHosts(String),
+    #[error("bad process count")]
+    Count,
+    #[error("bad hostfile MAC")]
+    Mac,
+}
+
+impl HostsHeader {
+    fn fields<'a>(app: &'a str, nonce: &'a [u8; 16], body: &'a str) -> [&'a [u8]; 3] {
+        [app.as_bytes(), nonce, body.as_bytes()]
+    }
+
+    /// The line as sent (with its newline).
+    pub fn encode(&self) -> String {
+        format!("hosts {} {}\n", self.n, hex(&self.mac))
+    }
+
+    /// Parses the header line; the count must be within 1..=[`MAX_PROCESSES`], so that a reader
+    /// never waits for (or buffers) more lines than a job can have.
+    pub fn parse(line: &str) -> std::result::Result<HostsHeader, HostsHeaderError> {
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        let ["hosts", n, mac] = f.as_slice() else { return Err(HostsHeaderError::NotHosts(line.to_string())) };
+        let n = n.parse().ok().filter(|n| (1..=MAX_PROCESSES).contains(n)).ok_or(HostsHeaderError::Count)?;
+        Ok(HostsHeader { n, mac: hex_array(mac).ok_or(HostsHeaderError::Mac)? })
+    }
+
+    /// True if `body` (the `n` lines that followed, each with its newline) is the AM's answer
+    /// for application `app` to the hello that carried `nonce`.
+    pub fn verify(&self, secret: &[u8], app: &str, nonce: &[u8; 16], body: &str) -> bool {
+        secret::verify(secret, HOSTS, &Self::fields(app, nonce, body), &self.mac)
+    }
+}
+
+/// The AM's whole answer to a verified hello: the header and the hostfile, authenticated for that
+/// hello's nonce (a recorded answer does not verify for another hello). Read by [`join`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostsReply {
+    pub header: HostsHeader,
+    /// The hostfile lines, each with its newline.
+    pub body: String,
+}
+
+impl HostsReply {
+    pub fn new(secret: &[u8], app: &str, nonce: &[u8; 16], hosts: &Hostfile) -> HostsReply {
+        let body = hosts.render();
+        let mac = secret::mac(secret, HOSTS, &HostsHeader::fields(app, nonce, &body));
+        HostsReply { header: HostsHeader { n: hosts.len(), mac }, body }
+    }
+
+    /// The bytes as sent: the header line, then the hostfile.
+    pub fn encode(&self) -> String {
+        let mut s = self.header.encode();
+        s.push_str(&self.body);
+        s
+    }
 }
 
 /// What a process reports after start-up.
@@ -113,6 +186,25 @@ pub enum Report {
 }
 
 impl Report {
+    /// The line as sent (with its newline). A failure reason becomes one line of at most
+    /// [`MAX_LINE`] bytes: control characters (a multi-line panic message) turn into spaces and
+    /// the end is cut at a character boundary, so that the AM neither refuses nor splits it.
+    pub fn encode(&self) -> String {
+        match self {
+            Report::Clock(c, t) => format!("clock {c} {t}\n"),
+            Report::Failed(reason) => {
+                let one: String = reason.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+                let mut line = format!("failed {one}");
+                while line.len() > MAX_LINE - 1 {
+                    line.pop();
+                }
+                line.push('\n');
+                line
+            }
+        }
+    }
+
+    /// Parses a report line (with or without its newline); `None` if it is none.
     pub fn parse(line: &str) -> Option<Report> {
         if let Some(r) = line.strip_prefix("failed ") {
             return Some(Report::Failed(r.trim().to_string()));
@@ -168,7 +260,7 @@ impl AmLink {
             .name("ps-progress".into())
             .spawn(move || loop {
                 let c = clock.load(Ordering::Relaxed);
-                if !link.send(&format!("clock {c} {}\n", total.unwrap_or(-1))) {
+                if !link.send(&Report::Clock(c, total.unwrap_or(-1)).encode()) {
                     return;
                 }
                 std::thread::sleep(Duration::from_secs(1));
@@ -179,13 +271,7 @@ impl AmLink {
     /// Tells the AM why this process is about to fail (one line, cut to fit), so that the YARN
     /// diagnostics say more than an exit status.
     pub fn report_failure(&self, reason: &str) {
-        let one: String = reason.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-        let mut line = format!("failed {one}");
-        while line.len() > MAX_LINE - 1 {
-            line.pop();
-        }
-        line.push('\n');
-        self.send(&line);
+        self.send(&Report::Failed(reason.to_string()).encode());
     }
 }
 
@@ -249,7 +335,7 @@ fn try_join(
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut nonce);
     let clone = || s.try_clone().map_err(|e| fail(PsError::io("cloning the AM connection", e)));
     let mut w = clone()?;
-    w.write_all(Hello::line(secret, app, id, host, port, nonce).as_bytes())
+    w.write_all(Hello::new(secret, app, id, host, port, nonce).encode().as_bytes())
         .map_err(|e| Attempt::Retry(PsError::io(format!("reporting to {am}"), e)))?;
     let mut r = BufReader::new(clone()?);
     let hosts = read_hosts(&mut r, am, app, secret, &nonce)?;
@@ -271,24 +357,20 @@ fn read_hosts(
         Attempt::Retry(PsError::Io(format!("{am} closed the connection without sending the hostfile")))
     })?;
     let bad = |why: &str| fail(PsError::codec(format!("application master {am}: {why}")));
-    let f: Vec<&str> = first.split_ascii_whitespace().collect();
-    let ["hosts", n, mac] = f.as_slice() else { return Err(bad(&format!("sent '{first}' instead of a hostfile"))) };
-    let n: usize =
-        n.parse().ok().filter(|n| (1..=MAX_PROCESSES).contains(n)).ok_or_else(|| bad("bad process count"))?;
-    let mac: [u8; 32] = hex_array(mac).ok_or_else(|| bad("bad hostfile MAC"))?;
+    let header = HostsHeader::parse(&first).map_err(|e| bad(&e.to_string()))?;
     let mut body = String::new();
-    for _ in 0..n {
+    for _ in 0..header.n {
         let l = read_line_bounded(r, MAX_LINE).map_err(what)?.ok_or_else(|| bad("hostfile cut short"))?;
         body.push_str(&l);
         body.push('\n');
     }
-    if !secret::verify(secret, HOSTS, &[app.as_bytes(), nonce, body.as_bytes()], &mac) {
+    if !header.verify(secret, app, nonce, &body) {
         return Err(fail(PsError::Config(format!(
             "the hostfile from {am} is not authenticated by the job secret (not our application master?)"
         ))));
     }
     let hosts = Hostfile::parse(&body, &format!("hostfile from {am}")).map_err(fail)?;
-    if hosts.len() != n {
+    if hosts.len() != header.n {
         return Err(bad("hostfile lists a different number of processes than announced"));
     }
     Ok(hosts)
@@ -319,7 +401,7 @@ mod tests {
     #[test]
     fn hellos_verify_only_with_the_secret_and_application() {
         let k = [3u8; 32];
-        let line = Hello::line(&k, "application_1_0001", 2, "node-a", 4242, [9; 16]);
+        let line = Hello::new(&k, "application_1_0001", 2, "node-a", 4242, [9; 16]).encode();
         let h = Hello::parse(line.trim()).unwrap();
         assert_eq!((h.id, h.host.as_str(), h.port), (2, "node-a", 4242));
         assert!(h.verify(&k, "application_1_0001"));
@@ -344,5 +426,82 @@ mod tests {
         assert_eq!(Report::parse("clock 3 10"), Some(Report::Clock(3, 10)));
         assert_eq!(Report::parse("failed boom at 3"), Some(Report::Failed("boom at 3".into())));
         assert_eq!(Report::parse("clock x"), None);
+    }
+
+    // The exact bytes the protocol had before the codec types existed (recorded from the
+    // hand-written `format!`s they replaced): a change here breaks mixed-version jobs.
+    const K: [u8; 32] = [3; 32];
+    const APP: &str = "application_1_0001";
+    const HELLO_LINE: &str =
+        "hello 2 node-a 4242 09090909090909090909090909090909 781d9c377fd7774c26c0f2a92c425fc07e62bf8a7af1f60fdd25aeedc89ee33c\n";
+    const HOSTS_REPLY: &str =
+        "hosts 2 2628ecb5584ebe1770ed827b38515d83b4b582f41b61c17086b274d4d98e41da\n0 node-a 4242\n1 node-b 17\n";
+
+    #[test]
+    fn hello_round_trip() {
+        let h = Hello::new(&K, APP, 2, "node-a", 4242, [9; 16]);
+        let line = h.encode();
+        assert_eq!(line, HELLO_LINE);
+        // Parsed as the AM reads it (newline stripped) and as read with it.
+        assert_eq!(Hello::parse(line.trim_end_matches('\n')).unwrap(), h);
+        assert_eq!(Hello::parse(&line).unwrap(), h);
+        assert_eq!(Hello::parse(&line).unwrap().encode(), line);
+    }
+
+    #[test]
+    fn hosts_round_trip() {
+        let hosts = Hostfile::new(vec![("node-a".into(), 4242), ("node-b".into(), 17)]);
+        let reply = HostsReply::new(&K, APP, &[9; 16], &hosts);
+        let bytes = reply.encode();
+        assert_eq!(bytes, HOSTS_REPLY);
+        let (first, body) = bytes.split_once('\n').unwrap();
+        let header = HostsHeader::parse(first).unwrap();
+        assert_eq!(header, reply.header);
+        assert_eq!(header.encode(), format!("{first}\n"));
+        assert!(header.verify(&K, APP, &[9; 16], body));
+        assert!(!header.verify(&K, APP, &[8; 16], body), "verified for another hello's nonce");
+        // The process's reader takes exactly these bytes, and only for its own nonce.
+        assert_eq!(parse_hosts_reply(bytes.as_bytes(), APP, &K, &[9; 16]).unwrap(), hosts);
+        assert!(parse_hosts_reply(bytes.as_bytes(), APP, &K, &[8; 16]).is_err());
+        let bad = |l: &str| HostsHeader::parse(l).unwrap_err().to_string();
+        assert_eq!(bad("hello 1"), "sent 'hello 1' instead of a hostfile");
+        assert_eq!(bad("hosts 0 00"), "bad process count");
+        assert_eq!(bad(&format!("hosts {} 00", MAX_PROCESSES + 1)), "bad process count");
+        assert_eq!(bad("hosts 2 0g"), "bad hostfile MAC");
+    }
+
+    /// The failure line as `AmLink::report_failure` built it by hand before `Report::encode`.
+    fn old_failed_line(reason: &str) -> String {
+        let one: String = reason.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let mut line = format!("failed {one}");
+        while line.len() > MAX_LINE - 1 {
+            line.pop();
+        }
+        line + "\n"
+    }
+
+    #[test]
+    fn report_round_trip() {
+        for (r, line) in [
+            (Report::Clock(3, 10), "clock 3 10\n"),
+            (Report::Clock(0, -1), "clock 0 -1\n"),
+            (Report::Clock(-1, i64::MAX), "clock -1 9223372036854775807\n"),
+            (Report::Failed("boom at 3".into()), "failed boom at 3\n"),
+        ] {
+            assert_eq!(r.encode(), line);
+            assert_eq!(Report::parse(line.trim_end_matches('\n')), Some(r.clone()));
+            assert_eq!(Report::parse(line), Some(r));
+        }
+        // Reasons become one line that fits, cut at a character boundary, exactly as before.
+        let long = format!("worker panicked:\n{}", "ü".repeat(MAX_LINE));
+        for reason in ["a\tb\r\nc", long.as_str(), "", "ends with a space "] {
+            let line = Report::Failed(reason.into()).encode();
+            assert_eq!(line, old_failed_line(reason));
+            assert!(line.len() <= MAX_LINE && line.ends_with('\n') && line.matches('\n').count() == 1);
+            let mut r = std::io::Cursor::new(line.as_bytes());
+            let read = read_line_bounded(&mut r, MAX_LINE).unwrap().unwrap();
+            let Some(Report::Failed(why)) = Report::parse(&read) else { panic!("{read}") };
+            assert_eq!(why, line["failed ".len()..].trim());
+        }
     }
 }

@@ -1,8 +1,8 @@
 //! Run statistics. Each process writes one JSON summary; the launcher merges them into the job's
 //! stats file (schema in README.md, "Stats JSON").
 
-use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// Counters kept by one worker thread (no sharing, merged at the end).
@@ -45,8 +45,8 @@ impl ThreadStats {
     }
 }
 
-/// Summary of one process.
-#[derive(Clone, Debug, Serialize)]
+/// Summary of one process (its `stats-<k>.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProcessStats {
     pub process: usize,
     pub clocks: i64,
@@ -88,55 +88,237 @@ pub(crate) fn hist_of(staleness: &[u64]) -> (BTreeMap<i64, u64>, f64) {
     (h, if n > 0 { sum / n as f64 } else { 0.0 })
 }
 
+/// One process's summary as read back from its stats file: typed for merging, and the file's
+/// own JSON, which the job summary keeps verbatim under `processes`.
+#[derive(Clone, Debug)]
+pub struct ProcessSummary {
+    pub stats: ProcessStats,
+    pub json: Value,
+}
+
+impl ProcessSummary {
+    /// Reads a `stats-<k>.json`. Every field of [`ProcessStats`] is required: a field renamed on
+    /// one side only is an error here, not a counter that silently merges as 0.
+    pub fn parse(text: &str) -> serde_json::Result<ProcessSummary> {
+        let json: Value = serde_json::from_str(text)?;
+        Ok(ProcessSummary { stats: ProcessStats::deserialize(&json)?, json })
+    }
+}
+
+/// The job summary (README.md, "Stats JSON"); its field names are the keys tooling reads.
+#[derive(Serialize)]
+struct JobStats {
+    processes_count: usize,
+    clocks: i64,
+    wall_s: f64,
+    compute_s: f64,
+    wait_s: f64,
+    gets: u64,
+    get_misses: u64,
+    thread_cache_misses: u64,
+    incs: u64,
+    bytes_sent: u64,
+    bytes_recv: u64,
+    rows_recv: u64,
+    rows_recv_remote: u64,
+    updates_sent: u64,
+    fetches_sent: u64,
+    staleness_hist: BTreeMap<i64, u64>,
+    mean_staleness: f64,
+    config: Value,
+}
+
 /// Merges per-process summaries into the job summary: counters add up, times are means over all
 /// worker threads, `wall_s` is the slowest process, `clocks` the fewest completed, and the
 /// application's keys come from process 0. Per-process summaries are kept under `processes`.
-pub fn merge(procs: &[Value]) -> Value {
-    let num = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-    let sum = |k: &str| procs.iter().map(|p| num(p, k)).sum::<f64>();
-    let threads: f64 = procs.iter().map(|p| num(p, "threads")).sum::<f64>().max(1.0);
-    let wmean = |k: &str| procs.iter().map(|p| num(p, k) * num(p, "threads")).sum::<f64>() / threads;
+pub fn merge(procs: &[ProcessSummary]) -> Value {
+    let stats = || procs.iter().map(|p| &p.stats);
+    // Counters add up exactly (the JSON-key merge went through f64, equal below 2^53).
+    let sum = |f: fn(&ProcessStats) -> u64| stats().fold(0u64, |a, p| a.saturating_add(f(p)));
+    let threads = stats().map(|p| p.threads as f64).sum::<f64>().max(1.0);
+    let wmean = |f: fn(&ProcessStats) -> f64| stats().map(|p| f(p) * p.threads as f64).sum::<f64>() / threads;
     let mut hist: BTreeMap<i64, u64> = BTreeMap::new();
-    for p in procs {
-        if let Some(h) = p.get("staleness_hist").and_then(Value::as_object) {
-            for (k, v) in h {
-                if let (Ok(k), Some(v)) = (k.parse::<i64>(), v.as_u64()) {
-                    *hist.entry(k).or_default() += v;
-                }
-            }
+    for p in stats() {
+        for (k, v) in &p.staleness_hist {
+            *hist.entry(*k).or_default() += v;
         }
     }
     let n: u64 = hist.values().sum();
     let mean = if n > 0 { hist.iter().map(|(k, v)| *k as f64 * *v as f64).sum::<f64>() / n as f64 } else { 0.0 };
-    let int = |k: &str| Value::from(sum(k) as u64);
-    let mut out = json!({
-        "processes_count": procs.len(),
-        "clocks": procs.iter().map(|p| num(p, "clocks") as i64).min().unwrap_or(0),
-        "wall_s": procs.iter().map(|p| num(p, "wall_s")).fold(0.0, f64::max),
-        "compute_s": wmean("compute_s"),
-        "wait_s": wmean("wait_s"),
-        "gets": int("gets"),
-        "get_misses": int("get_misses"),
-        "thread_cache_misses": int("thread_cache_misses"),
-        "incs": int("incs"),
-        "bytes_sent": int("bytes_sent"),
-        "bytes_recv": int("bytes_recv"),
-        "rows_recv": int("rows_recv"),
-        "rows_recv_remote": int("rows_recv_remote"),
-        "updates_sent": int("updates_sent"),
-        "fetches_sent": int("fetches_sent"),
-        "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),
-        "mean_staleness": mean,
-        "config": procs.first().and_then(|p| p.get("config")).cloned().unwrap_or(Value::Null),
-    });
-    let known: Vec<String> = out.as_object().unwrap().keys().cloned().collect();
-    if let (Some(o), Some(first)) = (out.as_object_mut(), procs.first().and_then(Value::as_object)) {
-        for (k, v) in first {
-            if !known.contains(k) && !matches!(k.as_str(), "process" | "threads") {
-                o.insert(k.clone(), v.clone());
-            }
+    let job = JobStats {
+        processes_count: procs.len(),
+        clocks: stats().map(|p| p.clocks).min().unwrap_or(0),
+        wall_s: stats().map(|p| p.wall_s).fold(0.0, f64::max),
+        compute_s: wmean(|p| p.compute_s),
+        wait_s: wmean(|p| p.wait_s),
+        gets: sum(|p| p.gets),
+        get_misses: sum(|p| p.get_misses),
+        thread_cache_misses: sum(|p| p.thread_cache_misses),
+        incs: sum(|p| p.incs),
+        bytes_sent: sum(|p| p.bytes_sent),
+        bytes_recv: sum(|p| p.bytes_recv),
+        rows_recv: sum(|p| p.rows_recv),
+        rows_recv_remote: sum(|p| p.rows_recv_remote),
+        updates_sent: sum(|p| p.updates_sent),
+        fetches_sent: sum(|p| p.fetches_sent),
+        staleness_hist: hist,
+        mean_staleness: mean,
+        config: procs.first().map(|p| p.stats.config.clone()).unwrap_or(Value::Null),
+    };
+    let mut out = serde_json::to_value(job).expect("numbers, strings and JSON values always serialize");
+    if let (Some(o), Some(first)) = (out.as_object_mut(), procs.first().map(|p| &p.stats)) {
+        // The application's own keys, unless they would shadow one of the job's.
+        for (k, v) in &first.app {
+            o.entry(k.clone()).or_insert_with(|| v.clone());
         }
-        o.insert("processes".into(), Value::Array(procs.to_vec()));
+        o.insert("processes".into(), Value::Array(procs.iter().map(|p| p.json.clone()).collect()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The merge before it was typed, verbatim: it read JSON keys by name (a missing or renamed
+    /// one counted as 0). Kept as the reference the typed merge must agree with.
+    fn merge_by_keys(procs: &[Value]) -> Value {
+        let num = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        let sum = |k: &str| procs.iter().map(|p| num(p, k)).sum::<f64>();
+        let threads: f64 = procs.iter().map(|p| num(p, "threads")).sum::<f64>().max(1.0);
+        let wmean = |k: &str| procs.iter().map(|p| num(p, k) * num(p, "threads")).sum::<f64>() / threads;
+        let mut hist: BTreeMap<i64, u64> = BTreeMap::new();
+        for p in procs {
+            if let Some(h) = p.get("staleness_hist").and_then(Value::as_object) {
+                for (k, v) in h {
+                    if let (Ok(k), Some(v)) = (k.parse::<i64>(), v.as_u64()) {
+                        *hist.entry(k).or_default() += v;
+                    }
+                }
+            }
+        }
+        let n: u64 = hist.values().sum();
+        let mean = if n > 0 { hist.iter().map(|(k, v)| *k as f64 * *v as f64).sum::<f64>() / n as f64 } else { 0.0 };
+        let int = |k: &str| Value::from(sum(k) as u64);
+        let mut out = json!({
+            "processes_count": procs.len(),
+            "clocks": procs.iter().map(|p| num(p, "clocks") as i64).min().unwrap_or(0),
+            "wall_s": procs.iter().map(|p| num(p, "wall_s")).fold(0.0, f64::max),
+            "compute_s": wmean("compute_s"),
+            "wait_s": wmean("wait_s"),
+            "gets": int("gets"),
+            "get_misses": int("get_misses"),
+            "thread_cache_misses": int("thread_cache_misses"),
+            "incs": int("incs"),
+            "bytes_sent": int("bytes_sent"),
+            "bytes_recv": int("bytes_recv"),
+            "rows_recv": int("rows_recv"),
+            "rows_recv_remote": int("rows_recv_remote"),
+            "updates_sent": int("updates_sent"),
+            "fetches_sent": int("fetches_sent"),
+            "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),
+            "mean_staleness": mean,
+            "config": procs.first().and_then(|p| p.get("config")).cloned().unwrap_or(Value::Null),
+        });
+        let known: Vec<String> = out.as_object().unwrap().keys().cloned().collect();
+        if let (Some(o), Some(first)) = (out.as_object_mut(), procs.first().and_then(Value::as_object)) {
+            for (k, v) in first {
+                if !known.contains(k) && !matches!(k.as_str(), "process" | "threads") {
+                    o.insert(k.clone(), v.clone());
+                }
+            }
+            o.insert("processes".into(), Value::Array(procs.to_vec()));
+        }
+        out
+    }
+
+    /// Process `k` of a job like results/demo-stats.json (demo, 2 processes, ESSP), with the
+    /// numbers varied per process and an ML app's keys, as `stats-<k>.json` holds it.
+    fn realistic(k: u64, threads: u64) -> String {
+        let text = json!({
+            "process": k, "clocks": 200 - k, "wall_s": 0.772613123 - k as f64 * 1e-4,
+            "compute_s": 0.726183944 + k as f64 * 0.0103, "wait_s": 0.0439693385 / (k + 1) as f64,
+            "threads": threads, "gets": 3200 + k, "get_misses": 93 - 30 * k, "thread_cache_misses": 3200,
+            "incs": 2000, "bytes_sent": 1583137 - 283528 * k, "bytes_recv": 1299609 + 283528 * k,
+            "rows_recv": 1553, "rows_recv_remote": 589 + 375 * k, "updates_sent": 1200, "fetches_sent": 8,
+            "staleness_hist": {"-1": 1157 + k, "-2": 797, "-3": 1246, format!("-{}", 4 + k): 7},
+            "mean_staleness": -2.0278125,
+            "config": {"app": "demo", "app_args": ["--clocks", "200"], "processes": 3,
+                "runtime": {"consistency": "essp", "staleness": 2, "threads": threads}},
+            "checks": 321600 + k, "objective": [{"clock": 0, "time_s": 0.1, "value": 2.5 - k as f64}],
+            "train_s": 0.5 + k as f64,
+        });
+        serde_json::to_string_pretty(&text).unwrap()
+    }
+
+    fn job(texts: &[String]) -> (Vec<ProcessSummary>, Vec<Value>) {
+        let typed = texts.iter().map(|t| ProcessSummary::parse(t).unwrap()).collect();
+        (typed, texts.iter().map(|t| serde_json::from_str(t).unwrap()).collect())
+    }
+
+    #[test]
+    fn typed_merge_equals_the_key_based_merge() {
+        for texts in [vec![realistic(0, 2), realistic(1, 2), realistic(2, 3)], vec![realistic(0, 1)], vec![]] {
+            let (typed, values) = job(&texts);
+            let (new, old) = (merge(&typed), merge_by_keys(&values));
+            assert_eq!(new, old);
+            // Byte for byte as written to --stats, so numbers keep their exact form too.
+            assert_eq!(serde_json::to_string_pretty(&new).unwrap(), serde_json::to_string_pretty(&old).unwrap());
+        }
+    }
+
+    const JOB_KEYS: [&str; 18] = [
+        "bytes_recv",
+        "bytes_sent",
+        "clocks",
+        "compute_s",
+        "config",
+        "fetches_sent",
+        "get_misses",
+        "gets",
+        "incs",
+        "mean_staleness",
+        "processes_count",
+        "rows_recv",
+        "rows_recv_remote",
+        "staleness_hist",
+        "thread_cache_misses",
+        "updates_sent",
+        "wait_s",
+        "wall_s",
+    ];
+
+    /// The keys of README.md's "Stats JSON" table, which tooling reads: renaming a field of
+    /// `ProcessStats` or `JobStats` must fail here, not silently drop or zero a key.
+    #[test]
+    fn stats_keys_are_the_documented_ones() {
+        let (typed, _) = job(&[realistic(0, 2), realistic(1, 2)]);
+        let merged = merge(&typed);
+        let keys: Vec<&str> = merged.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut want = JOB_KEYS.to_vec();
+        want.extend(["checks", "objective", "processes", "train_s"]);
+        want.sort();
+        assert_eq!(keys, want);
+        let own = serde_json::to_value(&typed[0].stats).unwrap();
+        let mut keys: Vec<&str> = own.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.retain(|k| !typed[0].stats.app.contains_key(*k));
+        let mut want: Vec<&str> = JOB_KEYS.iter().copied().filter(|k| *k != "processes_count").collect();
+        want.extend(["process", "threads"]);
+        want.sort();
+        assert_eq!(keys, want);
+    }
+
+    #[test]
+    fn a_renamed_or_missing_field_is_an_error_not_zero() {
+        let mut v: Value = serde_json::from_str(&realistic(0, 2)).unwrap();
+        let o = v.as_object_mut().unwrap();
+        let gets = o.remove("gets").unwrap();
+        o.insert("get_count".into(), gets);
+        let err = ProcessSummary::parse(&v.to_string()).unwrap_err();
+        assert!(err.to_string().contains("missing field `gets`"), "{err}");
+        let mut v: Value = serde_json::from_str(&realistic(0, 2)).unwrap();
+        v["clocks"] = json!("200");
+        assert!(ProcessSummary::parse(&v.to_string()).is_err());
+    }
 }

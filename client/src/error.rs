@@ -1,0 +1,195 @@
+//! What can go wrong in `yarn-submit`, by what failed. Each variant's text is exactly the message
+//! the launcher always printed (tests and tooling grep the log for them), so a variant wrapping an
+//! underlying error repeats that error's text as well as returning it from `source()`: the log
+//! shows one line per failure (`{e}`), and callers that want the cause can still walk to it.
+
+use ps_runtime::PsError;
+use ps_yarn::YarnError;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    // The command line.
+    #[error("--master: cannot read the process count in '{0}'")]
+    MasterProcessCount(String),
+    #[error("--master: local[0] has no processes")]
+    NoLocalProcesses,
+    #[error("'{0}' is not one of off, conservative, aggressive")]
+    Prefetch(String),
+    #[error("no application given")]
+    NoApplication,
+    #[error("--master yarn needs --workers N")]
+    WorkersMissing,
+    #[error("--workers must be at least 1")]
+    NoWorkers,
+
+    // Configuration: the runtime's (`--conf` and flags) and the application's options.
+    #[error("reading {}: {source}", path.display())]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Config(#[source] PsError),
+    #[error("{0}")]
+    App(#[source] PsError),
+
+    // The binaries to launch or stage.
+    #[error("locating yarn-submit: {0}")]
+    LocateSelf(#[source] std::io::Error),
+    #[error("{name} not found next to {} ({hint})", exe.display())]
+    BinaryNotFound { name: &'static str, exe: PathBuf, hint: &'static str },
+
+    // The local job directory (hostfile, secret, job.json).
+    #[error("{0}")]
+    JobDir(#[source] PsError),
+    #[error("{what} in {}: {source}", dir.display())]
+    JobFile {
+        what: &'static str,
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Encode(#[source] serde_json::Error),
+
+    // HDFS staging of a YARN job.
+    #[error("creating the staging directory: {0}")]
+    StagingDir(#[source] PsError),
+    #[error("uploading {url}: {source}")]
+    Upload {
+        url: String,
+        #[source]
+        source: PsError,
+    },
+    #[error("uploading {url}: {source}")]
+    UploadWrite {
+        url: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Storage(#[source] PsError),
+
+    // The YARN cluster: its configuration and the ResourceManager's REST API.
+    #[error("HADOOP_CONF_DIR is not set: point it at the cluster's configuration (yarn-site.xml, core-site.xml)")]
+    NoHadoopConf,
+    #[error("{dir}/yarn-site.xml sets neither yarn.resourcemanager.webapp.address nor yarn.resourcemanager.hostname")]
+    NoResourceManager { dir: String },
+    #[error("{0}")]
+    HadoopConf(#[source] YarnError),
+    #[error("{0}")]
+    Rest(#[source] YarnError),
+
+    // Running the job.
+    #[error("starting {}: {source}", bin.display())]
+    Launch {
+        bin: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A local job: the first failure, with the failed process's own last words when it had any.
+    #[error("job failed: {reason} (job directory kept: {})", dir.display())]
+    JobFailed { reason: String, dir: PathBuf },
+    /// A YARN application that did not end FINISHED + SUCCEEDED.
+    #[error("{app_id} ended {state} / {final_status}: {diagnostics}")]
+    AppFailed { app_id: String, state: String, final_status: String, diagnostics: String },
+
+    // The job's stats: per-process files in, the merged summary out.
+    #[error("reading stats of process {process} ({path}): {source}")]
+    ReadStats {
+        process: usize,
+        path: String,
+        #[source]
+        source: PsError,
+    },
+    #[error("reading stats of process {process} ({path}): {source}")]
+    ParseStats {
+        process: usize,
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("writing stats to {url}: {source}")]
+    WriteStats {
+        url: String,
+        #[source]
+        source: PsError,
+    },
+}
+
+pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io() -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "gone")
+    }
+
+    /// The texts the launcher printed when its errors were `String`s, character for character.
+    #[test]
+    fn messages_are_unchanged() {
+        let ps = || PsError::Io("hdfs down".into());
+        let cases: Vec<(ClientError, &str)> = vec![
+            (ClientError::MasterProcessCount("local[x]".into()), "--master: cannot read the process count in 'local[x]'"),
+            (ClientError::NoLocalProcesses, "--master: local[0] has no processes"),
+            (ClientError::Prefetch("x".into()), "'x' is not one of off, conservative, aggressive"),
+            (ClientError::NoApplication, "no application given"),
+            (ClientError::WorkersMissing, "--master yarn needs --workers N"),
+            (ClientError::NoWorkers, "--workers must be at least 1"),
+            (ClientError::ReadFile { path: "/c.json".into(), source: io() }, "reading /c.json: gone"),
+            (ClientError::Config(PsError::Config("threads: no".into())), "configuration error: threads: no"),
+            (ClientError::LocateSelf(io()), "locating yarn-submit: gone"),
+            (
+                ClientError::BinaryNotFound { name: "ps-runtime", exe: "/b/yarn-submit".into(), hint: "use --runtime-bin" },
+                "ps-runtime not found next to /b/yarn-submit (use --runtime-bin)",
+            ),
+            (
+                ClientError::JobFile { what: "writing hostfile", dir: "/j".into(), source: io() },
+                "writing hostfile in /j: gone",
+            ),
+            (ClientError::StagingDir(ps()), "creating the staging directory: hdfs down"),
+            (ClientError::Upload { url: "hdfs://n/f".into(), source: ps() }, "uploading hdfs://n/f: hdfs down"),
+            (ClientError::UploadWrite { url: "hdfs://n/f".into(), source: io() }, "uploading hdfs://n/f: gone"),
+            (
+                ClientError::NoHadoopConf,
+                "HADOOP_CONF_DIR is not set: point it at the cluster's configuration (yarn-site.xml, core-site.xml)",
+            ),
+            (
+                ClientError::NoResourceManager { dir: "/etc/h".into() },
+                "/etc/h/yarn-site.xml sets neither yarn.resourcemanager.webapp.address nor yarn.resourcemanager.hostname",
+            ),
+            (ClientError::Rest(YarnError::Io("rm: refused".into())), "rm: refused"),
+            (ClientError::Launch { bin: "/b/ps-runtime".into(), source: io() }, "starting /b/ps-runtime: gone"),
+            (
+                ClientError::JobFailed { reason: "process 1 exited with status 1: boom".into(), dir: "/j".into() },
+                "job failed: process 1 exited with status 1: boom (job directory kept: /j)",
+            ),
+            (
+                ClientError::AppFailed {
+                    app_id: "application_1_0001".into(),
+                    state: "FINISHED".into(),
+                    final_status: "FAILED".into(),
+                    diagnostics: "process 1 failed".into(),
+                },
+                "application_1_0001 ended FINISHED / FAILED: process 1 failed",
+            ),
+            (
+                ClientError::ReadStats { process: 1, path: "/j/stats-1.json".into(), source: ps() },
+                "reading stats of process 1 (/j/stats-1.json): hdfs down",
+            ),
+            (
+                ClientError::WriteStats { url: "/s.json".into(), source: ps() },
+                "writing stats to /s.json: hdfs down",
+            ),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+        }
+        let cause = ClientError::ReadFile { path: "/c.json".into(), source: io() };
+        assert_eq!(std::error::Error::source(&cause).map(|s| s.to_string()).as_deref(), Some("gone"));
+    }
+}
