@@ -31,12 +31,6 @@ pub enum AmError {
     UrlPort(String),
     #[error("{0}")]
     Staging(#[source] PsError),
-    #[error("writing {path}: {source}")]
-    WriteHostfile {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
 
     // The rendezvous server.
     #[error("binding the rendezvous port: {0}")]
@@ -125,7 +119,6 @@ mod tests {
             (AmError::NoSecret, "the container's credentials hold no job secret (was it submitted by yarn-submit?)"),
             (AmError::NotUrl("x".into()), "x: not a URL"),
             (AmError::UrlPort("hdfs://n:p/x".into()), "hdfs://n:p/x: bad port"),
-            (AmError::WriteHostfile { path: "h.tmp".into(), source: io() }, "writing h.tmp: in use"),
             (AmError::BindRendezvous(io()), "binding the rendezvous port: in use"),
             (AmError::Rm(yarn()), "rm: refused"),
             (AmError::Reregister(yarn()), "re-registering: rm: refused"),

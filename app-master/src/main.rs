@@ -10,7 +10,7 @@ mod rendezvous;
 
 use clap::Parser;
 use error::{AmError, Result};
-use ps_runtime::input::storage_for;
+use ps_runtime::storage::{storage_for, write_atomic};
 use ps_runtime::{secret, Hostfile};
 use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
 use ps_yarn::conf::HadoopConf;
@@ -325,12 +325,7 @@ async fn drive(
             // Under a temporary name, then renamed: a reader never sees half a hostfile.
             tokio::task::spawn_blocking(move || -> Result<()> {
                 let st = storage_for(&u2).map_err(AmError::Staging)?;
-                let tmp = format!("{u2}.tmp");
-                let mut f = st.create(&tmp).map_err(AmError::Staging)?;
-                std::io::Write::write_all(&mut f, text.as_bytes())
-                    .map_err(|source| AmError::WriteHostfile { path: tmp.clone(), source })?;
-                f.close().map_err(AmError::Staging)?;
-                st.rename(&tmp, &u2).map_err(AmError::Staging)
+                write_atomic(st.as_ref(), &u2, text.as_bytes(), "hostfile").map_err(AmError::Staging)
             })
             .await
             .map_err(AmError::Task)??;

@@ -8,7 +8,7 @@ use log::LevelFilter;
 use log4rs::append::console::{ConsoleAppender, Target};
 use log4rs::config::{Appender, Config, Logger, Root};
 use log4rs::encode::pattern::PatternEncoder;
-use ps_runtime::input::Storage;
+use ps_runtime::storage::Storage;
 use ps_runtime::{apps, secret, stats, Hostfile, JobConfig};
 use rand::RngCore;
 use std::io::{BufRead, BufReader, Read};
@@ -102,7 +102,7 @@ fn prepare(cli: &Cli) -> Result<Job> {
     };
     let io = |what, source| ClientError::JobFile { what, dir: dir.clone(), source };
     // The job directory holds the secret: owner-only, whoever else shares this machine.
-    ps_runtime::input::LocalFs.create_private_dir(&dir.to_string_lossy()).map_err(ClientError::JobDir)?;
+    ps_runtime::storage::LocalFs.create_private_dir(&dir.to_string_lossy()).map_err(ClientError::JobDir)?;
     let ports = free_ports(n).map_err(|e| io("picking ports", e))?;
     let hosts = Hostfile::new(ports.into_iter().map(|p| ("127.0.0.1".to_string(), p)).collect());
     let hostfile = dir.join("hostfile");
@@ -309,7 +309,7 @@ pub fn report_stats(cli: &Cli, n: usize, dir: &str) -> i32 {
 
 /// Reads process `k`'s stats file `path`.
 fn read_stats(k: usize, path: &str) -> Result<stats::ProcessSummary> {
-    let read = ps_runtime::input::storage_for(path).and_then(|st| {
+    let read = ps_runtime::storage::storage_for(path).and_then(|st| {
         let mut t = String::new();
         st.open(path, 0)?.read_to_string(&mut t).map_err(|e| ps_runtime::PsError::io(format!("reading {path}"), e))?;
         Ok(t)
@@ -345,15 +345,8 @@ fn merge_stats(cli: &Cli, n: usize, dir: &str) -> Result<()> {
     Ok(())
 }
 
-/// Writes `data` to a local path or `hdfs://` URL under a temporary name, then renames it, so a
-/// reader never sees a partial file.
+/// Writes `data` to a local path or `hdfs://` URL so that a reader never sees a partial file.
 fn write_committed(url: &str, data: &[u8]) -> ps_runtime::Result<()> {
-    use std::io::Write;
-    let st = ps_runtime::input::storage_for(url)?;
-    let tmp = format!("{url}.tmp");
-    let mut f = st.create(&tmp)?;
-    f.write_all(data).map_err(|e| ps_runtime::PsError::io(format!("writing {tmp}"), e))?;
-    f.close()?;
-    st.delete(url)?;
-    st.rename(&tmp, url)
+    let st = ps_runtime::storage::storage_for(url)?;
+    ps_runtime::storage::write_atomic(st.as_ref(), url, data, "job stats")
 }

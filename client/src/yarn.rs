@@ -6,7 +6,7 @@
 use crate::error::{ClientError, Result};
 use crate::local::{next_to_me, report_stats, runtime_bin};
 use crate::Cli;
-use ps_runtime::input::storage_for;
+use ps_runtime::storage::storage_for;
 use ps_runtime::{apps, secret, JobConfig};
 use ps_yarn::conf::HadoopConf;
 use ps_yarn::rest::{AppReport, LocalResource, RmRest, Submission};

@@ -105,7 +105,7 @@ fn kill_and_resume(tag: &str, shape: &[&str]) -> ((f64, f64), (f64, f64)) {
     assert!(err.contains(&format!("resuming from {ck_b}/clock-{resumed_at}")), "{err}");
     let r = (final_objective(&st_a), final_objective(&st_b));
     std::fs::remove_dir_all(&dir).ok();
-    ps_runtime::input::storage_for(&base).unwrap().delete(&base).unwrap();
+    ps_runtime::storage::storage_for(&base).unwrap().delete(&base).unwrap();
     r
 }
 
@@ -183,8 +183,8 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
     assert!(text.lines().all(|l| l.split('\t').count() == 2 + 8 && l.starts_with("1\t")));
     let m = read::manifest(&store, None).unwrap();
     assert!(m.is_final);
-    ps_runtime::input::storage_for(&ck).unwrap().delete(&ck).unwrap();
-    ps_runtime::input::storage_for(&out).unwrap().delete(&out).unwrap();
+    ps_runtime::storage::storage_for(&ck).unwrap().delete(&ck).unwrap();
+    ps_runtime::storage::storage_for(&out).unwrap().delete(&out).unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }
 

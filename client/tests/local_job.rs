@@ -180,7 +180,7 @@ fn stats_can_be_written_to_hdfs() {
     let url = format!("{hdfs}/ps-test/stats-{}.json", std::process::id());
     let out = output(submit().args(["--master", "local[2]", "--stats", &url, "demo", "--clocks", "5"]));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let st = ps_runtime::input::storage_for(&url).unwrap();
+    let st = ps_runtime::storage::storage_for(&url).unwrap();
     let mut text = String::new();
     std::io::Read::read_to_string(&mut st.open(&url, 0).unwrap(), &mut text).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();

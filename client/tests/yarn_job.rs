@@ -37,7 +37,7 @@ fn ratings(tag: &str) -> (PathBuf, String) {
     );
     assert!(st.status.success());
     let url = format!("{}/ps-test/yarn-{tag}-{}/ratings/part-00000", hdfs(), std::process::id());
-    let fs = ps_runtime::input::storage_for(&url).unwrap();
+    let fs = ps_runtime::storage::storage_for(&url).unwrap();
     let mut f = fs.create(&url).unwrap();
     std::io::Write::write_all(&mut f, &std::fs::read(&local).unwrap()).unwrap();
     f.close().unwrap();
@@ -95,7 +95,7 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
     let app = first.strip_prefix("application id: ").expect("application id first").to_string();
     assert!(stdout.contains("tracking URL: http://"), "{stdout}");
     assert!(stderr.contains("FINISHED") && stderr.contains("SUCCEEDED"), "{stderr}");
-    let fs = ps_runtime::input::storage_for(&out).unwrap();
+    let fs = ps_runtime::storage::storage_for(&out).unwrap();
     assert!(fs.exists(&format!("{out}/_SUCCESS")).unwrap());
     let factors = fs.list(&format!("{out}/user_factors")).unwrap();
     assert!(factors.iter().map(|f| f.1).sum::<u64>() > 0);
@@ -179,7 +179,7 @@ fn killed_runtime_container_fails_the_application_with_its_status() {
         assert!(t1.elapsed() < Duration::from_secs(20), "left behind: {:?}", runtime_pids(&app));
         std::thread::sleep(Duration::from_millis(100));
     }
-    let _ = ps_runtime::input::storage_for(&input).and_then(|fs| fs.delete(input.trim_end_matches("/ratings")));
+    let _ = ps_runtime::storage::storage_for(&input).and_then(|fs| fs.delete(input.trim_end_matches("/ratings")));
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -4,8 +4,9 @@
 
 mod common;
 
-use ps_runtime::input::{plan_splits, read_edges, storage_for, BadRecords, LineReader, Storage};
+use ps_runtime::input::{plan_splits, read_edges, BadRecords, LineReader};
 use ps_runtime::snapshot::{read, CheckpointStore};
+use ps_runtime::storage::{storage_for, Storage};
 use ps_runtime::{apps, gen, DenseRow, RuntimeConfig, SparseRow};
 use std::io::Write;
 

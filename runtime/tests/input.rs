@@ -2,9 +2,8 @@
 //! cut, malformed input reported with file and line (or skipped and counted).
 
 use proptest::prelude::*;
-use ps_runtime::input::{
-    plan_splits, read_corpus, read_edges, read_ratings, BadRecords, LineReader, LocalFs, RatingFormat,
-};
+use ps_runtime::input::{plan_splits, read_corpus, read_edges, read_ratings, BadRecords, LineReader, RatingFormat};
+use ps_runtime::storage::LocalFs;
 use std::path::{Path, PathBuf};
 
 fn dir(tag: &str) -> PathBuf {

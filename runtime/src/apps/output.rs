@@ -3,7 +3,7 @@
 
 use super::options::CommonArgs;
 use crate::error::{PsError, Result};
-use crate::input::{storage_for, Storage};
+use crate::storage::{storage_for, Storage};
 use crate::{PsContext, Worker};
 use std::io::Write;
 use std::sync::Arc;

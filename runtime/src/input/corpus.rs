@@ -4,8 +4,9 @@
 //! documents are never cut between workers.
 
 use super::split::find_line_before;
-use super::{field, on_bad, plan_splits, storage_for, BadRecords, LineReader, ReadStats, Storage};
+use super::{field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
 use crate::error::{PsError, Result};
+use crate::storage::{storage_for, Storage};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 

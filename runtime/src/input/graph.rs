@@ -1,7 +1,8 @@
 //! Graphs as SNAP edge lists: `src dst` per line (tab or spaces), `#` comments.
 
-use super::{field, on_bad, plan_splits, storage_for, BadRecords, LineReader, ReadStats};
+use super::{field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
 use crate::error::Result;
+use crate::storage::storage_for;
 
 /// Edges of this worker's share, as parallel arrays.
 #[derive(Clone, Debug, Default)]

@@ -8,13 +8,13 @@ mod graph;
 mod ratings;
 mod split;
 
-pub use crate::storage::{storage_for, LocalFs, OutFile, Storage};
 pub use corpus::{read_corpus, Corpus, Doc};
 pub use graph::{read_edges, Edges};
 pub use ratings::{read_ratings, Rating, RatingFormat};
 pub use split::{plan_splits, LineReader, Split, MAX_LINE_BYTES};
 
 use crate::error::{PsError, Result};
+use crate::storage::Storage;
 
 /// What to do with a malformed record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

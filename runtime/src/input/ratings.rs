@@ -3,8 +3,9 @@
 //! movie or several movies per file).
 
 use super::split::find_line_before;
-use super::{field, on_bad, plan_splits, storage_for, BadRecords, LineReader, ReadStats, Storage};
+use super::{field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
 use crate::error::{PsError, Result};
+use crate::storage::{storage_for, Storage};
 
 /// One observed rating.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,8 +1,8 @@
 //! Byte-range splits over the concatenation of an input's files, and a line reader that applies
 //! the ownership rule: a line belongs to the split holding its first byte.
 
-use super::Storage;
 use crate::error::{PsError, Result};
+use crate::storage::Storage;
 use std::io::{BufRead, BufReader, Read};
 
 /// Bytes `[start, end)` of one file.

@@ -3,9 +3,10 @@
 //! and snapshot write time per GB (encode rows + CRC-32C + write one shard, the writer thread's
 //! work). Results: `<out>/bench-storage.{json,csv}`.
 
-use ps_runtime::input::{plan_splits, storage_for, LineReader};
+use ps_runtime::input::{plan_splits, LineReader};
 use ps_runtime::snapshot::format::{crc32c, ShardHeader};
 use ps_runtime::snapshot::CheckpointStore;
+use ps_runtime::storage::storage_for;
 use ps_runtime::{DenseRow, Row};
 use serde_json::json;
 use std::io::Write;
