@@ -10,8 +10,9 @@ mod rendezvous;
 
 use clap::Parser;
 use error::{AmError, Result};
+use ps_runtime::internal::{check_secret, CREDENTIALS_ALIAS};
 use ps_runtime::storage::{storage_for, write_atomic};
-use ps_runtime::{secret, Hostfile};
+use ps_runtime::Hostfile;
 use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
 use ps_yarn::conf::HadoopConf;
 use ps_yarn::credentials::{Credentials, KIND_AMRM};
@@ -250,9 +251,9 @@ async fn run(args: Args) -> Result<()> {
     let creds = Credentials::read_file(std::path::Path::new(&env("HADOOP_TOKEN_FILE_LOCATION")?))
         .map_err(AmError::Credentials)?;
     let amrm = creds.find_kind(KIND_AMRM).ok_or(AmError::NoAmRmToken)?.clone();
-    let secret = creds.secrets.iter().find(|(a, _)| a == secret::CREDENTIALS_ALIAS).map(|(_, s)| s.clone());
+    let secret = creds.secrets.iter().find(|(a, _)| a == CREDENTIALS_ALIAS).map(|(_, s)| s.clone());
     let secret = secret.ok_or(AmError::NoSecret)?;
-    secret::check(&secret, "of the application's credentials").map_err(AmError::Secret)?;
+    check_secret(&secret, "of the application's credentials").map_err(AmError::Secret)?;
     let host = env("NM_HOST")?;
     let cid = env("CONTAINER_ID")?;
     let app_id = ContainerIdProto::application_of(&cid).ok_or_else(|| AmError::ContainerId(cid.clone()))?;
@@ -373,7 +374,7 @@ async fn drive(
 }
 
 fn main() {
-    ps_runtime::logging::init(log::LevelFilter::Info);
+    ps_runtime::init_logging(log::LevelFilter::Info);
     let args = Args::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,

@@ -8,8 +8,9 @@ use log::LevelFilter;
 use log4rs::append::console::{ConsoleAppender, Target};
 use log4rs::config::{Appender, Config, Logger, Root};
 use log4rs::encode::pattern::PatternEncoder;
+use ps_runtime::internal::{self, generate_secret, write_secret_file, ProcessSummary};
 use ps_runtime::storage::Storage;
-use ps_runtime::{apps, secret, stats, Hostfile, JobConfig};
+use ps_runtime::{apps, Hostfile, JobConfig};
 use rand::RngCore;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -109,7 +110,7 @@ fn prepare(cli: &Cli) -> Result<Job> {
     std::fs::write(&hostfile, hosts.render()).map_err(|e| io("writing hostfile", e))?;
     // Fresh for every run; an existing file or symlink is replaced, never reused or followed.
     let secret_file = dir.join("secret");
-    secret::write_new_file(&secret_file, &secret::generate()).map_err(|e| io("writing job secret", e))?;
+    write_secret_file(&secret_file, &generate_secret()).map_err(|e| io("writing job secret", e))?;
     let job = JobConfig {
         runtime,
         app: app.clone(),
@@ -308,14 +309,14 @@ pub fn report_stats(cli: &Cli, n: usize, dir: &str) -> i32 {
 }
 
 /// Reads process `k`'s stats file `path`.
-fn read_stats(k: usize, path: &str) -> Result<stats::ProcessSummary> {
+fn read_stats(k: usize, path: &str) -> Result<ProcessSummary> {
     let read = ps_runtime::storage::storage_for(path).and_then(|st| {
         let mut t = String::new();
         st.open(path, 0)?.read_to_string(&mut t).map_err(|e| ps_runtime::PsError::io(format!("reading {path}"), e))?;
         Ok(t)
     });
     let text = read.map_err(|source| ClientError::ReadStats { process: k, path: path.to_string(), source })?;
-    stats::ProcessSummary::parse(&text).map_err(|source| ClientError::ParseStats {
+    ProcessSummary::parse(&text).map_err(|source| ClientError::ParseStats {
         process: k,
         path: path.to_string(),
         source,
@@ -326,7 +327,7 @@ fn merge_stats(cli: &Cli, n: usize, dir: &str) -> Result<()> {
     let procs = (0..n)
         .map(|k| read_stats(k, &format!("{}/stats-{k}.json", dir.trim_end_matches('/'))))
         .collect::<Result<Vec<_>>>()?;
-    let merged = stats::merge(&procs);
+    let merged = internal::merge_stats(&procs);
     log::info!(
         "job done: {} clocks, {:.2}s wall, compute {:.2}s / wait {:.2}s per thread, {} gets ({} blocked), {} bytes sent",
         merged["clocks"],

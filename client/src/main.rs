@@ -7,8 +7,7 @@ mod yarn;
 
 use clap::Parser;
 use error::{ClientError, Result};
-use ps_runtime::config::SnapshotMode;
-use ps_runtime::{Consistency, PrefetchPolicy, RuntimeConfig};
+use ps_runtime::{Consistency, PrefetchPolicy, RuntimeConfig, SnapshotMode};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]

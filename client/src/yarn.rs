@@ -6,8 +6,9 @@
 use crate::error::{ClientError, Result};
 use crate::local::{next_to_me, report_stats, runtime_bin};
 use crate::Cli;
+use ps_runtime::internal::{generate_secret, CREDENTIALS_ALIAS};
 use ps_runtime::storage::storage_for;
-use ps_runtime::{apps, secret, JobConfig};
+use ps_runtime::{apps, JobConfig};
 use ps_yarn::conf::HadoopConf;
 use ps_yarn::rest::{AppReport, LocalResource, RmRest, Submission};
 use std::collections::BTreeMap;
@@ -92,7 +93,7 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         app_args: app_args.to_vec(),
         hostfile: "hostfile".into(),
         secret_file: None,
-        secret_credential: Some(secret::CREDENTIALS_ALIAS.into()),
+        secret_credential: Some(CREDENTIALS_ALIAS.into()),
         stats_dir: format!("{staging}/stats").into(),
     };
     // The staging directory is private before anything lands in it (as Spark's .sparkStaging).
@@ -123,7 +124,7 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         command,
         // The job secret travels in the AM's credentials, which YARN hands to the AM container
         // only (and the AM to its runtime containers); it is never a file on HDFS.
-        secrets: BTreeMap::from([(secret::CREDENTIALS_ALIAS.to_string(), secret::generate().to_vec())]),
+        secrets: BTreeMap::from([(CREDENTIALS_ALIAS.to_string(), generate_secret().to_vec())]),
     };
     rest.submit(&sub).map_err(ClientError::Rest)?;
     let rep = follow(&rest, &app_id)?;

@@ -21,39 +21,55 @@
 //! Implement [`App`] (`initialize` creates tables, `run_worker` is the thread body) and run it with
 //! [`run_app`], or drive [`PsContext`] directly. `yarn-submit` launches jobs of built-in apps.
 
+// The public surface: the flat API below plus five modules a user reaches for by name (built-in
+// apps, input readers, data generators, snapshot reading, storage). Everything else is private.
+// `rendezvous`, `internal` and `fuzzing` are hidden: they exist for this workspace's other
+// binaries (the AM speaks the rendezvous protocol; yarn-submit needs a secret and stats merging;
+// the fuzz crate calls the harnesses) and are not a user API.
 pub mod apps;
 mod client;
 mod clock;
-pub mod config;
+mod config;
 mod consistency;
-pub mod error;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gen;
 mod hash;
-pub mod hostfile;
+mod hostfile;
 pub mod input;
-pub mod local_cluster;
-pub mod logging;
+#[doc(hidden)]
+pub mod internal;
+mod launch;
+mod local_cluster;
+mod logging;
 mod net;
 mod oplog;
 mod process;
 mod registry;
+#[doc(hidden)]
 pub mod rendezvous;
-pub mod row;
-pub mod secret;
+mod row;
+mod secret;
 mod server;
 pub mod snapshot;
 mod state;
-pub mod stats;
+mod stats;
 pub mod storage;
-pub mod wire;
+mod wire;
 
 pub use client::{RowRef, TableHandle, Worker};
-pub use config::{Consistency, JobConfig, Placement, PrefetchPolicy, RuntimeConfig, TableConfig};
+pub use config::{
+    CheckpointConfig, Consistency, FaultConfig, JobConfig, Placement, PrefetchPolicy, RowInit, RuntimeConfig,
+    SnapshotMode, TableConfig,
+};
 pub use error::{PsError, Result};
 pub use hostfile::Hostfile;
+pub use launch::run_job_process;
+pub use local_cluster::run_local_cluster;
+pub use logging::init as init_logging;
 pub use process::{run_app, App, ProcessSpec, PsContext};
 pub use registry::RowTypeRegistry;
 pub use row::{ColumnAdd, ColumnGet, DenseRow, Element, Row, RowText, RowUpdate, SparseRow};
 pub use stats::ProcessStats;
+pub use wire::WireProtection;

@@ -2,7 +2,12 @@
 //! communication runtime, client and server, connected over loopback TCP exactly like separate
 //! processes. For tests, benchmarks and quick experiments; `yarn-submit` runs real processes.
 
-use crate::{run_app, App, Hostfile, ProcessSpec, ProcessStats, PsError, Result, RowTypeRegistry, RuntimeConfig};
+use crate::config::RuntimeConfig;
+use crate::error::{PsError, Result};
+use crate::hostfile::Hostfile;
+use crate::process::{run_app, App, ProcessSpec};
+use crate::registry::RowTypeRegistry;
+use crate::stats::ProcessStats;
 use std::net::TcpListener;
 
 /// Runs `n` processes of a job; `make_app(pid)` builds each process's application.

@@ -2,7 +2,7 @@
 //! YARN container).
 
 use clap::{Parser, Subcommand};
-use ps_runtime::{apps, logging, run_app, Hostfile, JobConfig, ProcessSpec, PsError, RowTypeRegistry};
+use ps_runtime::{apps, init_logging, PsError, RowTypeRegistry};
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -199,77 +199,8 @@ fn gen(cmd: GenCmd) -> Result<(), PsError> {
     }
 }
 
-fn run(job: PathBuf, id: usize, rendezvous: Option<String>) -> Result<(), PsError> {
-    let mut link = None;
-    let r = run_process(job, id, rendezvous, &mut link);
-    if let (Err(e), Some(l)) = (&r, &link) {
-        // The AM puts this in the application's diagnostics (an exit status alone says little).
-        l.report_failure(&format!("process {id} failed: {e}"));
-    }
-    r
-}
-
-fn run_process(
-    job: PathBuf,
-    id: usize,
-    rendezvous: Option<String>,
-    link: &mut Option<ps_runtime::rendezvous::AmLink>,
-) -> Result<(), PsError> {
-    let job = JobConfig::load(&job)?;
-    let app = apps::build(&job.app, &job.app_args)?;
-    let secret = job.load_secret()?;
-    // Under YARN the hostfile comes from the application master (ports bound here, reported there).
-    let (hosts, listener, progress) = match &rendezvous {
-        Some(am) => {
-            let host = std::env::var("NM_HOST").unwrap_or_else(|_| "127.0.0.1".into());
-            let cid = std::env::var("CONTAINER_ID").map_err(|_| {
-                PsError::Config("--rendezvous: CONTAINER_ID is not set (not in a YARN container?)".into())
-            })?;
-            let app_id = ps_yarn::proto::ContainerIdProto::application_of(&cid)
-                .ok_or_else(|| PsError::Config(format!("CONTAINER_ID '{cid}' is not a YARN container id")))?;
-            let timeout = std::time::Duration::from_millis(job.runtime.connect_timeout_ms);
-            let (l, hosts, am_link) = ps_runtime::rendezvous::join(am, &app_id, &secret, id, &host, timeout)?;
-            let clock = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
-            am_link.report_progress(clock.clone(), app.total_clocks());
-            *link = Some(am_link);
-            (hosts, Some(l), Some(clock))
-        }
-        None => (Hostfile::load(&job.hostfile)?, None, None),
-    };
-    let echo = serde_json::json!({
-        "runtime": job.runtime,
-        "app": job.app,
-        "app_args": job.app_args,
-        "processes": hosts.len(),
-    });
-    let stats_url = job.stats_dir.to_string_lossy().into_owned();
-    let spec = ProcessSpec {
-        cfg: job.runtime.clone(),
-        hosts,
-        pid: id,
-        secret,
-        listener,
-        // Per-clock lines go to a local directory (the container's, when stats go to HDFS).
-        stats_dir: Some(if stats_url.contains("://") { PathBuf::from(".") } else { job.stats_dir.clone() }),
-        progress,
-    };
-    let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
-    let path = format!("{}/stats-{id}.json", stats_url.trim_end_matches('/'));
-    let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
-    let st = ps_runtime::storage::storage_for(&path)?;
-    ps_runtime::storage::write_atomic(st.as_ref(), &path, text.as_bytes(), "process stats")?;
-    log::info!(
-        "process {id} done: {} clocks in {:.2}s (compute {:.2}s, wait {:.2}s per thread)",
-        stats.clocks,
-        stats.wall_s,
-        stats.compute_s,
-        stats.wait_s
-    );
-    Ok(())
-}
-
 fn main() {
-    logging::init(log::LevelFilter::Info);
+    init_logging(log::LevelFilter::Info);
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Apps => println!("{}", apps::NAMES.join("\n")),
@@ -286,7 +217,7 @@ fn main() {
             }
         }
         Cmd::Run { job, id, rendezvous } => {
-            if let Err(e) = run(job, id, rendezvous) {
+            if let Err(e) = ps_runtime::run_job_process(&job, id, rendezvous.as_deref()) {
                 log::error!("process {id} failed: {e}");
                 std::process::exit(1);
             }

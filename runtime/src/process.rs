@@ -245,12 +245,22 @@ pub fn run_app(
         return Err(e);
     }
     ctx.ready()?;
-    let client = ctx.client().clone();
-    let core = client.shared.clone();
     let app: Arc<dyn App> = Arc::from(app);
-    let threads = core.cfg.threads;
+    let rx = spawn_workers(ctx.client(), &app)?;
+    let joined = join_workers(&ctx, rx);
+    let core = ctx.client().shared.clone();
+    core.check()?;
+    ctx.finish()?;
+    Ok(joined.into_stats(&core, started, echo, app.report()))
+}
+
+/// What a worker thread sends when it ends: its id, the app's result and the finish result
+/// (thread stats, busy seconds, clocks completed).
+type WorkerEnd = (usize, Result<()>, Result<(ThreadStats, f64, i64)>);
+
+fn spawn_workers(client: &Arc<Client>, app: &Arc<dyn App>) -> Result<std::sync::mpsc::Receiver<WorkerEnd>> {
     let (tx, rx) = std::sync::mpsc::channel();
-    for tid in 0..threads {
+    for tid in 0..client.shared.cfg.threads {
         let (client, app, tx) = (client.clone(), app.clone(), tx.clone());
         std::thread::Builder::new()
             .name(format!("ps-worker-{tid}"))
@@ -266,12 +276,25 @@ pub fn run_app(
             })
             .map_err(|e| PsError::io("spawning worker thread", e))?;
     }
-    drop(tx);
-    let mut total = ThreadStats::default();
-    let (mut busy_s, mut clocks) = (0.0, i64::MAX);
+    Ok(rx)
+}
+
+/// The workers' totals, summed as they end.
+struct Joined {
+    total: ThreadStats,
+    busy_s: f64,
+    clocks: i64,
+}
+
+/// Waits for every worker thread. The first failure aborts the job; after it, threads still deep
+/// in their own computation get a bounded grace period (threads blocked in the runtime wake up
+/// with the error at once).
+fn join_workers(ctx: &PsContext, rx: std::sync::mpsc::Receiver<WorkerEnd>) -> Joined {
+    let core = &ctx.client().shared;
+    let mut j = Joined { total: ThreadStats::default(), busy_s: 0.0, clocks: i64::MAX };
     let mut failed_at: Option<Instant> = None;
     let mut done = 0;
-    while done < threads {
+    while done < core.cfg.threads {
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok((tid, r, fin)) => {
                 done += 1;
@@ -284,47 +307,47 @@ pub fn run_app(
                     continue;
                 }
                 let (st, secs, c) = fin.expect("checked above");
-                total.add(&st);
-                busy_s += secs;
-                clocks = clocks.min(c);
+                j.total.add(&st);
+                j.busy_s += secs;
+                j.clocks = j.clocks.min(c);
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(_) => break,
         }
-        if core.check().is_err() {
-            // Threads blocked in the runtime wake up with the error at once; give threads deep in
-            // their own computation a bounded grace period.
-            let t = *failed_at.get_or_insert_with(Instant::now);
-            if t.elapsed() > Duration::from_secs(5) {
-                break;
-            }
+        if core.check().is_err() && failed_at.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(5) {
+            break;
         }
     }
-    core.check()?;
-    ctx.finish()?;
-    let wait_s = total.wait_ns as f64 / 1e9;
-    let (staleness_hist, mean_staleness) = hist_of(&total.staleness);
-    let net = &core.net;
-    Ok(ProcessStats {
-        process: core.pid,
-        clocks: if clocks == i64::MAX { 0 } else { clocks },
-        wall_s: started.elapsed().as_secs_f64(),
-        compute_s: (busy_s - wait_s).max(0.0) / threads as f64,
-        wait_s: wait_s / threads as f64,
-        threads,
-        gets: total.gets,
-        get_misses: total.get_misses,
-        thread_cache_misses: total.thread_cache_misses,
-        incs: total.incs,
-        bytes_sent: net.bytes_sent.load(Ordering::Relaxed),
-        bytes_recv: net.bytes_recv.load(Ordering::Relaxed),
-        rows_recv: net.rows_recv.load(Ordering::Relaxed),
-        rows_recv_remote: net.rows_recv_remote.load(Ordering::Relaxed),
-        updates_sent: net.updates_sent.load(Ordering::Relaxed),
-        fetches_sent: net.fetches_sent.load(Ordering::Relaxed),
-        staleness_hist,
-        mean_staleness,
-        config: echo,
-        app: app.report(),
-    })
+    j
+}
+
+impl Joined {
+    fn into_stats(self, core: &Shared, started: Instant, echo: Value, app: Map<String, Value>) -> ProcessStats {
+        let threads = core.cfg.threads;
+        let wait_s = self.total.wait_ns as f64 / 1e9;
+        let (staleness_hist, mean_staleness) = hist_of(&self.total.staleness);
+        let net = &core.net;
+        ProcessStats {
+            process: core.pid,
+            clocks: if self.clocks == i64::MAX { 0 } else { self.clocks },
+            wall_s: started.elapsed().as_secs_f64(),
+            compute_s: (self.busy_s - wait_s).max(0.0) / threads as f64,
+            wait_s: wait_s / threads as f64,
+            threads,
+            gets: self.total.gets,
+            get_misses: self.total.get_misses,
+            thread_cache_misses: self.total.thread_cache_misses,
+            incs: self.total.incs,
+            bytes_sent: net.bytes_sent.load(Ordering::Relaxed),
+            bytes_recv: net.bytes_recv.load(Ordering::Relaxed),
+            rows_recv: net.rows_recv.load(Ordering::Relaxed),
+            rows_recv_remote: net.rows_recv_remote.load(Ordering::Relaxed),
+            updates_sent: net.updates_sent.load(Ordering::Relaxed),
+            fetches_sent: net.fetches_sent.load(Ordering::Relaxed),
+            staleness_hist,
+            mean_staleness,
+            config: echo,
+            app,
+        }
+    }
 }

@@ -16,7 +16,8 @@ const LAYERS: &[&[&str]] = &[
     &["server", "client"],
     &["registry"],
     &["process"],
-    &["local_cluster", "apps", "fuzzing"],
+    &["local_cluster", "apps", "fuzzing", "internal"],
+    &["launch"],
 ];
 
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -6,9 +6,9 @@ mod common;
 
 use common::{demo, run_cluster};
 use ps_runtime::apps::demo::{OWN, SHARED};
-use ps_runtime::config::SnapshotMode;
 use ps_runtime::snapshot::read::read_table;
 use ps_runtime::snapshot::CheckpointStore;
+use ps_runtime::SnapshotMode;
 use ps_runtime::{Consistency, DenseRow, RuntimeConfig, SparseRow};
 use std::path::PathBuf;
 

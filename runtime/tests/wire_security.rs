@@ -3,7 +3,7 @@
 //! Real sockets: process 0 reaches process 1 through a TCP proxy that forwards both ways and
 //! corrupts one byte of 0's traffic once the job is under way.
 
-use ps_runtime::wire::WireProtection;
+use ps_runtime::WireProtection;
 use ps_runtime::{run_app, Hostfile, ProcessSpec, PsError, RowTypeRegistry, RuntimeConfig};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,7 +60,7 @@ fn proxy(target: std::net::SocketAddr, flip_after: usize, flipped: Arc<AtomicBoo
 
 /// Runs a 2-process demo job in which process 0 reaches process 1 through a byte-flipping proxy.
 fn job_through_flipping_proxy(p: WireProtection) -> (Vec<ps_runtime::Result<ps_runtime::ProcessStats>>, bool) {
-    ps_runtime::logging::init(log::LevelFilter::Warn);
+    ps_runtime::init_logging(log::LevelFilter::Warn);
     let ls: Vec<TcpListener> = (0..2).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
     let addrs: Vec<_> = ls.iter().map(|l| l.local_addr().unwrap()).collect();
     let flipped = Arc::new(AtomicBool::new(false));
@@ -68,7 +68,7 @@ fn job_through_flipping_proxy(p: WireProtection) -> (Vec<ps_runtime::Result<ps_r
     let via = proxy(addrs[1], 20_000, flipped.clone());
     let hosts = Hostfile::new(vec![("127.0.0.1".into(), addrs[0].port()), ("127.0.0.1".into(), via)]);
     let cfg = RuntimeConfig { wire_protection: p, threads: 2, ..RuntimeConfig::default() };
-    let secret = ps_runtime::secret::generate().to_vec();
+    let secret = ps_runtime::internal::generate_secret().to_vec();
     let (tx, rx) = std::sync::mpsc::channel();
     for (pid, l) in ls.into_iter().enumerate() {
         let spec = ProcessSpec {

@@ -1,25 +1,29 @@
 //! # ps-yarn: the YARN protocols, spoken from Rust
 //!
 //! A library with no CLI concerns, used by the application master and `yarn-submit`:
-//! - [`ipc`]: the Hadoop IPC client (`hrpc` preamble, length frames, varint-delimited headers,
-//!   call ids with out-of-order replies, ERROR vs FATAL) with SASL TOKEN / DIGEST-MD5 ([`sasl`]);
+//! - [`amrm`] and [`nm`]: the ApplicationMasterProtocol and ContainerManagementProtocol clients,
+//!   over a private Hadoop IPC client (`hrpc` preamble, length frames, varint-delimited headers,
+//!   call ids with out-of-order replies, ERROR vs FATAL) with SASL TOKEN / DIGEST-MD5;
+//! - [`rest`]: the ResourceManager's REST API (submission, reports, kill);
 //! - [`credentials`]: the container token file (`HDTS` versions 0 and 1 read, version 0 written);
 //! - [`proto`]: the RPC and YARN records needed, hand-written as prost messages with Hadoop's
 //!   field numbers (no generated or copied `.proto` files);
 //! - [`conf`]: `yarn-site.xml` / `core-site.xml` lookup under `HADOOP_CONF_DIR`.
 
+// Public: the clients of YARN's protocols and their records. Private: the IPC/SASL machinery they
+// are built on (reached only through `amrm` and `nm`).
 pub mod amrm;
 pub mod conf;
 pub mod credentials;
-pub mod error;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod ipc;
+mod ipc;
 pub mod nm;
 pub mod proto;
 pub mod rest;
-pub mod sasl;
-pub mod vint;
+mod sasl;
+mod vint;
 
 pub use credentials::{Credentials, Token};
 pub use error::{Result, YarnError};

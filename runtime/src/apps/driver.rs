@@ -57,7 +57,7 @@ pub trait Iterative: Sized + Send + Sync + 'static {
         Ok(())
     }
     /// What `start` needs to resume after this clock: JSON fields (an object, or null) and raw
-    /// bytes, stored with the driver's own state in [`SavedState`].
+    /// bytes, stored with the driver's own state in `SavedState`.
     fn save(&self, _st: &Self::State) -> (Value, Vec<u8>) {
         (Value::Null, Vec::new())
     }

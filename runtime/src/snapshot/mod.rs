@@ -6,7 +6,7 @@
 //! last and prunes old snapshots. A restarted job (`checkpoint.resume`) loads the newest
 //! complete, resumable one and continues at its clock.
 
-pub mod format;
+pub(crate) mod format;
 pub mod read;
 mod store;
 

@@ -22,7 +22,7 @@ pub fn run_cluster_with(
     registry: RowTypeRegistry,
     make_app: impl Fn(usize) -> Box<dyn App>,
 ) -> Vec<Result<ProcessStats>> {
-    ps_runtime::logging::init(log::LevelFilter::Warn);
+    ps_runtime::init_logging(log::LevelFilter::Warn);
     // Apps are built here (the closure need not be Send); the job runs on a thread of its own
     // so that a hang fails the test after JOB_LIMIT instead of stalling the suite.
     let apps: Vec<Box<dyn App>> = (0..n).map(make_app).collect();
@@ -30,7 +30,7 @@ pub fn run_cluster_with(
     let (cfg, (tx, rx)) = (cfg.clone(), std::sync::mpsc::channel());
     std::thread::spawn(move || {
         let take = |pid: usize| apps.lock().unwrap()[pid].take().expect("one app per process");
-        let _ = tx.send(ps_runtime::local_cluster::run_local_cluster(n, &cfg, &registry, take));
+        let _ = tx.send(ps_runtime::run_local_cluster(n, &cfg, &registry, take));
     });
     match rx.recv_timeout(JOB_LIMIT) {
         Ok(r) => r.expect("cluster start"),

@@ -110,10 +110,6 @@ impl IpcConnection {
         })
     }
 
-    pub fn server(&self) -> &str {
-        &self.server
-    }
-
     /// Calls `method` and decodes its response. Several calls may be in flight at once.
     pub async fn call<Req: Message, Resp: Message + Default>(&self, method: &str, req: &Req) -> Result<Resp> {
         if let Some(e) = self.closed.lock().unwrap_or_else(|x| x.into_inner()).clone() {

@@ -4,7 +4,7 @@
 
 use ps_runtime::apps::{self, baseline};
 use ps_runtime::input::{read_corpus, read_edges, read_ratings, BadRecords, RatingFormat};
-use ps_runtime::local_cluster::run_local_cluster;
+use ps_runtime::run_local_cluster;
 use ps_runtime::{gen, Consistency, RowTypeRegistry, RuntimeConfig};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

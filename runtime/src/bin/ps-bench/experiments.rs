@@ -7,7 +7,7 @@
 //!   essp        observed staleness distribution and RMSE vs slack, SSP vs ESSP       [ESSP Fig. 2-3]
 
 use ps_runtime::apps;
-use ps_runtime::local_cluster::run_local_cluster;
+use ps_runtime::run_local_cluster;
 use ps_runtime::{Consistency, PrefetchPolicy, ProcessStats, RowTypeRegistry, RuntimeConfig};
 use serde_json::Value;
 use std::fmt::Write as _;

@@ -1,10 +1,12 @@
 //! `ps-bench`: benchmarks that print ratios against baselines measured in the same run and write
 //! CSV/JSON into `results/`.
+//! ```text
 //!   ps-bench runtime   cache-hit get+inc vs Vec/HashMap; remote row throughput
 //!   ps-bench apps      MF / LDA / PageRank through the parameter server vs plain loops
 //!   ps-bench experiment [NAME]   the papers' experiments, CSVs for the plots
 //!   ps-bench storage   HDFS split reader vs plain hdfs-native read; snapshot write time per GB
 //!   ps-bench wire      MF through yarn-submit per wire_protection (cost of integrity/privacy)
+//! ```
 
 mod apps;
 mod experiments;
@@ -36,7 +38,7 @@ enum Cmd {
 }
 
 fn main() {
-    ps_runtime::logging::init(log::LevelFilter::Warn);
+    ps_runtime::init_logging(log::LevelFilter::Warn);
     match Cli::parse().cmd {
         Cmd::Runtime(a) => runtime::run(a),
         Cmd::Apps(a) => apps::run(a),

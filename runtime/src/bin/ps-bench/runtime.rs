@@ -5,7 +5,7 @@
 //! 2. Remote row throughput over loopback for rows of 100 f32: rows/s, MB/s, and bytes on the
 //!    wire per payload byte.
 
-use ps_runtime::local_cluster::run_local_cluster;
+use ps_runtime::run_local_cluster;
 use ps_runtime::{
     App, Consistency, DenseRow, PrefetchPolicy, PsContext, Result, RowTypeRegistry, RuntimeConfig, TableConfig, Worker,
 };
@@ -39,7 +39,7 @@ pub struct Args {
     /// Wire protections to run the remote-throughput benchmark with; the first is the baseline
     /// the others are compared to.
     #[arg(long, value_delimiter = ',', default_value = "authentication,integrity,privacy")]
-    protections: Vec<ps_runtime::wire::WireProtection>,
+    protections: Vec<ps_runtime::WireProtection>,
     /// Rounds of the remote-throughput runs (protections interleaved; medians reported).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
@@ -238,12 +238,7 @@ pub fn run(a: Args) {
 }
 
 /// One remote-throughput job of `p` processes: (rows/s, wire bytes received, remote rows).
-fn remote_rows(
-    a: &Args,
-    p: usize,
-    prot: ps_runtime::wire::WireProtection,
-    registry: &RowTypeRegistry,
-) -> (f64, u64, u64) {
+fn remote_rows(a: &Args, p: usize, prot: ps_runtime::WireProtection, registry: &RowTypeRegistry) -> (f64, u64, u64) {
     let cfg = RuntimeConfig {
         threads: a.threads,
         consistency: Consistency::Bsp,

@@ -30,16 +30,17 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     repeat: usize,
     #[arg(long, value_delimiter = ',', default_value = "authentication,integrity,privacy")]
-    protections: Vec<ps_runtime::wire::WireProtection>,
+    protections: Vec<ps_runtime::WireProtection>,
     #[arg(long, default_value = "results")]
     out: PathBuf,
 }
 
 /// Seconds per byte to encode and seal, then check and decode, a stream of 64 KiB oplog frames.
-fn codec_s_per_byte(p: ps_runtime::wire::WireProtection) -> f64 {
+fn codec_s_per_byte(p: ps_runtime::WireProtection) -> f64 {
     use bytes::BytesMut;
-    use ps_runtime::wire::frame::{DirectionKey, FrameCodec};
-    use ps_runtime::wire::{Msg, WireProtection};
+    use ps_runtime::internal::frame::{DirectionKey, FrameCodec};
+    use ps_runtime::internal::Msg;
+    use ps_runtime::WireProtection;
     use ring::aead::{LessSafeKey, UnboundKey, AES_256_GCM, CHACHA20_POLY1305};
     use tokio_util::codec::{Decoder, Encoder};
     let alg = if p == WireProtection::Privacy { &AES_256_GCM } else { &CHACHA20_POLY1305 };

@@ -1,0 +1,80 @@
+//! Process launch: what `ps-runtime run` does in a job's process (local or in a YARN container),
+//! so that every runtime binary, built-in or a user's, starts processes the same way.
+
+use crate::apps;
+use crate::config::JobConfig;
+use crate::error::{PsError, Result};
+use crate::hostfile::Hostfile;
+use crate::process::{run_app, ProcessSpec};
+use crate::registry::RowTypeRegistry;
+use crate::rendezvous::{self, AmLink};
+use crate::storage;
+use std::path::{Path, PathBuf};
+
+/// Runs process `id` of the job described by the job config file `job` (written by
+/// `yarn-submit`), with its hostfile from the job directory or, under YARN, from the application
+/// master's rendezvous at `rendezvous` (`HOST:PORT`); writes `stats-<id>.json` to the job's stats
+/// directory. A failure is also reported to the AM, for the application's diagnostics.
+pub fn run_job_process(job: &Path, id: usize, rendezvous: Option<&str>) -> Result<()> {
+    let mut link = None;
+    let r = run_process(job, id, rendezvous, &mut link);
+    if let (Err(e), Some(l)) = (&r, &link) {
+        // The AM puts this in the application's diagnostics (an exit status alone says little).
+        l.report_failure(&format!("process {id} failed: {e}"));
+    }
+    r
+}
+
+fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, link: &mut Option<AmLink>) -> Result<()> {
+    let job = JobConfig::load(job)?;
+    let app = apps::build(&job.app, &job.app_args)?;
+    let secret = job.load_secret()?;
+    // Under YARN the hostfile comes from the application master (ports bound here, reported there).
+    let (hosts, listener, progress) = match rendezvous {
+        Some(am) => {
+            let host = std::env::var("NM_HOST").unwrap_or_else(|_| "127.0.0.1".into());
+            let cid = std::env::var("CONTAINER_ID").map_err(|_| {
+                PsError::Config("--rendezvous: CONTAINER_ID is not set (not in a YARN container?)".into())
+            })?;
+            let app_id = ps_yarn::proto::ContainerIdProto::application_of(&cid)
+                .ok_or_else(|| PsError::Config(format!("CONTAINER_ID '{cid}' is not a YARN container id")))?;
+            let timeout = std::time::Duration::from_millis(job.runtime.connect_timeout_ms);
+            let (l, hosts, am_link) = rendezvous::join(am, &app_id, &secret, id, &host, timeout)?;
+            let clock = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+            am_link.report_progress(clock.clone(), app.total_clocks());
+            *link = Some(am_link);
+            (hosts, Some(l), Some(clock))
+        }
+        None => (Hostfile::load(&job.hostfile)?, None, None),
+    };
+    let echo = serde_json::json!({
+        "runtime": job.runtime,
+        "app": job.app,
+        "app_args": job.app_args,
+        "processes": hosts.len(),
+    });
+    let stats_url = job.stats_dir.to_string_lossy().into_owned();
+    let spec = ProcessSpec {
+        cfg: job.runtime.clone(),
+        hosts,
+        pid: id,
+        secret,
+        listener,
+        // Per-clock lines go to a local directory (the container's, when stats go to HDFS).
+        stats_dir: Some(if stats_url.contains("://") { PathBuf::from(".") } else { job.stats_dir.clone() }),
+        progress,
+    };
+    let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
+    let path = format!("{}/stats-{id}.json", stats_url.trim_end_matches('/'));
+    let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
+    let st = storage::storage_for(&path)?;
+    storage::write_atomic(st.as_ref(), &path, text.as_bytes(), "process stats")?;
+    log::info!(
+        "process {id} done: {} clocks in {:.2}s (compute {:.2}s, wait {:.2}s per thread)",
+        stats.clocks,
+        stats.wall_s,
+        stats.compute_s,
+        stats.wait_s
+    );
+    Ok(())
+}
