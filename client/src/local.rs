@@ -14,9 +14,9 @@ use ps_runtime::{apps, Hostfile, JobConfig};
 use rand::RngCore;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Launcher messages get a timestamp; child lines are passed through under the `child` target
@@ -141,7 +141,7 @@ fn describe(status: &ExitStatus) -> String {
 
 /// The last failure each process reported in its log (`process K failed: why`), so the job's final
 /// message can say why, not just which process exited first.
-type Reasons = std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>;
+type Reasons = Arc<Mutex<Vec<Option<String>>>>;
 
 fn stream(k: usize, src: impl Read + Send + 'static, reasons: Reasons) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
@@ -164,15 +164,8 @@ fn signal(pid: u32, sig: libc::c_int) {
 
 /// Runs the job; returns the process exit code.
 pub fn run(cli: &Cli) -> i32 {
-    let job = match prepare(cli) {
-        Ok(j) => j,
-        Err(e) => {
-            log::error!("{e}");
-            return 2;
-        }
-    };
-    let bin = match runtime_bin(cli) {
-        Ok(b) => b,
+    let (job, bin) = match prepare(cli).and_then(|j| Ok((j, runtime_bin(cli)?))) {
+        Ok(x) => x,
         Err(e) => {
             log::error!("{e}");
             return 2;
@@ -180,11 +173,45 @@ pub fn run(cli: &Cli) -> i32 {
     };
     log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
     let (tx, rx) = mpsc::channel();
-    let mut pids = Vec::new();
-    let reasons: Reasons = std::sync::Arc::new(std::sync::Mutex::new(vec![None; job.n]));
-    let mut streams = Vec::new();
+    let procs = match launch(&bin, &job, &tx) {
+        Ok(p) => p,
+        Err(e) => {
+            log::error!("{e}");
+            return 1;
+        }
+    };
+    watch_interrupt(tx);
+    if let Some((f, who)) = supervise(&rx, &procs.pids) {
+        // Every process has exited: once their pipes are drained, their last words are known.
+        procs.streams.into_iter().for_each(|h| {
+            let _ = h.join();
+        });
+        let why = who.and_then(|k| procs.reasons.lock().unwrap_or_else(|e| e.into_inner())[k].clone());
+        let why = why.map(|w| format!(": {w}")).unwrap_or_default();
+        log::error!("{}", ClientError::JobFailed { reason: format!("{f}{why}"), dir: job.dir.clone() });
+        return 1;
+    }
+    let code = finish_stats(cli, &job);
+    if code == 0 && job.temp {
+        let _ = std::fs::remove_dir_all(&job.dir);
+    }
+    code
+}
+
+/// The job's running processes: their pids, the threads relaying their output, and the failure
+/// reasons those threads picked out of it.
+struct Launched {
+    pids: Vec<u32>,
+    streams: Vec<std::thread::JoinHandle<()>>,
+    reasons: Reasons,
+}
+
+/// Starts one runtime process per hostfile line; each sends `Event::Exited` on `tx` when it ends.
+/// If one cannot be started, those already started are killed.
+fn launch(bin: &Path, job: &Job, tx: &mpsc::Sender<Event>) -> Result<Launched> {
+    let mut l = Launched { pids: Vec::new(), streams: Vec::new(), reasons: Arc::new(Mutex::new(vec![None; job.n])) };
     for k in 0..job.n {
-        let mut cmd = Command::new(&bin);
+        let mut cmd = Command::new(bin);
         cmd.arg("run").arg("--job").arg(&job.job_file).arg("--id").arg(k.to_string());
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
         // SAFETY: prctl in the child before exec; no allocation. Children die with the launcher.
@@ -194,18 +221,14 @@ pub fn run(cli: &Cli) -> i32 {
                 Ok(())
             });
         }
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(source) => {
-                log::error!("{}", ClientError::Launch { bin: bin.clone(), source });
-                pids.iter().for_each(|p| signal(*p, libc::SIGKILL));
-                return 1;
-            }
-        };
-        pids.push(child.id());
+        let mut child = cmd.spawn().map_err(|source| {
+            l.pids.iter().for_each(|p| signal(*p, libc::SIGKILL));
+            ClientError::Launch { bin: bin.to_path_buf(), source }
+        })?;
+        l.pids.push(child.id());
         log::info!("process {k} started (pid {})", child.id());
-        streams.push(stream(k, child.stdout.take().expect("piped"), reasons.clone()));
-        streams.push(stream(k, child.stderr.take().expect("piped"), reasons.clone()));
+        l.streams.push(stream(k, child.stdout.take().expect("piped"), l.reasons.clone()));
+        l.streams.push(stream(k, child.stderr.take().expect("piped"), l.reasons.clone()));
         let tx = tx.clone();
         std::thread::spawn(move || {
             if let Ok(st) = child.wait() {
@@ -213,23 +236,29 @@ pub fn run(cli: &Cli) -> i32 {
             }
         });
     }
-    {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                rt.block_on(async {
-                    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
-                    }
-                    let _ = tx.send(Event::Interrupted);
-                });
-            }
-        });
-    }
-    drop(tx);
-    let mut running = vec![true; job.n];
+    Ok(l)
+}
+
+/// Sends `Event::Interrupted` on Ctrl-C or SIGTERM.
+fn watch_interrupt(tx: mpsc::Sender<Event>) {
+    std::thread::spawn(move || {
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            rt.block_on(async {
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+                }
+                let _ = tx.send(Event::Interrupted);
+            });
+        }
+    });
+}
+
+/// Waits until every process has exited. Returns the first failure (what happened, and which
+/// process if one failed) or `None` if all succeeded.
+fn supervise(rx: &mpsc::Receiver<Event>, pids: &[u32]) -> Option<(String, Option<usize>)> {
+    let mut running = vec![true; pids.len()];
     let mut failure: Option<(String, Option<usize>)> = None;
     // Escalation after a failure: survivors get a grace period to notice the lost peer and exit
     // with their own message, then SIGTERM, then SIGKILL.
@@ -240,11 +269,9 @@ pub fn run(cli: &Cli) -> i32 {
                 Ok(ev) => ev,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     escalation.remove(0);
-                    for (k, pid) in pids.iter().enumerate() {
-                        if running[k] {
-                            log::warn!("sending signal {sig} to process {k}");
-                            signal(*pid, sig);
-                        }
+                    for (k, pid) in pids.iter().enumerate().filter(|(k, _)| running[*k]) {
+                        log::warn!("sending signal {sig} to process {k}");
+                        signal(*pid, sig);
                     }
                     continue;
                 }
@@ -275,21 +302,7 @@ pub fn run(cli: &Cli) -> i32 {
         let now = Instant::now();
         escalation = vec![(now + grace, libc::SIGTERM), (now + grace + Duration::from_secs(3), libc::SIGKILL)];
     }
-    if let Some((f, who)) = failure {
-        // Every process has exited: once their pipes are drained, their last words are known.
-        streams.into_iter().for_each(|h| {
-            let _ = h.join();
-        });
-        let why = who.and_then(|k| reasons.lock().unwrap_or_else(|e| e.into_inner())[k].clone());
-        let why = why.map(|w| format!(": {w}")).unwrap_or_default();
-        log::error!("{}", ClientError::JobFailed { reason: format!("{f}{why}"), dir: job.dir.clone() });
-        return 1;
-    }
-    let code = finish_stats(cli, &job);
-    if code == 0 && job.temp {
-        let _ = std::fs::remove_dir_all(&job.dir);
-    }
-    code
+    failure
 }
 
 fn finish_stats(cli: &Cli, job: &Job) -> i32 {

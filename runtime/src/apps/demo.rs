@@ -11,7 +11,7 @@
 use crate::config::TableConfig;
 use crate::error::{PsError, Result};
 use crate::row::{ColumnGet, DenseRow, SparseRow};
-use crate::{App, PsContext, Worker};
+use crate::{App, PsContext, TableHandle, Worker};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value};
@@ -88,6 +88,83 @@ fn writes(k: i64, upto: i64, w: i64) -> u64 {
     }
 }
 
+/// The visibility checks of one worker thread (`me` of `n`), for staleness `s` (`None`: async).
+struct Checker {
+    me: u64,
+    n: u64,
+    s: Option<i64>,
+    width: i64,
+    last: i64,
+}
+
+impl Checker {
+    fn fail(&self, what: String, c: i64) -> PsError {
+        PsError::Violation(format!("thread {} at clock {c} (staleness {:?}): {what}", self.me, self.s))
+    }
+
+    /// Everything from clocks <= c - s - 1 must be visible; own updates always. Others may be
+    /// ahead, but (under a bound) by at most s clocks.
+    fn window(&self, c: i64) -> (i64, i64) {
+        (self.s.map(|s| c - s - 1).unwrap_or(-1), self.s.map_or(self.last, |s| (c + s).min(self.last)))
+    }
+
+    /// Checks every thread's own row at clock `c`; returns the number of values checked.
+    fn own_rows(&self, own: &mut TableHandle<DenseRow<i64>>, c: i64) -> Result<u64> {
+        let (bound, ahead) = self.window(c);
+        let mut checks = 0;
+        for t in 0..self.n {
+            let row = own.get(t)?;
+            for k in 0..=c.min(self.width - 1) {
+                let v = row.col(k as u32) as u64;
+                let lo = writes(k, if t == self.me { c } else { bound }, self.width);
+                let hi = writes(k, if t == self.me { c } else { ahead }, self.width);
+                if v < lo || v > hi {
+                    return Err(self.fail(format!("row {t} column {k} = {v}, expected {lo}..={hi}"), c));
+                }
+                checks += 1;
+            }
+        }
+        Ok(checks)
+    }
+
+    /// Checks the rows every thread increments at clock `c`; returns the number of values checked.
+    fn shared_rows(&self, shared: &mut TableHandle<SparseRow<i32>>, rows: u64, c: i64) -> Result<u64> {
+        let (bound, ahead) = self.window(c);
+        let (n, w) = (self.n, self.width);
+        let mut checks = 0;
+        for r in 0..rows {
+            let row = shared.get(r)?;
+            for k in 0..=c.min(w - 1) {
+                let v = row.col(k as u32) as u64;
+                let lo = n * writes(k, bound, w) + (writes(k, c, w) - writes(k, bound, w));
+                let hi = n * writes(k, ahead, w);
+                if v < lo || v > hi {
+                    return Err(self.fail(format!("shared row {r} column {k} = {v}, expected {lo}..={hi}"), c));
+                }
+                checks += 1;
+            }
+        }
+        Ok(checks)
+    }
+
+    /// After a barrier at the end of clock `c` every update made before it is visible: all clocks
+    /// <= c (others may already be further, the barrier counting as this clock's end).
+    fn after_barrier(&self, own: &mut TableHandle<DenseRow<i64>>, c: i64) -> Result<()> {
+        let ahead = self.s.map_or(self.last, |s| (c + 1 + s).min(self.last));
+        for t in 0..self.n {
+            let row = own.get(t)?;
+            for k in 0..=c.min(self.width - 1) {
+                let v = row.col(k as u32) as u64;
+                let (lo, hi) = (writes(k, c, self.width), writes(k, if t == self.me { c } else { ahead }, self.width));
+                if v < lo || v > hi {
+                    return Err(self.fail(format!("after barrier row {t} column {k} = {v}, expected {lo}..={hi}"), c));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl App for Demo {
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
         let cols = self.width() as usize;
@@ -98,8 +175,6 @@ impl App for Demo {
 
     fn run_worker(&self, w: &mut Worker) -> Result<()> {
         let me = w.global_thread_id() as u64;
-        let n = w.total_threads() as u64;
-        let s = w.staleness(OWN)?;
         let mut own = w.table::<DenseRow<i64>>(OWN)?;
         let mut shared = w.table::<SparseRow<i32>>(SHARED)?;
         let mut rng = rand::rngs::SmallRng::seed_from_u64(self.args.seed ^ (me + 1).wrapping_mul(0x9e3779b97f4a7c15));
@@ -110,15 +185,19 @@ impl App for Demo {
             ),
             None => 0,
         };
-        let (width, last) = (self.width(), self.args.clocks - 1);
-        let fail =
-            |what: String, c: i64| PsError::Violation(format!("thread {me} at clock {c} (staleness {s:?}): {what}"));
+        let chk = Checker {
+            me,
+            n: w.total_threads() as u64,
+            s: w.staleness(OWN)?,
+            width: self.width(),
+            last: self.args.clocks - 1,
+        };
         while w.current_clock() < self.args.clocks {
             let c = w.current_clock();
             if self.args.fail_at_clock == Some(c) && me == self.args.fail_worker {
                 panic!("demo: injected failure of worker {me} at clock {c} (--fail-at-clock)");
             }
-            let col = (c % width) as u32;
+            let col = (c % chk.width) as u32;
             own.inc_col(me, col, 1)?;
             for r in 0..self.args.shared_rows {
                 shared.inc_col(r, col, 1)?;
@@ -128,52 +207,10 @@ impl App for Demo {
             if pause > 0 {
                 std::thread::sleep(Duration::from_millis(pause));
             }
-            // Everything from clocks <= c - s - 1 must be visible; own updates always. Others
-            // may be ahead, but (under a bound) by at most s clocks.
-            let bound = s.map(|s| c - s - 1).unwrap_or(-1);
-            let ahead = s.map_or(last, |s| (c + s).min(last));
-            for t in 0..n {
-                let row = own.get(t)?;
-                for k in 0..=c.min(width - 1) {
-                    let v = row.col(k as u32) as u64;
-                    let lo = writes(k, if t == me { c } else { bound }, width);
-                    let hi = writes(k, if t == me { c } else { ahead }, width);
-                    if v < lo || v > hi {
-                        return Err(fail(format!("row {t} column {k} = {v}, expected {lo}..={hi}"), c));
-                    }
-                    checks += 1;
-                }
-            }
-            for r in 0..self.args.shared_rows {
-                let row = shared.get(r)?;
-                for k in 0..=c.min(width - 1) {
-                    let v = row.col(k as u32) as u64;
-                    let lo = n * writes(k, bound, width) + (writes(k, c, width) - writes(k, bound, width));
-                    let hi = n * writes(k, ahead, width);
-                    if v < lo || v > hi {
-                        return Err(fail(format!("shared row {r} column {k} = {v}, expected {lo}..={hi}"), c));
-                    }
-                    checks += 1;
-                }
-            }
+            checks += chk.own_rows(&mut own, c)? + chk.shared_rows(&mut shared, self.args.shared_rows, c)?;
             if self.args.barrier_every > 0 && (c + 1) % self.args.barrier_every == 0 {
                 w.global_barrier()?;
-                // After the barrier every update made before it is visible: all clocks <= c
-                // (others may already be further, the barrier counting as this clock's end).
-                let ahead = s.map_or(last, |s| (c + 1 + s).min(last));
-                for t in 0..n {
-                    let row = own.get(t)?;
-                    for k in 0..=c.min(width - 1) {
-                        let v = row.col(k as u32) as u64;
-                        let (lo, hi) = (writes(k, c, width), writes(k, if t == me { c } else { ahead }, width));
-                        if v < lo || v > hi {
-                            return Err(fail(
-                                format!("after barrier row {t} column {k} = {v}, expected {lo}..={hi}"),
-                                c,
-                            ));
-                        }
-                    }
-                }
+                chk.after_barrier(&mut own, c)?;
             } else {
                 w.clock_saving(|buf| {
                     buf.extend_from_slice(&checks.to_le_bytes());
