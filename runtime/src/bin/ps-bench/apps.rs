@@ -70,115 +70,155 @@ fn strs(s: String) -> Vec<String> {
     s.split_whitespace().map(String::from).collect()
 }
 
-pub fn run(a: Args) {
-    std::fs::create_dir_all(&a.data).expect("data dir");
-    let mut rows = Vec::new();
-    let mut csv = String::from("app,input,ps_pass_s,baseline_pass_s,ratio,ps_objective,baseline_objective\n");
-    let mut report = |app: &str, input: String, ps: f64, base: f64, ps_obj: f64, base_obj: f64| {
+/// Results gathered app by app: printed as they come, written at the end.
+struct Report {
+    procs: usize,
+    rows: Vec<Value>,
+    csv: String,
+}
+
+impl Report {
+    fn new(procs: usize) -> Self {
+        let csv = String::from("app,input,ps_pass_s,baseline_pass_s,ratio,ps_objective,baseline_objective\n");
+        Report { procs, rows: Vec::new(), csv }
+    }
+
+    fn add(&mut self, app: &str, input: String, ps: f64, base: f64, ps_obj: f64, base_obj: f64) {
         println!(
             "{app:9} {input}: PS ({} procs) {ps:.3} s/pass | plain loop {base:.3} s/pass | ratio {:.2} | objective {ps_obj:.5} vs {base_obj:.5}",
-            a.procs,
+            self.procs,
             ps / base
         );
-        csv += &format!("{app},{input},{ps:.5},{base:.5},{:.4},{ps_obj},{base_obj}\n", ps / base);
-        rows.push(json!({"app": app, "input": input, "processes": a.procs, "ps_pass_s": ps, "baseline_pass_s": base,
-            "ratio": ps / base, "ps_objective": ps_obj, "baseline_objective": base_obj}));
-    };
+        self.csv += &format!("{app},{input},{ps:.5},{base:.5},{:.4},{ps_obj},{base_obj}\n", ps / base);
+        self.rows.push(
+            json!({"app": app, "input": input, "processes": self.procs, "ps_pass_s": ps, "baseline_pass_s": base,
+            "ratio": ps / base, "ps_objective": ps_obj, "baseline_objective": base_obj}),
+        );
+    }
+
+    fn write(&self, out: &Path) {
+        std::fs::create_dir_all(out).expect("results dir");
+        std::fs::write(out.join("bench-apps.json"), serde_json::to_string_pretty(&self.rows).unwrap_or_default())
+            .expect("write");
+        std::fs::write(out.join("bench-apps.csv"), &self.csv).expect("write");
+        println!("results written to {}/bench-apps.{{json,csv}}", out.display());
+    }
+}
+
+pub fn run(a: Args) {
+    std::fs::create_dir_all(&a.data).expect("data dir");
+    let mut report = Report::new(a.procs);
     if a.only.iter().any(|x| x == "mf") {
-        let path = a.data.join(format!("netflix-{}.tsv", a.mf_ratings));
-        ensure(&path, || gen::ratings(&gen::RatingsSpec::netflix(a.mf_ratings, 1), &path));
-        let p = path.display().to_string();
-        let (ps, last) = ps_run(
-            "mf",
-            strs(format!("--input {p} --rank {} --passes {} --clocks-per-pass 1 --samples 1", a.mf_rank, a.mf_passes)),
-            a.procs,
-            1.0,
-        );
-        let (ratings, _) = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Fail).expect("read");
-        let params = baseline::MfParams {
-            rank: a.mf_rank,
-            lr: 0.01,
-            decay: 0.95,
-            lambda: 0.05,
-            passes: a.mf_passes,
-            init_scale: 0.5,
-            seed: 1,
-        };
-        let b = baseline::mf(&ratings, &params);
-        let input = format!("{} ratings rank {}", a.mf_ratings, a.mf_rank);
-        report(
-            "mf",
-            input,
-            ps,
-            b.pass_s,
-            last["rmse"].as_f64().unwrap_or(f64::NAN),
-            *b.objective.last().unwrap_or(&f64::NAN),
-        );
+        measure_mf(&a, &mut report);
     }
     if a.only.iter().any(|x| x == "lda") {
-        let p = match &a.lda_input {
-            Some(p) => p.clone(),
-            None => {
-                let dir = a.data.join(format!("nyt-{}", a.lda_docs));
-                let spec = gen::CorpusSpec {
-                    docs: a.lda_docs,
-                    vocab: 20_000,
-                    topics: 100,
-                    doc_len: 300,
-                    alpha: 0.1,
-                    beta: 0.01,
-                    seed: 1,
-                };
-                ensure(&dir.join("docword.synth.txt"), || gen::corpus(&spec, &dir, "synth"));
-                dir.join("docword.synth.txt").display().to_string()
-            }
-        };
-        let (ps, last) = ps_run(
-            "lda",
-            strs(format!("--input {p} --topics {} --passes {} --samples 1", a.lda_topics, a.lda_passes)),
-            a.procs,
-            1.0,
-        );
-        let (c, _) = read_corpus(&p, None, 0, 1, BadRecords::Fail).expect("read");
-        let tokens: usize = c.docs.iter().map(|d| d.words.len()).sum();
-        let docs: Vec<Vec<u32>> = c.docs.into_iter().map(|d| d.words).collect();
-        let b = baseline::lda(&docs, c.vocab_size, a.lda_topics, 0.1, 0.01, a.lda_passes, 1).expect("lda");
-        println!(
-            "lda tokens/s: PS {:.2} M, plain loop {:.2} M ({tokens} tokens)",
-            tokens as f64 / ps / 1e6,
-            tokens as f64 / b.pass_s / 1e6
-        );
-        let input = format!("{tokens} tokens K={}", a.lda_topics);
-        let (ps_ll, base_ll) = (last["loglik"].as_f64().unwrap_or(f64::NAN), *b.objective.last().unwrap_or(&f64::NAN));
-        println!(
-            "lda final log-likelihood after {} sweeps: PS {ps_ll:.0}, single process {base_ll:.0}, difference {:.2}%",
-            a.lda_passes,
-            100.0 * (ps_ll - base_ll) / base_ll.abs()
-        );
-        report("lda", input, ps, b.pass_s, ps_ll, base_ll);
+        measure_lda(&a, &mut report);
     }
     if a.only.iter().any(|x| x == "pagerank") {
-        let path = a.data.join(format!("graph-{}.tsv", a.pr_nodes));
-        ensure(&path, || gen::graph(&gen::GraphSpec { nodes: a.pr_nodes, degree: 10, skew: 0.8, seed: 1 }, &path));
-        let p = path.display().to_string();
-        let (ps, last) =
-            ps_run("pagerank", strs(format!("--input {p} --passes {} --samples 1", a.pr_passes)), a.procs, 1.0);
-        let (edges, _) = read_edges(&p, 0, 1, BadRecords::Fail).expect("read");
-        let n = edges.src.iter().chain(&edges.dst).map(|&x| x as usize + 1).max().unwrap_or(0);
-        let b = baseline::pagerank(&edges, n, 0.85, a.pr_passes);
-        let input = format!("{n} nodes {} edges", edges.src.len());
-        report(
-            "pagerank",
-            input,
-            ps,
-            b.pass_s,
-            last["l1_delta"].as_f64().unwrap_or(f64::NAN),
-            *b.objective.last().unwrap_or(&f64::NAN),
-        );
+        measure_pagerank(&a, &mut report);
     }
-    std::fs::create_dir_all(&a.out).expect("results dir");
-    std::fs::write(a.out.join("bench-apps.json"), serde_json::to_string_pretty(&rows).unwrap_or_default())
-        .expect("write");
-    std::fs::write(a.out.join("bench-apps.csv"), csv).expect("write");
-    println!("results written to {}/bench-apps.{{json,csv}}", a.out.display());
+    report.write(&a.out);
+}
+
+/// MF on Netflix-shaped ratings: the PS run, then the plain loop on the same input.
+fn measure_mf(a: &Args, report: &mut Report) {
+    let path = a.data.join(format!("netflix-{}.tsv", a.mf_ratings));
+    ensure(&path, || gen::ratings(&gen::RatingsSpec::netflix(a.mf_ratings, 1), &path));
+    let p = path.display().to_string();
+    let (ps, last) = ps_run(
+        "mf",
+        strs(format!("--input {p} --rank {} --passes {} --clocks-per-pass 1 --samples 1", a.mf_rank, a.mf_passes)),
+        a.procs,
+        1.0,
+    );
+    let (ratings, _) = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Fail).expect("read");
+    let params = baseline::MfParams {
+        rank: a.mf_rank,
+        lr: 0.01,
+        decay: 0.95,
+        lambda: 0.05,
+        passes: a.mf_passes,
+        init_scale: 0.5,
+        seed: 1,
+    };
+    let b = baseline::mf(&ratings, &params);
+    let input = format!("{} ratings rank {}", a.mf_ratings, a.mf_rank);
+    report.add(
+        "mf",
+        input,
+        ps,
+        b.pass_s,
+        last["rmse"].as_f64().unwrap_or(f64::NAN),
+        *b.objective.last().unwrap_or(&f64::NAN),
+    );
+}
+
+/// The LDA input: `--lda-input` if given, else a generated NYTimes-shaped corpus.
+fn lda_input(a: &Args) -> String {
+    match &a.lda_input {
+        Some(p) => p.clone(),
+        None => {
+            let dir = a.data.join(format!("nyt-{}", a.lda_docs));
+            let spec = gen::CorpusSpec {
+                docs: a.lda_docs,
+                vocab: 20_000,
+                topics: 100,
+                doc_len: 300,
+                alpha: 0.1,
+                beta: 0.01,
+                seed: 1,
+            };
+            ensure(&dir.join("docword.synth.txt"), || gen::corpus(&spec, &dir, "synth"));
+            dir.join("docword.synth.txt").display().to_string()
+        }
+    }
+}
+
+/// LDA: the PS run, then the plain loop; also prints tokens/s and the log-likelihood gap.
+fn measure_lda(a: &Args, report: &mut Report) {
+    let p = lda_input(a);
+    let (ps, last) = ps_run(
+        "lda",
+        strs(format!("--input {p} --topics {} --passes {} --samples 1", a.lda_topics, a.lda_passes)),
+        a.procs,
+        1.0,
+    );
+    let (c, _) = read_corpus(&p, None, 0, 1, BadRecords::Fail).expect("read");
+    let tokens: usize = c.docs.iter().map(|d| d.words.len()).sum();
+    let docs: Vec<Vec<u32>> = c.docs.into_iter().map(|d| d.words).collect();
+    let b = baseline::lda(&docs, c.vocab_size, a.lda_topics, 0.1, 0.01, a.lda_passes, 1).expect("lda");
+    println!(
+        "lda tokens/s: PS {:.2} M, plain loop {:.2} M ({tokens} tokens)",
+        tokens as f64 / ps / 1e6,
+        tokens as f64 / b.pass_s / 1e6
+    );
+    let input = format!("{tokens} tokens K={}", a.lda_topics);
+    let (ps_ll, base_ll) = (last["loglik"].as_f64().unwrap_or(f64::NAN), *b.objective.last().unwrap_or(&f64::NAN));
+    println!(
+        "lda final log-likelihood after {} sweeps: PS {ps_ll:.0}, single process {base_ll:.0}, difference {:.2}%",
+        a.lda_passes,
+        100.0 * (ps_ll - base_ll) / base_ll.abs()
+    );
+    report.add("lda", input, ps, b.pass_s, ps_ll, base_ll);
+}
+
+/// PageRank on a power-law graph: the PS run, then the plain loop on the same edges.
+fn measure_pagerank(a: &Args, report: &mut Report) {
+    let path = a.data.join(format!("graph-{}.tsv", a.pr_nodes));
+    ensure(&path, || gen::graph(&gen::GraphSpec { nodes: a.pr_nodes, degree: 10, skew: 0.8, seed: 1 }, &path));
+    let p = path.display().to_string();
+    let (ps, last) =
+        ps_run("pagerank", strs(format!("--input {p} --passes {} --samples 1", a.pr_passes)), a.procs, 1.0);
+    let (edges, _) = read_edges(&p, 0, 1, BadRecords::Fail).expect("read");
+    let n = edges.src.iter().chain(&edges.dst).map(|&x| x as usize + 1).max().unwrap_or(0);
+    let b = baseline::pagerank(&edges, n, 0.85, a.pr_passes);
+    let input = format!("{n} nodes {} edges", edges.src.len());
+    report.add(
+        "pagerank",
+        input,
+        ps,
+        b.pass_s,
+        last["l1_delta"].as_f64().unwrap_or(f64::NAN),
+        *b.objective.last().unwrap_or(&f64::NAN),
+    );
 }

@@ -9,10 +9,10 @@ use ps_runtime::run_local_cluster;
 use ps_runtime::{
     App, Consistency, DenseRow, PrefetchPolicy, PsContext, Result, RowTypeRegistry, RuntimeConfig, TableConfig, Worker,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -143,98 +143,117 @@ impl App for ReadAll {
     }
 }
 
+/// Result rows of every benchmark, written to `<out>/bench-runtime.{json,csv}` at the end.
+struct Results {
+    json: Vec<Value>,
+    csv: String,
+}
+
 pub fn run(a: Args) {
     let registry = RowTypeRegistry::with_builtins();
-    let mut results = Vec::new();
-    let mut csv = String::from("benchmark,processes,threads,value,unit,baseline,baseline_unit,ratio\n");
+    let mut results = Results {
+        json: Vec::new(),
+        csv: String::from("benchmark,processes,threads,value,unit,baseline,baseline_unit,ratio\n"),
+    };
     for &p in &a.procs {
-        // 1. cache-hit get + inc
-        let cfg = RuntimeConfig {
-            threads: a.threads,
-            consistency: Consistency::Ssp,
-            staleness: 1,
-            ..RuntimeConfig::default()
-        };
-        let rates = std::sync::Arc::new(Mutex::new(Vec::new()));
-        let r2 = rates.clone();
-        let (rows, ops) = (a.hot_rows, a.ops);
-        let res = run_local_cluster(p, &cfg, &registry, move |_| {
-            Box::new(Proxy(HitLoop { rows, ops, rates: Mutex::new(Vec::new()) }, r2.clone()))
-        })
-        .expect("start cluster");
-        for r in res {
-            r.expect("hit-loop job failed");
-        }
-        let rates = rates.lock().unwrap().clone();
-        let ps = rates.iter().sum::<f64>() / rates.len() as f64;
-        let vec_rate = baseline_vec(a.hot_rows, a.ops);
-        let map_rate = baseline_hashmap(a.hot_rows, a.ops);
-        println!(
-            "cache-hit get+inc, {p} processes x {} threads: {:.1} M ops/s/thread | Vec {:.1} M (ratio {:.3}) | HashMap {:.1} M (ratio {:.3})",
-            a.threads, ps / 1e6, vec_rate / 1e6, ps / vec_rate, map_rate / 1e6, ps / map_rate
-        );
-        csv += &format!(
-            "cache_hit_get_inc,{p},{},{ps:.0},ops/s/thread,{vec_rate:.0},vec ops/s,{:.4}\n",
-            a.threads,
-            ps / vec_rate
-        );
-        csv += &format!(
-            "cache_hit_get_inc,{p},{},{ps:.0},ops/s/thread,{map_rate:.0},hashmap ops/s,{:.4}\n",
-            a.threads,
-            ps / map_rate
-        );
-        results.push(json!({"benchmark": "cache_hit_get_inc", "processes": p, "threads": a.threads,
-            "ps_ops_per_s_per_thread": ps, "vec_ops_per_s": vec_rate, "hashmap_ops_per_s": map_rate,
-            "ratio_vs_vec": ps / vec_rate, "ratio_vs_hashmap": ps / map_rate}));
+        measure_cache_hit(&a, p, &registry, &mut results);
+        measure_remote_throughput(&a, p, &registry, &mut results);
+    }
+    write_results(&a.out, &results);
+}
 
-        // 2. remote row throughput per wire protection (the first is the baseline), rounds
-        //    interleaved so that drift in the machine's speed hits every protection alike
-        let mut runs: Vec<Vec<(f64, u64, u64)>> = vec![Vec::new(); a.protections.len()];
-        for _ in 0..a.repeat {
-            for (i, &prot) in a.protections.iter().enumerate() {
-                runs[i].push(remote_rows(&a, p, prot, &registry));
-            }
-        }
-        let median = |v: &[(f64, u64, u64)]| {
-            let mut r: Vec<f64> = v.iter().map(|x| x.0).collect();
-            r.sort_by(|x, y| x.total_cmp(y));
-            r[r.len() / 2]
-        };
-        let base = median(&runs[0]);
-        let payload = (COLS * 4) as f64;
-        for (i, prot) in a.protections.iter().enumerate() {
-            let rows_per_s = median(&runs[i]);
-            let (_, wire, remote_rows) = runs[i][0];
-            let overhead = wire as f64 / (remote_rows as f64 * payload);
-            let name = prot.name();
-            println!(
-                "remote rows (100 x f32), {p} processes, wire_protection {name}: {:.0} rows/s ({:.3} x {}), {:.1} MB/s payload, wire bytes / payload bytes = {:.3} (median of {})",
-                rows_per_s, rows_per_s / base, a.protections[0].name(), rows_per_s * payload / 1e6, overhead, a.repeat
-            );
-            csv += &format!(
-                "row_throughput_{name},{p},{},{rows_per_s:.0},rows/s,{base:.0},rows/s ({}),{:.4}\n",
-                a.threads,
-                a.protections[0].name(),
-                rows_per_s / base
-            );
-            csv += &format!("wire_overhead_{name},{p},{},{overhead:.4},wire/payload,,,\n", a.threads);
-            results.push(json!({"benchmark": "remote_row_throughput", "processes": p, "threads": a.threads,
-                "wire_protection": name, "rows_per_s": rows_per_s, "ratio_vs_baseline": rows_per_s / base,
-                "baseline": a.protections[0].name(), "payload_mb_per_s": rows_per_s * payload / 1e6,
-                "runs_rows_per_s": runs[i].iter().map(|x| x.0).collect::<Vec<_>>(),
-                "wire_bytes": wire, "remote_rows": remote_rows, "wire_over_payload": overhead}));
+/// 1. cache-hit get + inc, per thread, vs the same loop on a `Vec` and a `HashMap`.
+fn measure_cache_hit(a: &Args, p: usize, registry: &RowTypeRegistry, results: &mut Results) {
+    let cfg =
+        RuntimeConfig { threads: a.threads, consistency: Consistency::Ssp, staleness: 1, ..RuntimeConfig::default() };
+    let rates = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let r2 = rates.clone();
+    let (rows, ops) = (a.hot_rows, a.ops);
+    let res = run_local_cluster(p, &cfg, registry, move |_| {
+        Box::new(Proxy(HitLoop { rows, ops, rates: Mutex::new(Vec::new()) }, r2.clone()))
+    })
+    .expect("start cluster");
+    for r in res {
+        r.expect("hit-loop job failed");
+    }
+    let rates = rates.lock().unwrap().clone();
+    let ps = rates.iter().sum::<f64>() / rates.len() as f64;
+    let vec_rate = baseline_vec(a.hot_rows, a.ops);
+    let map_rate = baseline_hashmap(a.hot_rows, a.ops);
+    println!(
+        "cache-hit get+inc, {p} processes x {} threads: {:.1} M ops/s/thread | Vec {:.1} M (ratio {:.3}) | HashMap {:.1} M (ratio {:.3})",
+        a.threads, ps / 1e6, vec_rate / 1e6, ps / vec_rate, map_rate / 1e6, ps / map_rate
+    );
+    results.csv += &format!(
+        "cache_hit_get_inc,{p},{},{ps:.0},ops/s/thread,{vec_rate:.0},vec ops/s,{:.4}\n",
+        a.threads,
+        ps / vec_rate
+    );
+    results.csv += &format!(
+        "cache_hit_get_inc,{p},{},{ps:.0},ops/s/thread,{map_rate:.0},hashmap ops/s,{:.4}\n",
+        a.threads,
+        ps / map_rate
+    );
+    results.json.push(json!({"benchmark": "cache_hit_get_inc", "processes": p, "threads": a.threads,
+        "ps_ops_per_s_per_thread": ps, "vec_ops_per_s": vec_rate, "hashmap_ops_per_s": map_rate,
+        "ratio_vs_vec": ps / vec_rate, "ratio_vs_hashmap": ps / map_rate}));
+}
+
+/// 2. remote row throughput per wire protection (the first is the baseline), rounds
+///    interleaved so that drift in the machine's speed hits every protection alike
+fn measure_remote_throughput(a: &Args, p: usize, registry: &RowTypeRegistry, results: &mut Results) {
+    let mut runs: Vec<Vec<(f64, u64, u64)>> = vec![Vec::new(); a.protections.len()];
+    for _ in 0..a.repeat {
+        for (i, &prot) in a.protections.iter().enumerate() {
+            runs[i].push(remote_rows(a, p, prot, registry));
         }
     }
-    if let Err(e) = std::fs::create_dir_all(&a.out)
+    let median = |v: &[(f64, u64, u64)]| {
+        let mut r: Vec<f64> = v.iter().map(|x| x.0).collect();
+        r.sort_by(|x, y| x.total_cmp(y));
+        r[r.len() / 2]
+    };
+    let base = median(&runs[0]);
+    let payload = (COLS * 4) as f64;
+    for (i, prot) in a.protections.iter().enumerate() {
+        let rows_per_s = median(&runs[i]);
+        let (_, wire, remote_rows) = runs[i][0];
+        let overhead = wire as f64 / (remote_rows as f64 * payload);
+        let name = prot.name();
+        println!(
+            "remote rows (100 x f32), {p} processes, wire_protection {name}: {:.0} rows/s ({:.3} x {}), {:.1} MB/s payload, wire bytes / payload bytes = {:.3} (median of {})",
+            rows_per_s, rows_per_s / base, a.protections[0].name(), rows_per_s * payload / 1e6, overhead, a.repeat
+        );
+        results.csv += &format!(
+            "row_throughput_{name},{p},{},{rows_per_s:.0},rows/s,{base:.0},rows/s ({}),{:.4}\n",
+            a.threads,
+            a.protections[0].name(),
+            rows_per_s / base
+        );
+        results.csv += &format!("wire_overhead_{name},{p},{},{overhead:.4},wire/payload,,,\n", a.threads);
+        results.json.push(json!({"benchmark": "remote_row_throughput", "processes": p, "threads": a.threads,
+            "wire_protection": name, "rows_per_s": rows_per_s, "ratio_vs_baseline": rows_per_s / base,
+            "baseline": a.protections[0].name(), "payload_mb_per_s": rows_per_s * payload / 1e6,
+            "runs_rows_per_s": runs[i].iter().map(|x| x.0).collect::<Vec<_>>(),
+            "wire_bytes": wire, "remote_rows": remote_rows, "wire_over_payload": overhead}));
+    }
+}
+
+/// Writes `<out>/bench-runtime.{json,csv}`; exits with status 1 if that fails.
+fn write_results(out: &Path, results: &Results) {
+    if let Err(e) = std::fs::create_dir_all(out)
         .and_then(|_| {
-            std::fs::write(a.out.join("bench-runtime.json"), serde_json::to_string_pretty(&results).unwrap_or_default())
+            std::fs::write(
+                out.join("bench-runtime.json"),
+                serde_json::to_string_pretty(&results.json).unwrap_or_default(),
+            )
         })
-        .and_then(|_| std::fs::write(a.out.join("bench-runtime.csv"), csv))
+        .and_then(|_| std::fs::write(out.join("bench-runtime.csv"), &results.csv))
     {
-        eprintln!("writing results to {}: {e}", a.out.display());
+        eprintln!("writing results to {}: {e}", out.display());
         std::process::exit(1);
     }
-    println!("results written to {}/bench-runtime.{{json,csv}}", a.out.display());
+    println!("results written to {}/bench-runtime.{{json,csv}}", out.display());
 }
 
 /// One remote-throughput job of `p` processes: (rows/s, wire bytes received, remote rows).

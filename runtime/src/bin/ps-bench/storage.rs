@@ -7,7 +7,7 @@ use ps_runtime::input::{plan_splits, LineReader};
 use ps_runtime::internal::crc32c;
 use ps_runtime::snapshot::CheckpointStore;
 use ps_runtime::snapshot::ShardHeader;
-use ps_runtime::storage::storage_for;
+use ps_runtime::storage::{storage_for, Storage};
 use ps_runtime::{DenseRow, Row};
 use serde_json::json;
 use std::io::Write;
@@ -35,45 +35,73 @@ fn best(repeats: usize, mut f: impl FnMut() -> f64) -> f64 {
     (0..repeats).map(|_| f()).fold(f64::INFINITY, f64::min)
 }
 
+/// What one run measured: the inputs of the printed lines and of the result files.
+struct Measured {
+    /// Size of the test file in MB.
+    mb: f64,
+    plain_s: f64,
+    split_s: f64,
+    snap_s: f64,
+    /// Bytes of the snapshot shard file and rows in it.
+    shard_bytes: usize,
+    rows: usize,
+}
+
 pub fn run(a: Args) {
-    let hdfs = a.hdfs.or_else(|| std::env::var("HDFS_URL").ok()).expect("--hdfs or HDFS_URL (scripts/hdfs-up.sh)");
+    let hdfs =
+        a.hdfs.clone().or_else(|| std::env::var("HDFS_URL").ok()).expect("--hdfs or HDFS_URL (scripts/hdfs-up.sh)");
     let dir = format!("{hdfs}/ps-bench-storage");
     let st = storage_for(&dir).expect("connect");
     st.delete(&dir).expect("clean");
-    // Ratings-shaped lines, so the split reader does its real work (finding line boundaries).
     let file = format!("{dir}/input.tsv");
     let bytes = a.mb << 20;
-    {
-        let mut f = st.create(&file).expect("create");
-        let mut line = String::new();
-        let mut written = 0;
-        let mut i = 0u64;
-        while written < bytes {
-            line.clear();
-            line.push_str(&format!("{}\t{}\t{}\n", i % 480_189, (i * 7919) % 17_770, 1 + i % 5));
-            f.write_all(line.as_bytes()).expect("write");
-            written += line.len();
-            i += 1;
-        }
-        f.close().expect("close");
-    }
+    write_ratings_file(st.as_ref(), &file, bytes);
     let files = st.list(&file).expect("list");
     let size = files[0].1;
     let mb = size as f64 / (1 << 20) as f64;
 
     // Baseline: hdfs-native's own whole-file read of the same bytes, on its own runtime.
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let client = {
-        let authority = hdfs.trim_start_matches("hdfs://").split('/').next().unwrap_or("").to_string();
-        let _g = rt.enter();
-        hdfs_native::ClientBuilder::new()
-            .with_url(format!("hdfs://{authority}"))
-            .with_io_runtime(rt.handle().clone())
-            .build()
-            .expect("client")
-    };
+    let client = hdfs_native_client(&hdfs, &rt);
+    let plain_s = measure_plain_read(&rt, &client, size, a.repeats);
+    let split_s = measure_split_read(st.as_ref(), &files, a.splits, a.repeats);
+    let (snap_s, shard_bytes, rows) = measure_snapshot_write(&dir, bytes, a.repeats);
+    st.delete(&dir).expect("clean up");
+    write_results(&a, &Measured { mb, plain_s, split_s, snap_s, shard_bytes, rows });
+}
+
+/// Writes `bytes` of ratings-shaped lines to `file`, so the split reader does its real work
+/// (finding line boundaries).
+fn write_ratings_file(st: &dyn Storage, file: &str, bytes: usize) {
+    let mut f = st.create(file).expect("create");
+    let mut line = String::new();
+    let mut written = 0;
+    let mut i = 0u64;
+    while written < bytes {
+        line.clear();
+        line.push_str(&format!("{}\t{}\t{}\n", i % 480_189, (i * 7919) % 17_770, 1 + i % 5));
+        f.write_all(line.as_bytes()).expect("write");
+        written += line.len();
+        i += 1;
+    }
+    f.close().expect("close");
+}
+
+/// An hdfs-native client for the NameNode of `hdfs`, doing its I/O on `rt`.
+fn hdfs_native_client(hdfs: &str, rt: &tokio::runtime::Runtime) -> hdfs_native::Client {
+    let authority = hdfs.trim_start_matches("hdfs://").split('/').next().unwrap_or("").to_string();
+    let _g = rt.enter();
+    hdfs_native::ClientBuilder::new()
+        .with_url(format!("hdfs://{authority}"))
+        .with_io_runtime(rt.handle().clone())
+        .build()
+        .expect("client")
+}
+
+/// Best time of hdfs-native reading the whole test file (`size` bytes) in one range read.
+fn measure_plain_read(rt: &tokio::runtime::Runtime, client: &hdfs_native::Client, size: u64, repeats: usize) -> f64 {
     let path = "/ps-bench-storage/input.tsv";
-    let plain_s = best(a.repeats, || {
+    best(repeats, || {
         let t = Instant::now();
         let n = rt.block_on(async {
             let r = client.read(path).await.expect("open");
@@ -81,13 +109,17 @@ pub fn run(a: Args) {
         });
         assert_eq!(n as u64, size);
         t.elapsed().as_secs_f64()
-    });
-    let split_s = best(a.repeats, || {
+    })
+}
+
+/// Best time of the split reader reading every line of `files` as `splits` splits, one after another.
+fn measure_split_read(st: &dyn Storage, files: &[(String, u64)], splits: usize, repeats: usize) -> f64 {
+    best(repeats, || {
         let t = Instant::now();
         let mut lines = 0u64;
-        for k in 0..a.splits {
-            for split in plan_splits(&files, k, a.splits) {
-                let mut r = LineReader::new(st.as_ref(), &split).expect("open split");
+        for k in 0..splits {
+            for split in plan_splits(files, k, splits) {
+                let mut r = LineReader::new(st, &split).expect("open split");
                 while r.next_line().expect("read").is_some() {
                     lines += 1;
                 }
@@ -95,26 +127,19 @@ pub fn run(a: Args) {
         }
         assert!(lines > 0);
         t.elapsed().as_secs_f64()
-    });
+    })
+}
 
-    // Snapshot write: rows of 256 f32 (1 KiB), encoded in the shard format and written to HDFS.
+/// Snapshot write: rows of 256 f32 (1 KiB), encoded in the shard format and written to HDFS.
+/// Returns (best seconds, bytes of the shard file, rows).
+fn measure_snapshot_write(dir: &str, bytes: usize, repeats: usize) -> (f64, usize, usize) {
     let cols = 256;
     let rows = bytes / (cols * 4 + 16);
     let store = CheckpointStore::open(&format!("{dir}/ckpt")).expect("store");
     let mut shard_bytes = 0;
-    let snap_s = best(a.repeats, || {
+    let snap_s = best(repeats, || {
         let t = Instant::now();
-        let mut payload = Vec::with_capacity(bytes + rows * 16);
-        let mut enc = bytes::BytesMut::new();
-        let mut row = DenseRow::<f32>::zero(cols);
-        for id in 0..rows as u64 {
-            row.randomize(id, -1.0, 1.0);
-            enc.clear();
-            row.encode(&mut enc);
-            payload.extend_from_slice(&id.to_le_bytes());
-            payload.extend_from_slice(&(enc.len() as u32).to_le_bytes());
-            payload.extend_from_slice(&enc);
-        }
+        let payload = encode_shard_payload(rows, cols, bytes + rows * 16);
         let h = ShardHeader {
             flags: 0,
             clock: 1,
@@ -131,9 +156,29 @@ pub fn run(a: Args) {
         store.write(1, "server-0.table-0", &file, "benchmark shard").expect("write shard");
         t.elapsed().as_secs_f64()
     });
-    let gb = shard_bytes as f64 / (1u64 << 30) as f64;
-    st.delete(&dir).expect("clean up");
+    (snap_s, shard_bytes, rows)
+}
 
+/// The shard payload of `rows` random dense rows: per row its id, encoded length and encoding.
+fn encode_shard_payload(rows: usize, cols: usize, capacity: usize) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(capacity);
+    let mut enc = bytes::BytesMut::new();
+    let mut row = DenseRow::<f32>::zero(cols);
+    for id in 0..rows as u64 {
+        row.randomize(id, -1.0, 1.0);
+        enc.clear();
+        row.encode(&mut enc);
+        payload.extend_from_slice(&id.to_le_bytes());
+        payload.extend_from_slice(&(enc.len() as u32).to_le_bytes());
+        payload.extend_from_slice(&enc);
+    }
+    payload
+}
+
+/// Prints the results and writes `<out>/bench-storage.{json,csv}`.
+fn write_results(a: &Args, m: &Measured) {
+    let Measured { mb, plain_s, split_s, snap_s, shard_bytes, rows } = *m;
+    let gb = shard_bytes as f64 / (1u64 << 30) as f64;
     let plain_mbs = mb / plain_s;
     let split_mbs = mb / split_s;
     println!("HDFS read of {mb:.0} MB (best of {}):", a.repeats);
