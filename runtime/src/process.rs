@@ -11,7 +11,7 @@ use crate::net;
 use crate::registry::RowTypeRegistry;
 use crate::server::{Server, ServerIn};
 use crate::state::{ClientCmd, Shared, Wake};
-use crate::stats::{hist_of, ProcessStats, ThreadStats};
+use crate::stats::{hist_of, peak_rss_bytes, ProcessStats, ThreadStats};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -344,6 +344,7 @@ impl Joined {
             rows_recv_remote: net.rows_recv_remote.load(Ordering::Relaxed),
             updates_sent: net.updates_sent.load(Ordering::Relaxed),
             fetches_sent: net.fetches_sent.load(Ordering::Relaxed),
+            peak_rss_bytes: peak_rss_bytes(),
             staleness_hist,
             mean_staleness,
             config: echo,

@@ -66,6 +66,8 @@ pub struct ProcessStats {
     pub rows_recv_remote: u64,
     pub updates_sent: u64,
     pub fetches_sent: u64,
+    /// Peak resident set size of the process (bytes, from getrusage).
+    pub peak_rss_bytes: u64,
     /// Observed staleness (row data age minus reader clock) -> count.
     pub staleness_hist: BTreeMap<i64, u64>,
     pub mean_staleness: f64,
@@ -73,6 +75,16 @@ pub struct ProcessStats {
     /// Application-specific results (e.g. `objective`), merged into the top level.
     #[serde(flatten)]
     pub app: Map<String, Value>,
+}
+
+/// This process's peak resident set size in bytes (0 if unknown).
+pub(crate) fn peak_rss_bytes() -> u64 {
+    // SAFETY: getrusage fills the zeroed struct we own; no pointers are kept.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0;
+    }
+    u.ru_maxrss.max(0) as u64 * 1024 // kilobytes on Linux
 }
 
 pub(crate) fn hist_of(staleness: &[u64]) -> (BTreeMap<i64, u64>, f64) {
@@ -123,6 +135,8 @@ struct JobStats {
     rows_recv_remote: u64,
     updates_sent: u64,
     fetches_sent: u64,
+    /// The largest process's peak RSS.
+    peak_rss_bytes: u64,
     staleness_hist: BTreeMap<i64, u64>,
     mean_staleness: f64,
     config: Value,
@@ -161,6 +175,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         rows_recv_remote: sum(|p| p.rows_recv_remote),
         updates_sent: sum(|p| p.updates_sent),
         fetches_sent: sum(|p| p.fetches_sent),
+        peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
         staleness_hist: hist,
         mean_staleness: mean,
         config: procs.first().map(|p| p.stats.config.clone()).unwrap_or(Value::Null),

@@ -9,6 +9,7 @@
 use super::driver::Iterative;
 use super::options::{parse, CommonArgs};
 use super::output::Output;
+use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
@@ -16,7 +17,6 @@ use crate::input::{read_ratings, Rating, RatingFormat};
 use crate::row::DenseRow;
 use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
-use std::io::Write;
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "mf", about = "Matrix factorization by SGD")]
@@ -230,8 +230,10 @@ impl Iterative for Mf {
         Ok(s)
     }
 
-    /// Writes `user_factors` and `item_factors` (`id<TAB>v1<TAB>...<TAB>vK`). Each id is written by
-    /// the lowest-numbered worker that has it, elected through the owner table.
+    /// Writes `user_factors` and `item_factors` (text: `id<TAB>v1<TAB>...<TAB>vK`; or `.npy`
+    /// with `--output-format binary`). Each id is written by one of the workers that have it,
+    /// picked by a hash of the id among them through the owner table, so the parts are balanced
+    /// and are written in parallel.
     fn write_output(&self, st: &mut MfWorker, w: &mut Worker, out: &Output) -> Result<()> {
         let gid = st.gid;
         let mut owner = w.table::<DenseRow<i64>>(OWNER)?;
@@ -243,29 +245,39 @@ impl Iterative for Mf {
             owner.inc_col(2 * i + 1, gid as u32, 1i64)?;
         }
         w.global_barrier()?;
+        // Ask for every owner row and factor row at once (packed fetches, one round trip per
+        // server) instead of one blocking round trip per row.
+        for (ids, t, tag) in [(&st.users, &mut st.lt, 0u64), (&st.items, &mut st.rt, 1)] {
+            for &id in ids {
+                owner.refresh(2 * id + tag);
+                t.refresh(id);
+            }
+        }
+        let format = self.args.common.output_format;
         for (name, ids, t, tag) in
             [("user_factors", &st.users, &mut st.lt, 0u64), ("item_factors", &st.items, &mut st.rt, 1)]
         {
-            let mut text = Vec::new();
+            let mut part = RowsPart::new::<f32>(format, self.args.rank);
             for &id in ids {
-                let first = owner.get(2 * id + tag)?.iter().position(|c| *c > 0);
-                if first != Some(gid) {
-                    continue;
+                if elected(&owner.get(2 * id + tag)?, id) == Some(gid) {
+                    part.push(id, &t.get(id)?);
                 }
-                let row = t.get(id)?;
-                write!(text, "{id}").ok();
-                for v in row.iter() {
-                    write!(text, "\t{v}").ok();
-                }
-                text.push(b'\n');
             }
-            out.write_part(gid, name, gid, |f| f.write_all(&text))?;
+            part.write(out, gid, name, gid)?;
         }
         if gid == 0 {
             out.write_part(0, "global_mean", 0, |f| writeln!(f, "{}", st.mu))?;
         }
         out.commit_when_all_wrote(w, "factors")
     }
+}
+
+/// The worker that writes row `id`: of the workers with a non-zero count in its owner row, the
+/// one at a hashed position.
+fn elected(owners: &[i64], id: u64) -> Option<usize> {
+    let n = owners.iter().filter(|c| **c > 0).count();
+    let k = (mix64(id) % n.max(1) as u64) as usize;
+    owners.iter().enumerate().filter(|(_, c)| **c > 0).nth(k).map(|(g, _)| g)
 }
 
 /// RMSE of a snapshot's model (`mean + L_u . R_i`) over the ratings at `input`: (train RMSE,

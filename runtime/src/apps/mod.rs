@@ -12,6 +12,7 @@ pub(crate) mod objective;
 pub(crate) mod options;
 pub(crate) mod output;
 pub mod pagerank;
+pub(crate) mod rows_out;
 pub(crate) mod state;
 pub(crate) mod straggler;
 

@@ -5,6 +5,13 @@ use super::straggler::StragglerArgs;
 use crate::error::{PsError, Result};
 use crate::input::BadRecords;
 
+/// How outputs are written (`--output-format`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Text,
+    Binary,
+}
+
 /// Parses an application's arguments (`args` without the program name); errors name the app.
 pub fn parse<P: clap::Parser>(app: &str, args: &[String]) -> Result<P> {
     P::try_parse_from(std::iter::once(app.to_string()).chain(args.iter().cloned()))
@@ -22,6 +29,10 @@ pub struct CommonArgs {
     pub output: Option<String>,
     #[arg(long)]
     pub overwrite: bool,
+    /// Output format: text (tab-separated, one row per line) or binary (NumPy `.npy` files that
+    /// `numpy.load(path, mmap_mode="r")` maps; layout in the README).
+    #[arg(long, default_value = "text")]
+    pub output_format: OutputFormat,
     /// Passes over the data.
     #[arg(long, default_value_t = 10)]
     pub passes: i64,

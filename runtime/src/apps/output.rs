@@ -56,7 +56,18 @@ impl Output {
         part: usize,
         body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
     ) -> Result<()> {
-        let path = format!("{}/_temporary/{task}/{name}/part-{part:05}", self.url);
+        self.write_file(task, name, &format!("part-{part:05}"), body)
+    }
+
+    /// Writes file `file` of dataset `name` for task `task`.
+    pub fn write_file(
+        &self,
+        task: usize,
+        name: &str,
+        file: &str,
+        body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let path = format!("{}/_temporary/{task}/{name}/{file}", self.url);
         let mut f = self.storage.create(&path)?;
         body(&mut f).map_err(|e| PsError::io(format!("writing {path}"), e))?;
         f.close()

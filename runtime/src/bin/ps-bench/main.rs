@@ -6,10 +6,12 @@
 //!   ps-bench experiment [NAME]   the papers' experiments, CSVs for the plots
 //!   ps-bench storage   HDFS split reader vs plain hdfs-native read; snapshot write time per GB
 //!   ps-bench wire      MF through yarn-submit per wire_protection (cost of integrity/privacy)
+//!   ps-bench plain APP one app's plain single-thread loop on an input (bench-e2e.sh)
 //! ```
 
 mod apps;
 mod experiments;
+mod plain;
 mod runtime;
 mod storage;
 mod wire;
@@ -35,6 +37,8 @@ enum Cmd {
     Storage(storage::Args),
     /// MF time per pass through yarn-submit with each wire protection.
     Wire(wire::Args),
+    /// One app's plain single-thread loop on an input (JSON line; used by bench-e2e.sh).
+    Plain(plain::Args),
 }
 
 fn main() {
@@ -45,5 +49,6 @@ fn main() {
         Cmd::Experiment(a) => experiments::run(a),
         Cmd::Storage(a) => storage::run(a),
         Cmd::Wire(a) => wire::run(a),
+        Cmd::Plain(a) => plain::run(a),
     }
 }

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark of what a user runs: `yarn-submit --master local[2] --threads 1 APP ...`
+(separate OS processes over TCP, default consistency, staleness and clocks per pass, load and
+output included), beside the app's plain single-thread loop (`ps-bench plain`) and the peer a
+user would otherwise pick (PyPI libmf, tomotopy, scipy), all on the same inputs in the same run.
+
+Per app it reports training seconds per pass (from the job's stats: `train_s` over the passes
+trained), the ratios PS/plain and PS/peer, the job's wall time and its non-training share,
+quality (MF held-out RMSE, LDA log-likelihood per token, PageRank L1 change) and, for LDA, the
+quality-per-second curves of ours and tomotopy. Writes results/bench-e2e.{csv,json,png}."""
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import peers
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin", default="target/release")
+ap.add_argument("--results", default="results")
+ap.add_argument("--ratings", default="data/bench/ratings-5m.tsv")
+ap.add_argument("--corpus", default="data/bench/nyt-10000/docword.synth.txt")
+ap.add_argument("--graph", default="data/bench/graph-1000000.tsv")
+ap.add_argument("--mf-passes", type=int, default=3)
+ap.add_argument("--lda-passes", type=int, default=5)
+ap.add_argument("--pr-passes", type=int, default=10)
+ap.add_argument("--only", default="mf,lda,pagerank")
+ap.add_argument("--output-format", default="text", choices=["text", "binary"])
+a = ap.parse_args()
+bin_dir, res = Path(a.bin), Path(a.results)
+work = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
+# Default clocks per pass of each app (CommonArgs::validate): per-pass time = train_s / passes.
+APPS = {
+    "mf": (a.ratings, a.mf_passes, ["--rank", "100", "--test-fraction", "0.1"]),
+    "lda": (a.corpus, a.lda_passes, ["--topics", "100"]),
+    "pagerank": (a.graph, a.pr_passes, []),
+}
+
+
+def ps_job(app, inp, passes, extra):
+    """Runs the user's command; returns (wall seconds, job stats)."""
+    stats, out = work / f"{app}-stats.json", work / f"{app}-out"
+    cmd = [str(bin_dir / "yarn-submit"), "--master", "local[2]", "--threads", "1", "--stats", str(stats),
+           app, "--input", inp, "--passes", str(passes), "--output", str(out),
+           "--output-format", a.output_format] + extra
+    print("$", " ".join(cmd), flush=True)
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t
+    return wall, json.loads(stats.read_text())
+
+
+def plain(app, inp, passes):
+    cmd = [str(bin_dir / "ps-bench"), "plain", app, "--input", inp, "--passes", str(passes)]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def peer(app, inp):
+    """(name, seconds per pass, note, curve or None); None if the peer is not installed."""
+    try:
+        if app == "mf":
+            return ("libmf (PyPI)", *peers.libmf(peers.load_ratings(inp)), None)
+        if app == "lda":
+            return ("tomotopy", *peers.tomotopy(peers.load_docword(inp), sweeps=a.lda_passes))
+        return ("scipy CSR", *peers.scipy_pagerank(inp, a.pr_passes), None)
+    except ImportError as e:
+        print(f"{app}: peer unavailable ({e})")
+        return None
+
+
+def quality(app, stats, plain_run):
+    objective = stats.get("objective") or [{}]
+    last = objective[-1]
+    if app == "mf":
+        return {"test_rmse": last.get("test_rmse"), "train_rmse": last.get("rmse"),
+                "plain_train_rmse": plain_run["objective"][-1]}
+    if app == "lda":
+        tokens = plain_run["size"]["tokens"]
+        return {"loglik_per_token": last.get("loglik_per_token"),
+                "plain_loglik_per_token": plain_run["objective"][-1] / tokens,
+                "curve": [[r["time_s"], r["loglik_per_token"]] for r in objective if "loglik_per_token" in r]}
+    return {"l1_delta": last.get("l1_delta"), "plain_l1_delta": plain_run["objective"][-1]}
+
+
+rows = []
+for app in a.only.split(","):
+    inp, passes, extra = APPS[app]
+    wall, stats = ps_job(app, inp, passes, extra)
+    train_s = stats.get("train_s", float("nan"))
+    ps_pass = train_s / passes
+    base = plain(app, inp, passes)
+    p = peer(app, inp)
+    row = {
+        "app": app, "input": inp, "passes": passes, "command": "yarn-submit --master local[2] --threads 1",
+        "ps_pass_s": ps_pass, "plain_pass_s": base["pass_s"], "ps_over_plain": ps_pass / base["pass_s"],
+        "wall_s": wall, "train_s": train_s, "non_training_share": (wall - train_s) / wall,
+        "peak_rss_mb": stats.get("peak_rss_bytes", 0) / 2**20, "quality": quality(app, stats, base), "size": base["size"],
+    }
+    if p:
+        row.update({"peer": p[0], "peer_pass_s": p[1], "peer_note": p[2], "ps_over_peer": ps_pass / p[1]})
+        if p[3]:
+            row["peer_curve"] = p[3]
+    rows.append(row)
+    print(f"{app:9} PS {ps_pass:7.3f} s/pass | plain {base['pass_s']:7.3f} ({row['ps_over_plain']:.2f}x)"
+          + (f" | {p[0]} {p[1]:7.3f} ({row['ps_over_peer']:.2f}x)" if p else "")
+          + f" | wall {wall:6.1f} s, {100 * row['non_training_share']:.0f}% not training", flush=True)
+
+res.mkdir(parents=True, exist_ok=True)
+(res / "bench-e2e.json").write_text(json.dumps(rows, indent=1))
+cols = ["app", "ps_pass_s", "plain_pass_s", "ps_over_plain", "peer", "peer_pass_s", "ps_over_peer", "wall_s",
+        "train_s", "non_training_share", "peak_rss_mb"]
+with open(res / "bench-e2e.csv", "w") as f:
+    f.write(",".join(cols) + "\n")
+    for r in rows:
+        f.write(",".join(str(r.get(c, "")) for c in cols) + "\n")
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    names = [r["app"] for r in rows]
+    for i, (key, label) in enumerate([("ps_pass_s", "through the PS (2 processes)"),
+                                      ("plain_pass_s", "plain loop (1 thread)"), ("peer_pass_s", "peer")]):
+        ax.bar([j + 0.27 * (i - 1) for j in range(len(rows))], [r.get(key, 0) for r in rows], 0.27, label=label)
+    ax.set_xticks(range(len(rows)), names)
+    ax.set_yscale("log")
+    ax.set_ylabel("seconds per pass")
+    ax.legend()
+    for r in rows:
+        if r["app"] == "lda":
+            c = r["quality"]["curve"]
+            ax2.plot([x for x, _ in c], [y for _, y in c], "o-", label="ours (log-lik/token vs job time)")
+            if "peer_curve" in r:
+                ax2.plot(*zip(*r["peer_curve"]), "s-", label="tomotopy (ll_per_word vs train time)")
+            ax2.set_xlabel("seconds")
+            ax2.set_ylabel("log-likelihood per token")
+            ax2.legend()
+    fig.tight_layout()
+    fig.savefig(res / "bench-e2e.png", dpi=110)
+except ImportError:
+    print("matplotlib missing: no plot", file=sys.stderr)
+shutil.rmtree(work, ignore_errors=True)
+print("results written to", res / "bench-e2e.{csv,json,png}")
