@@ -88,6 +88,72 @@ fn mf_converges_and_writes_factors() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// An `.npy` file's shape and little-endian payload (the header is checked, not trusted).
+fn read_npy(path: &std::path::Path, descr: &str) -> (Vec<usize>, Vec<u8>) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..8], b"\x93NUMPY\x01\x00", "{}", path.display());
+    let hlen = u16::from_le_bytes([b[8], b[9]]) as usize;
+    assert_eq!((10 + hlen) % 64, 0, "data aligned");
+    let dict = std::str::from_utf8(&b[10..10 + hlen]).unwrap();
+    assert!(dict.contains(&format!("'descr': '{descr}'")) && dict.contains("'fortran_order': False"), "{dict}");
+    let shape = dict.split("'shape': (").nth(1).unwrap().split(')').next().unwrap();
+    let shape: Vec<usize> =
+        shape.split(',').filter(|x| !x.trim().is_empty()).map(|x| x.trim().parse().unwrap()).collect();
+    (shape, b[10 + hlen..].to_vec())
+}
+
+#[test]
+fn mf_binary_output_holds_the_same_factors_as_text() {
+    let d = tmp("mf-npy");
+    let data = d.join("r.tsv");
+    let spec = gen::RatingsSpec {
+        users: 300,
+        items: 100,
+        ratings: 6000,
+        rank: 3,
+        noise: 0.3,
+        item_skew: 0.5,
+        user_skew: 0.3,
+        seed: 5,
+    };
+    gen::ratings(&spec, &data).unwrap();
+    let job = |format: &str| {
+        let out = d.join(format);
+        let a = args(format!(
+            "--input {} --output {} --passes 3 --rank 4 --samples 1 --output-format {format}",
+            data.display(),
+            out.display()
+        ));
+        run("mf", &a, 1, &RuntimeConfig { threads: 1, ..RuntimeConfig::default() });
+        out
+    };
+    let (text, bin) = (job("text"), job("binary"));
+    let mut from_text = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(text.join("user_factors/part-00000")).unwrap().lines() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let v: Vec<f32> = cols[1..].iter().map(|x| x.parse().unwrap()).collect();
+        from_text.insert(cols[0].parse::<u64>().unwrap(), v);
+    }
+    let (shape, vals) = read_npy(&bin.join("user_factors/part-00000.npy"), "<f4");
+    let (id_shape, ids) = read_npy(&bin.join("user_factors/part-00000.ids.npy"), "<u8");
+    assert_eq!(shape, vec![from_text.len(), 4]);
+    assert_eq!(id_shape, vec![from_text.len()]);
+    assert_eq!(vals.len(), from_text.len() * 16);
+    for (k, id) in ids.chunks_exact(8).enumerate() {
+        let id = u64::from_le_bytes(id.try_into().unwrap());
+        let row: Vec<f32> =
+            vals[k * 16..(k + 1) * 16].chunks_exact(4).map(|x| f32::from_le_bytes(x.try_into().unwrap())).collect();
+        let want = &from_text[&id];
+        // One worker and a fixed seed: the same model up to the order float sums were taken in.
+        assert!(
+            row.iter().zip(want).all(|(a, b)| (a - b).abs() <= 1e-4 * b.abs().max(1.0)),
+            "{id}: {row:?} vs {want:?}"
+        );
+    }
+    assert!(bin.join("_SUCCESS").exists() && bin.join("global_mean/part-00000").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn mf_target_stops_early() {
     let d = tmp("mf-target");

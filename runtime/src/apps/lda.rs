@@ -6,8 +6,9 @@
 
 use super::driver::Iterative;
 use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
-use super::options::{parse, CommonArgs};
+use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
+use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
@@ -233,6 +234,10 @@ impl Iterative for Lda {
         let vocab = self.vocab.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let name = |i: u64| vocab.as_ref().and_then(|v| v.get(i as usize).cloned()).unwrap_or_else(|| i.to_string());
         let mut text = Vec::new();
+        let format = self.args.common.output_format;
+        // Binary: dense counts (words x topics), for numpy; text: sparse `topic:count` pairs.
+        let mut part = RowsPart::new::<i32>(format, self.args.topics);
+        let mut dense = vec![0i32; self.args.topics];
         for word in (gid as u64..v as u64).step_by(nw) {
             wt.refresh(word);
         }
@@ -241,13 +246,22 @@ impl Iterative for Lda {
             if row.nnz() == 0 {
                 continue;
             }
+            if format == OutputFormat::Binary {
+                dense.fill(0);
+                row.iter().for_each(|(t, n)| dense[t as usize] = n);
+                part.push(word, &dense);
+                continue;
+            }
             write!(text, "{}", name(word)).ok();
             for (t, n) in row.iter() {
                 write!(text, "\t{t}:{n}").ok();
             }
             text.push(b'\n');
         }
-        out.write_part(gid, "word_topic", gid, |f| f.write_all(&text))?;
+        match format {
+            OutputFormat::Text => out.write_part(gid, "word_topic", gid, |f| f.write_all(&text))?,
+            OutputFormat::Binary => part.write(out, gid, "word_topic", gid)?,
+        }
         if gid == 0 {
             let text = self.topics_text(wt, v, &name)?;
             out.write_part(0, "topics", 0, |f| f.write_all(&text))?;

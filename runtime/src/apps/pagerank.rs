@@ -8,8 +8,9 @@
 //! converged sequential run (`ref_l1`).
 
 use super::driver::Iterative;
-use super::options::{parse, CommonArgs};
+use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
+use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::TableConfig;
 use crate::error::{PsError, Result};
@@ -372,11 +373,20 @@ impl Iterative for PageRank {
         let mut scores: Vec<(f64, u64)> = Vec::with_capacity(n);
         read_blocks(&mut st.rank, &all, self.args.block, n, |i, x| scores.push((x + g, i as u64)))?;
         scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut text = Vec::new();
-        for (s, v) in scores {
-            writeln!(text, "{v}\t{s:.12e}").ok();
+        match self.args.common.output_format {
+            OutputFormat::Text => {
+                let mut text = Vec::new();
+                for (s, v) in scores {
+                    writeln!(text, "{v}\t{s:.12e}").ok();
+                }
+                out.write_part(0, "ranks", 0, |f| f.write_all(&text))?;
+            }
+            OutputFormat::Binary => {
+                let mut part = RowsPart::new::<f64>(OutputFormat::Binary, 1);
+                scores.iter().for_each(|&(s, v)| part.push(v, &[s]));
+                part.write(out, 0, "ranks", 0)?;
+            }
         }
-        out.write_part(0, "ranks", 0, |f| f.write_all(&text))?;
         out.commit()?;
         log::info!("ranks written to {}", out.url);
         Ok(())
