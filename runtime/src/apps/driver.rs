@@ -48,8 +48,11 @@ pub trait Iterative: Sized + Send + Sync + 'static {
     }
     /// The work of clock `clock`.
     fn run_clock(&self, st: &mut Self::State, clock: i64) -> Result<()>;
-    /// This worker's partial sums of the objective (every worker at the same clocks).
-    fn evaluate(&self, st: &mut Self::State) -> Result<Vec<f64>>;
+    /// This worker's partial sums of the objective (every worker at the same clocks). `full` is
+    /// false for intermediate samples, which may be estimated from a fixed subsample of the
+    /// worker's data (an app whose evaluation costs a pass says so in its docs); it is true for
+    /// the last clock, and for every sample when `--target` decides when to stop.
+    fn evaluate(&self, st: &mut Self::State, full: bool) -> Result<Vec<f64>>;
     /// After the work of a clock that is not sampled when the next one is: for objectives that
     /// compare with the state one clock earlier (PageRank's change per iteration). A sampled
     /// clock's `evaluate` keeps that state itself. Its time counts as evaluation.
@@ -125,12 +128,13 @@ impl<A: Iterative> Driver<A> {
             alg.begin_clock(st, clock)?;
             // Clock 0 is only ever run by a fresh start: a checkpoint resumes after a clock.
             if clock == 0 && A::INITIAL_OBJECTIVE {
-                tracker.evaluate(w, 0, || alg.evaluate(st))?;
+                tracker.evaluate(w, 0, || alg.evaluate(st, c.target.is_some()))?;
             }
             c.straggle(w.process_id(), w.num_processes(), clock);
             alg.run_clock(st, clock)?;
             if c.is_sample_clock(clock) {
-                tracker.evaluate(w, clock + 1, || alg.evaluate(st))?;
+                let full = c.target.is_some() || clock + 1 == c.total_clocks();
+                tracker.evaluate(w, clock + 1, || alg.evaluate(st, full))?;
             } else if c.is_sample_clock(clock + 1) {
                 tracker.measure(|| alg.before_sample(st))?;
             }

@@ -208,7 +208,7 @@ impl Iterative for Lda {
 
     /// The collapsed log-likelihood: this worker's documents, the words `gid mod workers`, and
     /// (worker 0) the topic totals; and the token count.
-    fn evaluate(&self, st: &mut LdaWorker) -> Result<Vec<f64>> {
+    fn evaluate(&self, st: &mut LdaWorker, _full: bool) -> Result<Vec<f64>> {
         let mut ll = st.sampler.doc_loglik(&st.z);
         let mine: Vec<u64> = (st.gid as u64..st.v as u64).step_by(st.nw).collect();
         for &word in &mine {

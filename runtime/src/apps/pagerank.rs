@@ -331,7 +331,7 @@ impl Iterative for PageRank {
 
     /// The L1 change of the owned ranks since the last sample (or the clock before), and
     /// worker 0's L1 error against the reference.
-    fn evaluate(&self, st: &mut PrWorker) -> Result<Vec<f64>> {
+    fn evaluate(&self, st: &mut PrWorker, _full: bool) -> Result<Vec<f64>> {
         let vals = self.owned_ranks(st)?;
         let l1 = st.prev_owned.as_ref().map(|p| p.iter().zip(&vals).map(|(a, b)| (a - b).abs()).sum()).unwrap_or(1.0);
         // Worker 0 holds the reference and measures the error; the others add 0.
