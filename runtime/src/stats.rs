@@ -232,6 +232,7 @@ mod tests {
             "rows_recv_remote": int("rows_recv_remote"),
             "updates_sent": int("updates_sent"),
             "fetches_sent": int("fetches_sent"),
+            "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
             "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),
             "mean_staleness": mean,
             "config": procs.first().and_then(|p| p.get("config")).cloned().unwrap_or(Value::Null),
@@ -257,6 +258,7 @@ mod tests {
             "threads": threads, "gets": 3200 + k, "get_misses": 93 - 30 * k, "thread_cache_misses": 3200,
             "incs": 2000, "bytes_sent": 1583137 - 283528 * k, "bytes_recv": 1299609 + 283528 * k,
             "rows_recv": 1553, "rows_recv_remote": 589 + 375 * k, "updates_sent": 1200, "fetches_sent": 8,
+            "peak_rss_bytes": 104_857_600 + 4096 * k,
             "staleness_hist": {"-1": 1157 + k, "-2": 797, "-3": 1246, format!("-{}", 4 + k): 7},
             "mean_staleness": -2.0278125,
             "config": {"app": "demo", "app_args": ["--clocks", "200"], "processes": 3,
@@ -283,7 +285,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 18] = [
+    const JOB_KEYS: [&str; 19] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -294,6 +296,7 @@ mod tests {
         "gets",
         "incs",
         "mean_staleness",
+        "peak_rss_bytes",
         "processes_count",
         "rows_recv",
         "rows_recv_remote",
