@@ -275,6 +275,14 @@ pub struct RowInit {
 
 impl Eq for RowInit {}
 
+impl RowInit {
+    /// Sets `r` to row `row`'s initial value (what the server creates it with), so an app that
+    /// keeps some rows outside the tables starts them exactly as the tables would.
+    pub fn fill<R: crate::row::Row>(&self, row: u64, r: &mut R) {
+        r.randomize(mix64(self.seed ^ row.wrapping_mul(0x2545f4914f6cdd1d)), self.low, self.high);
+    }
+}
+
 impl TableConfig {
     pub fn new(id: u32, name: &str, row_type: impl Into<String>, columns: usize) -> Self {
         TableConfig {

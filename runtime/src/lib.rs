@@ -43,6 +43,7 @@ pub mod internal;
 mod launch;
 mod local_cluster;
 mod logging;
+mod mailbox;
 mod net;
 mod oplog;
 mod process;

@@ -13,7 +13,8 @@
 use crate::clock::{Age, Clock};
 use crate::config::RuntimeConfig;
 use crate::error::{PsError, Result};
-use crate::wire::FetchReq;
+use crate::mailbox::Mailbox;
+use crate::wire::{FetchReq, Msg};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -45,6 +46,11 @@ pub(crate) enum ClientCmd {
     SnapshotDone {
         clock: i64,
         info: String,
+    },
+    /// Send a message as is to process `server` (worker-to-worker exchange parts).
+    Send {
+        server: usize,
+        msg: Msg,
     },
 }
 
@@ -142,6 +148,8 @@ pub(crate) struct Shared {
     pub failure: Failure,
     pub control: Control,
     pub net: NetStats,
+    /// Buffers of `Worker::exchange` addressed to this process's threads.
+    pub mailbox: Mailbox,
     cmd: UnboundedSender<ClientCmd>,
 }
 
@@ -153,6 +161,7 @@ impl Shared {
         start_clock: Clock,
         cmd: UnboundedSender<ClientCmd>,
     ) -> Self {
+        let mailbox = Mailbox::new(nprocs * cfg.threads);
         Shared {
             pid,
             nprocs,
@@ -162,6 +171,7 @@ impl Shared {
             failure: Failure::default(),
             control: Control::default(),
             net: NetStats::default(),
+            mailbox,
             cmd,
         }
     }
@@ -170,6 +180,7 @@ impl Shared {
     pub fn fail(&self, err: PsError) {
         let wakers = self.failure.raise(err);
         self.control.notify();
+        self.mailbox.fail();
         for w in wakers.iter().filter_map(Weak::upgrade) {
             w.wake_all();
         }

@@ -173,3 +173,41 @@ fn async_mode_keeps_read_my_updates_and_refreshes() {
     }
     assert!(fresh > 3 * 10, "async never refreshed rows ({fresh} received)");
 }
+
+/// Two back-to-back all-to-all exchanges with buffers of many frames each (small frame limit).
+struct Exchange;
+
+fn payload(epoch: u8, from: usize, to: usize) -> Vec<u8> {
+    // Sizes from empty to several chunks; contents name the sender, receiver and epoch.
+    let n = (from * 7 + to * 13) % 5 * 9_000;
+    (0..n).map(|i| (i as u8) ^ (from as u8) << 4 ^ (to as u8) << 1 ^ epoch).collect()
+}
+
+impl App for Exchange {
+    fn initialize(&mut self, _ctx: &mut PsContext) -> Result<()> {
+        Ok(())
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let (me, n) = (w.global_thread_id(), w.total_threads());
+        let e = w.exchange(vec![Vec::new(); n + 1]).unwrap_err();
+        assert!(e.to_string().contains("one buffer per worker thread"), "{e}");
+        for epoch in 0..2u8 {
+            let got = w.exchange((0..n).map(|to| payload(epoch, me, to)).collect())?;
+            assert_eq!(got.len(), n);
+            for (from, b) in got.iter().enumerate() {
+                if *b != payload(epoch, from, me) {
+                    return Err(PsError::Violation(format!("exchange {epoch}: wrong bytes from {from} at {me}")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn exchange_delivers_every_buffer_across_processes_and_threads() {
+    let cfg = RuntimeConfig { threads: 2, max_frame_bytes: 16 << 10, batch_bytes: 4 << 10, ..RuntimeConfig::default() };
+    for r in run_cluster(2, &cfg, |_| Box::new(Exchange)) {
+        r.unwrap();
+    }
+}

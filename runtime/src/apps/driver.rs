@@ -59,6 +59,13 @@ pub trait Iterative: Sized + Send + Sync + 'static {
     fn before_sample(&self, _st: &mut Self::State) -> Result<()> {
         Ok(())
     }
+    /// Writes whatever part of the model the app keeps outside the tables into them (MF's local
+    /// user factors). Called during a clock whose end is a snapshot or checkpoint, and once after
+    /// the last clock when the job writes snapshots, so snapshots and the final tables hold the
+    /// whole model.
+    fn sync_tables(&self, _st: &mut Self::State) -> Result<()> {
+        Ok(())
+    }
     /// What `start` needs to resume after this clock: JSON fields (an object, or null) and raw
     /// bytes, stored with the driver's own state in `SavedState`.
     fn save(&self, _st: &Self::State) -> (Value, Vec<u8>) {
@@ -101,6 +108,9 @@ impl<A: Iterative> App for Driver<A> {
             None => 0,
         };
         self.run_clocks(w, &mut st, &mut tracker, first)?;
+        if w.writes_snapshots() {
+            self.alg.sync_tables(&mut st)?;
+        }
         tracker.finish(w)?;
         if let Some(out) = &self.output {
             self.alg.write_output(&mut st, w, out)?;
@@ -137,6 +147,9 @@ impl<A: Iterative> Driver<A> {
                 tracker.evaluate(w, clock + 1, || alg.evaluate(st, full))?;
             } else if c.is_sample_clock(clock + 1) {
                 tracker.measure(|| alg.before_sample(st))?;
+            }
+            if w.snapshot_due() {
+                alg.sync_tables(st)?;
             }
             w.clock_saving(|buf| {
                 let (meta, raw) = alg.save(st);

@@ -7,11 +7,12 @@
 //! does not depend on the number of workers).
 
 use super::driver::Iterative;
+use super::mf_users::{exchange_by_user, index_users, LocalUsers};
 use super::options::{parse, CommonArgs};
 use super::output::Output;
 use super::rows_out::RowsPart;
 use super::state::SavedState;
-use crate::config::{mix64, TableConfig};
+use crate::config::{mix64, RowInit, TableConfig};
 use crate::error::{PsError, Result};
 use crate::input::{read_ratings, Rating, RatingFormat};
 use crate::row::DenseRow;
@@ -42,6 +43,20 @@ pub struct MfArgs {
     /// auto, tsv/csv, movielens or netflix.
     #[arg(long, default_value = "auto")]
     pub format: RatingFormat,
+    /// Where user factors live. `local` (fast): each user's ratings go to one worker at load
+    /// time and its factors stay in that worker, only item factors go through the parameter
+    /// server (the users table is written at snapshots). `table`: both factor matrices are
+    /// parameter-server tables and each worker reads its byte range of the input (the setup of
+    /// the LazyTable and ESSP experiments).
+    #[arg(long, value_enum, default_value_t = UserFactors::Local)]
+    pub user_factors: UserFactors,
+}
+
+/// `--user-factors`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserFactors {
+    Local,
+    Table,
 }
 
 pub const L: u32 = 0;
@@ -49,7 +64,7 @@ pub const R: u32 = 1;
 pub const OWNER: u32 = 2;
 /// Row 0: (sum, count) of the training ratings, for the global mean.
 pub const MEAN: u32 = 3;
-/// Ratings of each set (training, held-out) an intermediate evaluation looks at, per worker.
+/// Most ratings of each set (training, held-out) an intermediate evaluation looks at, per worker.
 pub const EVAL_SAMPLE: usize = 200_000;
 
 /// Whether a rating is held out (independent of how the input is split).
@@ -62,8 +77,8 @@ pub fn held_out(r: &Rating, seed: u64, fraction: f64) -> bool {
 /// A user's row then stays in cache while its ratings are processed, which matters far more for
 /// speed than a full shuffle does for convergence (LIBMF's block scheduling makes the same trade).
 pub fn sgd_order(ratings: &mut [Rating], seed: u64) {
-    ratings
-        .sort_unstable_by_key(|r| (mix64(r.user as u64 ^ seed), mix64((r.item as u64) << 32 ^ r.user as u64 ^ seed)));
+    // The key is computed once per rating, not once per comparison.
+    ratings.sort_by_cached_key(|r| (mix64(r.user as u64 ^ seed), mix64((r.item as u64) << 32 ^ r.user as u64 ^ seed)));
 }
 
 /// SGD step for one rating on plain slices; returns the error before the step.
@@ -101,6 +116,23 @@ pub struct Mf {
     args: MfArgs,
 }
 
+impl Mf {
+    /// Ratings of each set an intermediate evaluation looks at, per worker: all intermediate
+    /// samples together cost at most about 5% of the training work (at least 10K ratings, so a
+    /// sample still means something, and at most `EVAL_SAMPLE`).
+    fn sample_budget(&self, train: usize) -> usize {
+        let c = &self.args.common;
+        let per = train as f64 * c.passes as f64 / (20.0 * c.samples.max(1) as f64);
+        (per as usize).clamp(10_000, EVAL_SAMPLE)
+    }
+
+    /// Initial factor entries: uniform in [-s, s) with s = init-scale / sqrt(rank), seeded per row.
+    fn init(&self) -> RowInit {
+        let hi = self.args.init_scale / (self.args.rank as f64).sqrt();
+        RowInit { low: -hi, high: hi, seed: self.args.common.seed }
+    }
+}
+
 /// A worker's ratings, model handles and SGD buffers.
 pub struct MfWorker {
     gid: usize,
@@ -112,12 +144,14 @@ pub struct MfWorker {
     rt: TableHandle<DenseRow<f32>>,
     dl: DenseRow<f32>,
     dr: DenseRow<f32>,
-    /// Every user and item this worker has ratings of (sorted), for batched prefetching before a
-    /// full scan and for writing the factors.
+    /// Every user and item this worker has ratings of, for batched prefetching before a full
+    /// scan and for writing the factors (sorted; local users in visiting order instead).
     users: Vec<u64>,
     items: Vec<u64>,
     /// Reused buffer: the items of a clock.
     scratch: Vec<u64>,
+    /// `--user-factors local`: the users' factors, and the ratings' `user` fields index `users`.
+    local: Option<LocalUsers>,
 }
 
 // The ratings order is fixed by the seed, so the loop position (the driver's clock) is the data
@@ -150,9 +184,9 @@ impl Iterative for Mf {
 
     fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
         let k = self.args.rank;
-        let hi = self.args.init_scale / (k as f64).sqrt();
-        ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(-hi, hi, self.args.common.seed))?;
-        ctx.create_table(TableConfig::new(R, "items", "dense_f32", k).with_init(-hi, hi, self.args.common.seed ^ 1))?;
+        let RowInit { low, high, seed } = self.init();
+        ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(low, high, seed))?;
+        ctx.create_table(TableConfig::new(R, "items", "dense_f32", k).with_init(low, high, seed ^ 1))?;
         ctx.create_table(TableConfig::new(MEAN, "mean", "dense_f64", 2))?;
         let workers = ctx.num_processes() * ctx.config().threads;
         ctx.create_table(TableConfig::new(OWNER, "owner", "dense_i64", workers))
@@ -161,11 +195,20 @@ impl Iterative for Mf {
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<MfWorker> {
         let (a, c) = (&self.args, &self.args.common);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
-        let (ratings, st) = read_ratings(&c.input, gid, nw, a.format, c.bad_records())?;
-        let (mut train, test): (Vec<Rating>, Vec<Rating>) =
+        let t0 = std::time::Instant::now();
+        let (mut ratings, st) = read_ratings(&c.input, gid, nw, a.format, c.bad_records())?;
+        if a.user_factors == UserFactors::Local {
+            let read = ratings.len();
+            ratings = exchange_by_user(w, ratings)?;
+            log::debug!(
+                "worker {gid}: read {read} ratings, owns {} after the exchange by user ({:.1}s)",
+                ratings.len(),
+                t0.elapsed().as_secs_f64()
+            );
+        }
+        let (mut train, mut test): (Vec<Rating>, Vec<Rating>) =
             ratings.into_iter().partition(|r| !held_out(r, c.seed, a.test_fraction));
         log::debug!("worker {gid}: {} training, {} held-out ratings ({} skipped)", train.len(), test.len(), st.skipped);
-        sgd_order(&mut train, c.seed ^ gid as u64);
         // The model predicts mean + L_u . R_i: centring keeps early gradients small, which matters
         // when many workers' stale updates add up on popular items.
         let mut mean_t = w.table::<DenseRow<f64>>(MEAN)?;
@@ -179,14 +222,33 @@ impl Iterative for Mf {
             let m = mean_t.get(0)?;
             (m[0] / m[1].max(1.0)) as f32
         };
-        let ids = |id: fn(&Rating) -> u32| {
-            let mut v: Vec<u64> = train.iter().chain(&test).map(|r| id(r) as u64).collect();
+        // Distinct ids through a hash set: far fewer ids than ratings, so this beats sorting.
+        let ids = |sets: [&[Rating]; 2], id: fn(&Rating) -> u32| {
+            let set: rustc_hash::FxHashSet<u32> = sets.iter().flat_map(|s| s.iter()).map(id).collect();
+            let mut v: Vec<u64> = set.into_iter().map(u64::from).collect();
             v.sort_unstable();
-            v.dedup();
             v
         };
-        let (users, items) = (ids(|r| r.user), ids(|r| r.item));
+        let items = ids([&train, &test], |r| r.item);
         let k = a.rank;
+        let (users, local) = match a.user_factors {
+            UserFactors::Local => {
+                let users = index_users(&mut train, &mut test, c.seed ^ gid as u64);
+                let local = LocalUsers::new(w, &users, k, self.init(), saved.is_some())?;
+                (users, Some(local))
+            }
+            UserFactors::Table => {
+                sgd_order(&mut train, c.seed ^ gid as u64);
+                (ids([&train, &test], |r| r.user), None)
+            }
+        };
+        log::info!(
+            "worker {gid}: {} ratings of {} users and {} items loaded in {:.1}s",
+            train.len() + test.len(),
+            users.len(),
+            items.len(),
+            t0.elapsed().as_secs_f64()
+        );
         Ok(MfWorker {
             gid,
             lt: w.table(L)?,
@@ -199,6 +261,7 @@ impl Iterative for Mf {
             users,
             items,
             scratch: Vec::new(),
+            local,
         })
     }
 
@@ -207,13 +270,13 @@ impl Iterative for Mf {
     /// prefetch (rows read last clock) does not cover them; without this each would be a
     /// blocking round trip on first read.
     fn begin_clock(&self, st: &mut MfWorker, clock: i64) -> Result<()> {
-        let MfWorker { train, lt, rt, scratch, .. } = st;
+        let MfWorker { train, lt, rt, scratch, local, .. } = st;
         scratch.clear();
         for (_, range) in self.args.common.segments(clock, train.len()) {
             let mut last = None;
             for r in &train[range] {
                 // Ratings are grouped by user (sgd_order).
-                if last != Some(r.user) {
+                if local.is_none() && last != Some(r.user) {
                     lt.refresh(r.user as u64);
                     last = Some(r.user);
                 }
@@ -228,9 +291,21 @@ impl Iterative for Mf {
 
     fn run_clock(&self, st: &mut MfWorker, clock: i64) -> Result<()> {
         let a = &self.args;
-        let MfWorker { train, mu, lt, rt, dl, dr, .. } = st;
+        let MfWorker { train, mu, lt, rt, dl, dr, local, .. } = st;
         for (pass, range) in a.common.segments(clock, train.len()) {
             let lr = a.lr * a.lr_decay.powi(pass as i32);
+            if let Some(local) = local.as_mut() {
+                for r in &train[range] {
+                    let lu = local.row_mut(r.user);
+                    {
+                        let ri = rt.get(r.item as u64)?;
+                        sgd_step(lu, &ri, r.value - *mu, lr, a.lambda, dl, dr);
+                    }
+                    lu.iter_mut().zip(dl.iter()).for_each(|(x, d)| *x += d);
+                    rt.inc(r.item as u64, dr);
+                }
+                continue;
+            }
             for r in &train[range] {
                 // The rows are borrowed from the cache until the step is computed, then updated.
                 {
@@ -244,25 +319,34 @@ impl Iterative for Mf {
         Ok(())
     }
 
-    /// Squared errors and counts of the training and the held-out ratings. An evaluation reads
-    /// every rated row fresh and costs about a pass, so intermediate samples (`full` false) use
-    /// every k-th rating, at most `EVAL_SAMPLE` of each set per worker; the last is exact.
+    /// Squared errors and counts of the training and the held-out ratings. An exact evaluation
+    /// reads every rated row fresh and costs about a pass, so intermediate samples (`full`
+    /// false) use every k-th rating of each set, at most `sample_budget` of them; the last is
+    /// exact. The subsample is the same at every sample, so the curve moves only with the model.
     fn evaluate(&self, st: &mut MfWorker, full: bool) -> Result<Vec<f64>> {
-        let step = |n: usize| if full { 1 } else { n.div_ceil(EVAL_SAMPLE).max(1) };
+        let budget = self.sample_budget(st.train.len());
+        let step = |n: usize| if full { 1 } else { n.div_ceil(budget).max(1) };
         let (ts, hs) = (step(st.train.len()), step(st.test.len()));
-        if ts == 1 && hs == 1 {
-            st.users.iter().for_each(|&u| st.lt.refresh(u));
-            st.items.iter().for_each(|&i| st.rt.refresh(i));
-        } else {
-            for r in st.train.iter().step_by(ts).chain(st.test.iter().step_by(hs)) {
-                st.lt.refresh(r.user as u64);
-                st.rt.refresh(r.item as u64);
+        // Items are few and nearly all rated by every worker: refresh them all.
+        st.items.iter().for_each(|&i| st.rt.refresh(i));
+        if st.local.is_none() {
+            if ts == 1 && hs == 1 {
+                st.users.iter().for_each(|&u| st.lt.refresh(u));
+            } else {
+                for r in st.train.iter().step_by(ts).chain(st.test.iter().step_by(hs)) {
+                    st.lt.refresh(r.user as u64);
+                }
             }
         }
         let mut s = vec![0f64; 4];
         for (set, base, k) in [(&st.train, 0, ts), (&st.test, 2, hs)] {
             for r in set.iter().step_by(k) {
-                let p = st.mu + dot(&st.lt.get(r.user as u64)?, &st.rt.get(r.item as u64)?);
+                let ri = st.rt.get(r.item as u64)?;
+                let p = st.mu
+                    + match &st.local {
+                        Some(l) => dot(l.row(r.user), &ri),
+                        None => dot(&st.lt.get(r.user as u64)?, &ri),
+                    };
                 s[base] += ((r.value - p) as f64).powi(2);
                 s[base + 1] += 1.0;
             }
@@ -274,12 +358,22 @@ impl Iterative for Mf {
     /// with `--output-format binary`). Each id is written by one of the workers that have it,
     /// picked by a hash of the id among them through the owner table, so the parts are balanced
     /// and are written in parallel.
+    fn sync_tables(&self, st: &mut MfWorker) -> Result<()> {
+        if let Some(l) = st.local.as_mut() {
+            l.sync(&mut st.lt, &st.users);
+        }
+        Ok(())
+    }
+
     fn write_output(&self, st: &mut MfWorker, w: &mut Worker, out: &Output) -> Result<()> {
         let gid = st.gid;
+        let t0 = std::time::Instant::now();
         let mut owner = w.table::<DenseRow<i64>>(OWNER)?;
-        // Owner rows: users at 2*id, items at 2*id+1.
-        for &u in &st.users {
-            owner.inc_col(2 * u, gid as u32, 1i64)?;
+        // Owner rows: users at 2*id, items at 2*id+1. Local users have one owner already.
+        if st.local.is_none() {
+            for &u in &st.users {
+                owner.inc_col(2 * u, gid as u32, 1i64)?;
+            }
         }
         for &i in &st.items {
             owner.inc_col(2 * i + 1, gid as u32, 1i64)?;
@@ -287,24 +381,40 @@ impl Iterative for Mf {
         w.global_barrier()?;
         // Ask for every owner row and factor row at once (packed fetches, one round trip per
         // server) instead of one blocking round trip per row.
+        let local = st.local.is_some();
         for (ids, t, tag) in [(&st.users, &mut st.lt, 0u64), (&st.items, &mut st.rt, 1)] {
+            if tag == 0 && local {
+                continue;
+            }
             for &id in ids {
                 owner.refresh(2 * id + tag);
                 t.refresh(id);
             }
         }
-        let format = self.args.common.output_format;
-        for (name, ids, t, tag) in
-            [("user_factors", &st.users, &mut st.lt, 0u64), ("item_factors", &st.items, &mut st.rt, 1)]
-        {
-            let mut part = RowsPart::new::<f32>(format, self.args.rank);
-            for &id in ids {
-                if elected(&owner.get(2 * id + tag)?, id) == Some(gid) {
-                    part.push(id, &t.get(id)?);
+        log::debug!("mf output: owners known at {:?}", t0.elapsed());
+        let (format, rank) = (self.args.common.output_format, self.args.rank);
+        let mut users = RowsPart::new::<f32>(format, rank);
+        match &st.local {
+            Some(l) => st.users.iter().enumerate().for_each(|(j, &id)| users.push(id, l.row(j as u32))),
+            None => {
+                for &id in &st.users {
+                    if elected(&owner.get(2 * id)?, id) == Some(gid) {
+                        users.push(id, &st.lt.get(id)?);
+                    }
                 }
             }
-            part.write(out, gid, name, gid)?;
         }
+        log::debug!("mf output: users formatted at {:?}", t0.elapsed());
+        users.write(out, gid, "user_factors", gid)?;
+        log::debug!("mf output: users written at {:?}", t0.elapsed());
+        let mut items = RowsPart::new::<f32>(format, rank);
+        for &id in &st.items {
+            if elected(&owner.get(2 * id + 1)?, id) == Some(gid) {
+                items.push(id, &st.rt.get(id)?);
+            }
+        }
+        items.write(out, gid, "item_factors", gid)?;
+        log::debug!("mf output: items written at {:?}", t0.elapsed());
         if gid == 0 {
             out.write_part(0, "global_mean", 0, |f| writeln!(f, "{}", st.mu))?;
         }

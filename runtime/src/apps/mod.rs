@@ -8,6 +8,7 @@ pub mod driver;
 pub mod lda;
 pub(crate) mod lda_sampler;
 pub mod mf;
+mod mf_users;
 pub(crate) mod objective;
 pub(crate) mod options;
 pub(crate) mod output;

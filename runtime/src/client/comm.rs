@@ -87,6 +87,7 @@ impl ClientTask {
             ClientCmd::Done => self.send(0, Msg::Done),
             ClientCmd::Abort(reason) => self.send(0, Msg::Abort { reason }),
             ClientCmd::SnapshotDone { clock, info } => self.send(0, Msg::SnapshotDone { clock, info }),
+            ClientCmd::Send { server, msg } => self.send(server, msg),
         }
     }
 

@@ -32,6 +32,8 @@ pub struct Worker {
     barrier_wait_ns: Cell<u64>,
     started: Instant,
     finished: bool,
+    /// Calls of `exchange` so far (the epoch of the next one).
+    exchanges: u64,
 }
 
 impl Worker {
@@ -47,6 +49,7 @@ impl Worker {
             barrier_wait_ns: Cell::new(0),
             started: Instant::now(),
             finished: false,
+            exchanges: 0,
         }
     }
 
@@ -164,6 +167,19 @@ impl Worker {
         }
     }
 
+    /// True if the tables as they are at the end of the current clock go into a snapshot (or
+    /// checkpoint): an app that keeps part of its model outside the tables writes it into them
+    /// during this clock.
+    pub fn snapshot_due(&self) -> bool {
+        let next = self.clock.clock.get().next().get();
+        self.core.snaps.as_ref().is_some_and(|s| s.cfg.is_snapshot_clock(next))
+    }
+
+    /// True if the job writes snapshots (`checkpoint.url` set); the final tables are one too.
+    pub fn writes_snapshots(&self) -> bool {
+        self.core.snaps.is_some()
+    }
+
     /// True if this job continues from a checkpoint.
     pub fn is_resumed(&self) -> bool {
         self.core.shared.start_clock > Clock::default()
@@ -180,6 +196,55 @@ impl Worker {
         self.clock.floor.set(b.completed());
         self.barrier_wait_ns.set(self.barrier_wait_ns.get() + t0.elapsed().as_nanos() as u64);
         Ok(())
+    }
+
+    /// All-to-all data exchange, outside the tables: every worker thread of the job calls it
+    /// (collectively, like [`Worker::global_barrier`]) with one buffer per global thread id, and
+    /// gets back the buffers the others addressed to it, indexed by sender. For partitioning input
+    /// by key at load time (send each record to the worker that owns its key). Buffers within a
+    /// process are moved, not copied; between processes they travel in chunks over the job's
+    /// authenticated links. Blocks until every thread's buffer for this one has arrived.
+    pub fn exchange(&mut self, parts: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>> {
+        let n = self.total_threads();
+        if parts.len() != n {
+            return Err(PsError::Usage(format!(
+                "exchange needs one buffer per worker thread ({n}), got {}",
+                parts.len()
+            )));
+        }
+        let t0 = Instant::now();
+        let shared = &self.core.shared;
+        let (epoch, me, threads) = (self.exchanges, self.global_thread_id() as u32, self.threads_per_process());
+        self.exchanges += 1;
+        // Chunks well inside the frame limit, so a large buffer never needs one huge frame.
+        let chunk = (shared.cfg.max_frame_bytes / 4).clamp(1, 8 << 20);
+        for (to, data) in parts.into_iter().enumerate() {
+            let (server, to) = (to / threads, to as u32);
+            if server == shared.pid {
+                shared.mailbox.deliver(epoch, me, to, true, data)?;
+                continue;
+            }
+            let data = bytes::Bytes::from(data);
+            let mut off = 0;
+            loop {
+                let end = (off + chunk).min(data.len());
+                let msg = crate::wire::Msg::Exchange {
+                    epoch,
+                    from: me,
+                    to,
+                    last: end == data.len(),
+                    data: data.slice(off..end),
+                };
+                shared.send(crate::state::ClientCmd::Send { server, msg });
+                if end == data.len() {
+                    break;
+                }
+                off = end;
+            }
+        }
+        let got = shared.mailbox.collect(epoch, me, || shared.check());
+        self.barrier_wait_ns.set(self.barrier_wait_ns.get() + t0.elapsed().as_nanos() as u64);
+        got
     }
 
     /// Flushes this thread's remaining updates and tells the process the thread is done.

@@ -160,6 +160,15 @@ impl Server {
             }
             Msg::Oplog { table, data } => self.pending.push(from, table, data),
             Msg::Clock { clock } => self.on_clock(from, clock)?,
+            Msg::Exchange { epoch, from: f, to, last, data } => {
+                let threads = self.shared.cfg.threads;
+                if to as usize / threads != self.shared.pid || f as usize / threads != from {
+                    return Err(PsError::codec(format!(
+                        "process {from} sent exchange data from thread {f} to thread {to}, which is not here"
+                    )));
+                }
+                self.shared.mailbox.deliver(epoch, f, to, last, data.to_vec())?;
+            }
             Msg::Ping => {}
             other => return Err(PsError::codec(format!("process {from} sent a server an unexpected {other:?}"))),
         }

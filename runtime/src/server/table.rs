@@ -1,7 +1,7 @@
 //! Master copy of the rows of one table held by one server shard, with the copy-on-write row
 //! versions that pure snapshots need.
 
-use crate::config::{mix64, TableConfig};
+use crate::config::TableConfig;
 use crate::error::{PsError, Result};
 use crate::oplog;
 use crate::row::Row;
@@ -40,7 +40,7 @@ fn row_mut<'a, R: Row>(rows: &'a mut FxHashMap<u64, R>, cfg: &TableConfig, row: 
     rows.entry(row).or_insert_with(|| {
         let mut r = R::zero(cfg.columns);
         if let Some(i) = cfg.init {
-            r.randomize(mix64(i.seed ^ row.wrapping_mul(0x2545f4914f6cdd1d)), i.low, i.high);
+            i.fill(row, &mut r);
         }
         r
     })

@@ -81,6 +81,16 @@ pub enum Msg {
         clock: i64,
         info: String,
     },
+    /// Part of a worker-to-worker exchange (`Worker::exchange`): bytes from global thread
+    /// `from` to global thread `to` (a thread of the receiving process) in exchange `epoch`;
+    /// `last` marks the sender's final part.
+    Exchange {
+        epoch: u64,
+        from: u32,
+        to: u32,
+        last: bool,
+        data: Bytes,
+    },
     // either way
     Ping,
 }
@@ -183,6 +193,15 @@ impl Msg {
                 b.put_i64_le(clock.raw());
                 b.put_slice(info.as_bytes());
             }
+            Msg::Exchange { epoch, from, to, last, data } => {
+                b.reserve(18 + data.len());
+                b.put_u8(17);
+                b.put_u64_le(*epoch);
+                b.put_u32_le(*from);
+                b.put_u32_le(*to);
+                b.put_u8(*last as u8);
+                b.put_slice(data);
+            }
         }
     }
 
@@ -239,6 +258,13 @@ impl Msg {
                 let info = String::from_utf8(s.to_vec()).map_err(|_| PsError::codec("snapshot info is not UTF-8"))?;
                 Msg::SnapshotDone { clock, info }
             }
+            17 => Msg::Exchange {
+                epoch: s.take_u64()?,
+                from: s.take_u32()?,
+                to: s.take_u32()?,
+                last: s.take_u8()? != 0,
+                data: frame.slice(18..),
+            },
             t => return Err(PsError::codec(format!("unknown message tag {t}"))),
         };
         Ok(msg)
@@ -273,6 +299,7 @@ mod tests {
         roundtrip(Msg::Abort { reason: "boom".into() });
         roundtrip(Msg::Ping);
         roundtrip(Msg::SnapshotDone { clock: 5, info: "{}".into() });
+        roundtrip(Msg::Exchange { epoch: 3, from: 1, to: 2, last: true, data: Bytes::from_static(b"r") });
     }
 
     #[test]
