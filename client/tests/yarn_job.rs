@@ -323,7 +323,16 @@ fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
             .collect();
             let Some(answers) = answers else { break };
             assert!(answers[..5].iter().all(String::is_empty), "an attack got an answer: {answers:?}");
-            assert!(answers[5].starts_with("HTTP/1.0 405"), "POST answered {:?}", answers[5]);
+            if answers[5].is_empty() {
+                // The AM may have exited between accepting the POST and answering it (the job
+                // ended mid-round): that is fine if it is gone now; otherwise it must answer.
+                match send(post) {
+                    None => break,
+                    Some(r) => assert!(r.starts_with("HTTP/1.0 405"), "POST answered {:?}, then {r:?}", answers[5]),
+                }
+            } else {
+                assert!(answers[5].starts_with("HTTP/1.0 405"), "POST answered {:?}", answers[5]);
+            }
             let Some(get) = send(b"GET / HTTP/1.1\r\n\r\n") else { break };
             statuses.push(get);
             if silent.len() < 8 {

@@ -105,14 +105,16 @@ impl Sampler {
                     self.doc_topics.swap_remove(p);
                 }
             }
-            store.add(w, old as u32, -1)?;
-            // Word bucket over the word's non-zero topics.
+            // Word bucket over the word's non-zero topics. The token's own count is left out here
+            // instead of being removed from the store first: most tokens keep their topic once the
+            // chain has mixed, and then the store is not touched at all.
             self.q.clear();
             let mut q_sum = 0.0;
             {
                 let (coef, q) = (&self.coef, &mut self.q);
                 store.with_row(w, &mut |row| {
                     for (t, n) in row.iter() {
+                        let n = n - i32::from(t as usize == old);
                         if n > 0 {
                             let v = coef[t as usize] * n as f64;
                             q_sum += v;
@@ -166,8 +168,11 @@ impl Sampler {
             self.change_topic_total(new, 1);
             r_sum += self.ndk[new] as f64 * self.beta / self.denom(new);
             self.coef[new] = (self.alpha + self.ndk[new] as f64) / self.denom(new);
-            store.add(w, new as u32, 1)?;
-            z[i] = new as u32;
+            if new != old {
+                store.add(w, old as u32, -1)?;
+                store.add(w, new as u32, 1)?;
+                z[i] = new as u32;
+            }
         }
         Ok(())
     }

@@ -71,9 +71,13 @@ impl Run {
     }
 }
 
+/// MF in the papers' setup: both factor matrices are parameter-server tables (the default keeps
+/// user factors in the workers, which removes most of the traffic these experiments study).
 fn mf(a: &Args, cfg: RuntimeConfig, extra: &str) -> Run {
-    let args: Vec<String> =
-        format!("--input {} --rank {} {extra}", a.input, a.rank).split_whitespace().map(String::from).collect();
+    let args: Vec<String> = format!("--input {} --rank {} --user-factors table {extra}", a.input, a.rank)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
     eprintln!("  mf {:?} s={} {extra}", cfg.consistency, cfg.staleness);
     let res = run_local_cluster(a.procs, &cfg, &RowTypeRegistry::with_builtins(), |_| {
         apps::build("mf", &args).expect("args")
