@@ -7,7 +7,7 @@
 //! does not depend on the number of workers).
 
 use super::driver::Iterative;
-use super::mf_users::{exchange_by_user, index_users, LocalUsers};
+use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
 use super::options::{parse, CommonArgs};
 use super::output::Output;
 use super::rows_out::RowsPart;
@@ -148,8 +148,8 @@ pub struct MfWorker {
     /// scan and for writing the factors (sorted; local users in visiting order instead).
     users: Vec<u64>,
     items: Vec<u64>,
-    /// Reused buffer: the items of a clock.
-    scratch: Vec<u64>,
+    /// The users (table mode) and items each segment of the ratings reads, by segment.
+    segment_rows: rustc_hash::FxHashMap<(usize, usize), (Vec<u64>, Vec<u64>)>,
     /// `--user-factors local`: the users' factors, and the ratings' `user` fields index `users`.
     local: Option<LocalUsers>,
 }
@@ -222,14 +222,7 @@ impl Iterative for Mf {
             let m = mean_t.get(0)?;
             (m[0] / m[1].max(1.0)) as f32
         };
-        // Distinct ids through a hash set: far fewer ids than ratings, so this beats sorting.
-        let ids = |sets: [&[Rating]; 2], id: fn(&Rating) -> u32| {
-            let set: rustc_hash::FxHashSet<u32> = sets.iter().flat_map(|s| s.iter()).map(id).collect();
-            let mut v: Vec<u64> = set.into_iter().map(u64::from).collect();
-            v.sort_unstable();
-            v
-        };
-        let items = ids([&train, &test], |r| r.item);
+        let items = distinct_sorted(&[&train, &test], |r| r.item);
         let k = a.rank;
         let (users, local) = match a.user_factors {
             UserFactors::Local => {
@@ -239,7 +232,7 @@ impl Iterative for Mf {
             }
             UserFactors::Table => {
                 sgd_order(&mut train, c.seed ^ gid as u64);
-                (ids([&train, &test], |r| r.user), None)
+                (distinct_sorted(&[&train, &test], |r| r.user), None)
             }
         };
         log::info!(
@@ -260,7 +253,7 @@ impl Iterative for Mf {
             mu,
             users,
             items,
-            scratch: Vec::new(),
+            segment_rows: Default::default(),
             local,
         })
     }
@@ -270,22 +263,23 @@ impl Iterative for Mf {
     /// prefetch (rows read last clock) does not cover them; without this each would be a
     /// blocking round trip on first read.
     fn begin_clock(&self, st: &mut MfWorker, clock: i64) -> Result<()> {
-        let MfWorker { train, lt, rt, scratch, local, .. } = st;
-        scratch.clear();
+        let MfWorker { train, lt, rt, segment_rows, local, .. } = st;
         for (_, range) in self.args.common.segments(clock, train.len()) {
-            let mut last = None;
-            for r in &train[range] {
-                // Ratings are grouped by user (sgd_order).
-                if local.is_none() && last != Some(r.user) {
-                    lt.refresh(r.user as u64);
-                    last = Some(r.user);
-                }
-                scratch.push(r.item as u64);
-            }
+            // The ratings' order is fixed, so a segment's rows are the same every pass: computed
+            // once (a sort of the segment's items) instead of every clock.
+            let (users, items) = segment_rows.entry((range.start, range.end)).or_insert_with(|| {
+                let seg = &train[range.clone()];
+                // Ratings are grouped by user (sgd_order, index_users).
+                let mut users: Vec<u64> = seg.iter().map(|r| r.user as u64).collect();
+                users.dedup();
+                let mut items: Vec<u64> = seg.iter().map(|r| r.item as u64).collect();
+                items.sort_unstable();
+                items.dedup();
+                (if local.is_some() { Vec::new() } else { users }, items)
+            });
+            users.iter().for_each(|&u| lt.refresh(u));
+            items.iter().for_each(|&i| rt.refresh(i));
         }
-        scratch.sort_unstable();
-        scratch.dedup();
-        scratch.iter().for_each(|&i| rt.refresh(i));
         Ok(())
     }
 

@@ -56,43 +56,121 @@ pub fn exchange_by_user(w: &mut Worker, ratings: Vec<Rating>) -> Result<Vec<Rati
     Ok(out)
 }
 
+/// Maps ids to small numbers: a plain array when the largest id is within a few entries per
+/// record (ids of real rating data are dense), a hash map otherwise.
+enum IdIndex {
+    Dense(Vec<u32>),
+    Hashed(FxHashMap<u32, u32>),
+}
+
+impl IdIndex {
+    const NONE: u32 = u32::MAX;
+
+    fn new(records: &[&[Rating]], id: fn(&Rating) -> u32) -> Self {
+        let n: usize = records.iter().map(|s| s.len()).sum();
+        let max = records.iter().flat_map(|s| s.iter()).map(id).max().unwrap_or(0) as usize;
+        if max < 4 * n + (1 << 20) {
+            IdIndex::Dense(vec![Self::NONE; max + 1])
+        } else {
+            IdIndex::Hashed(FxHashMap::default())
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: u32) -> Option<u32> {
+        match self {
+            IdIndex::Dense(v) => v.get(id as usize).copied().filter(|&x| x != Self::NONE),
+            IdIndex::Hashed(m) => m.get(&id).copied(),
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, id: u32, to: u32) {
+        match self {
+            IdIndex::Dense(v) => v[id as usize] = to,
+            IdIndex::Hashed(m) => {
+                m.insert(id, to);
+            }
+        }
+    }
+
+    /// The distinct ids of `records`, in order of first appearance (each marked as seen).
+    fn distinct(records: &[&[Rating]], id: fn(&Rating) -> u32) -> (Self, Vec<u32>) {
+        let mut index = Self::new(records, id);
+        let mut ids = Vec::new();
+        for r in records.iter().flat_map(|s| s.iter()) {
+            if index.get(id(r)).is_none() {
+                index.set(id(r), 0);
+                ids.push(id(r));
+            }
+        }
+        (index, ids)
+    }
+}
+
+/// The distinct ids of `records` (by `id`), sorted.
+pub fn distinct_sorted(records: &[&[Rating]], id: fn(&Rating) -> u32) -> Vec<u64> {
+    let mut v: Vec<u64> = IdIndex::distinct(records, id).1.into_iter().map(u64::from).collect();
+    v.sort_unstable();
+    v
+}
+
 /// Numbers this worker's users in SGD visiting order (by a hash of the user id and `seed`),
 /// rewrites the ratings' `user` fields to those numbers, and puts the training ratings in
-/// visiting order: users one after the other, each user's ratings in an order hashed from the
-/// item (the order `mf::sgd_order` gives, in linear time: a counting sort by user instead of a
-/// comparison sort of every rating). Returns the user ids by number.
+/// visiting order: users one after the other (a radix sort), each user's ratings shuffled by a
+/// generator seeded from the user. Linear time: at Netflix size a comparison sort of every rating
+/// took longer than a pass. Returns the user ids by number.
 pub fn index_users(train: &mut Vec<Rating>, test: &mut [Rating], seed: u64) -> Vec<u64> {
-    let mut index: FxHashMap<u32, u32> = FxHashMap::default();
-    for r in train.iter().chain(test.iter()) {
-        index.entry(r.user).or_insert(0);
-    }
-    let mut users: Vec<u32> = index.keys().copied().collect();
+    let (mut index, mut users) = IdIndex::distinct(&[train, test], |r| r.user);
     users.sort_unstable_by_key(|&u| (mix64(u as u64 ^ seed), u));
     for (j, &u) in users.iter().enumerate() {
-        index.insert(u, j as u32);
+        index.set(u, j as u32);
     }
     for r in train.iter_mut().chain(test.iter_mut()) {
-        r.user = index[&r.user];
+        r.user = index.get(r.user).expect("every rated user is numbered");
     }
-    let mut start = vec![0usize; users.len() + 1];
-    for r in train.iter() {
-        start[r.user as usize + 1] += 1;
+    radix_sort_by_user(train, users.len());
+    for run in train.chunk_by_mut(|a, b| a.user == b.user) {
+        shuffle(run, mix64(users[run[0].user as usize] as u64 ^ seed));
     }
-    for j in 0..users.len() {
-        start[j + 1] += start[j];
-    }
-    let mut next = start.clone();
-    let mut ordered = vec![Rating { user: 0, item: 0, value: 0.0 }; train.len()];
-    for r in train.iter() {
-        let p = &mut next[r.user as usize];
-        ordered[*p] = *r;
-        *p += 1;
-    }
-    for (j, &u) in users.iter().enumerate() {
-        ordered[start[j]..start[j + 1]].sort_unstable_by_key(|r| mix64((r.item as u64) << 32 ^ u as u64 ^ seed));
-    }
-    *train = ordered;
     users.into_iter().map(u64::from).collect()
+}
+
+/// Stable LSD radix sort of ratings by their (numbered) `user`, in passes of at most 11 bits: each
+/// pass streams the ratings into at most 2048 runs, which stays cache- and TLB-friendly where a
+/// one-pass counting sort into 240K runs missed the cache on nearly every rating.
+fn radix_sort_by_user(v: &mut Vec<Rating>, users: usize) {
+    let bits = usize::BITS - users.saturating_sub(1).leading_zeros();
+    let mut tmp = vec![Rating { user: 0, item: 0, value: 0.0 }; v.len()];
+    let mut shift = 0;
+    while shift < bits {
+        let width = (bits - shift).min(11);
+        let mask = (1u32 << width) - 1;
+        let mut next = vec![0usize; (mask as usize) + 2];
+        for r in v.iter() {
+            next[((r.user >> shift) & mask) as usize + 1] += 1;
+        }
+        for k in 1..next.len() {
+            next[k] += next[k - 1];
+        }
+        for r in v.iter() {
+            let p = &mut next[((r.user >> shift) & mask) as usize];
+            tmp[*p] = *r;
+            *p += 1;
+        }
+        std::mem::swap(v, &mut tmp);
+        shift += width;
+    }
+}
+
+/// Fisher-Yates with a SplitMix64 stream from `seed` (multiply-shift instead of a modulo).
+fn shuffle<T>(v: &mut [T], seed: u64) {
+    let mut state = seed;
+    for i in (1..v.len()).rev() {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let j = ((mix64(state) >> 32) * (i as u64 + 1)) >> 32;
+        v.swap(i, j as usize);
+    }
 }
 
 /// The factors of this worker's users: row `j` belongs to user number `j` of [`index_users`].
@@ -158,24 +236,56 @@ impl LocalUsers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::mf::sgd_order;
 
     #[test]
-    fn index_users_visits_in_sgd_order_and_renumbers_consistently() {
+    fn index_users_groups_users_in_hash_order_and_keeps_every_rating() {
         let mut train: Vec<Rating> = (0..500u32)
             .map(|i| Rating { user: mix64(i as u64 % 37) as u32 % 1000, item: i * 7 % 113, value: i as f32 })
             .collect();
         let mut test =
             vec![Rating { user: train[3].user, item: 5, value: 1.0 }, Rating { user: 4242, item: 1, value: 2.0 }];
-        let mut expected = train.clone();
-        sgd_order(&mut expected, 9);
+        let (before, before_test) = (train.clone(), test.clone());
         let users = index_users(&mut train, &mut test, 9);
         assert_eq!(users.len(), 38, "37 training users and one only held out");
-        let back: Vec<Rating> = train.iter().map(|r| Rating { user: users[r.user as usize] as u32, ..*r }).collect();
-        assert_eq!(back, expected);
-        assert_eq!(users[test[0].user as usize], expected.iter().find(|r| r.value == 3.0).unwrap().user as u64);
+        assert!(users.windows(2).all(|w| mix64(w[0] ^ 9) < mix64(w[1] ^ 9)), "numbered in visiting order");
+        assert!(train.windows(2).all(|w| w[0].user <= w[1].user), "each user's ratings together, in order");
+        let key = |r: &Rating| (r.user, r.item, r.value.to_bits());
+        let mut back: Vec<_> =
+            train.iter().map(|r| key(&Rating { user: users[r.user as usize] as u32, ..*r })).collect();
+        let mut want: Vec<_> = before.iter().map(key).collect();
+        back.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(back, want, "the same ratings");
+        assert_eq!(users[test[0].user as usize], before[3].user as u64);
         assert_eq!(users[test[1].user as usize], 4242);
-        assert!(train.windows(2).all(|w| w[0].user <= w[1].user), "users are numbered in visiting order");
+        // Deterministic, and not left in arrival order within a user.
+        let (mut again, mut t2) = (before.clone(), before_test);
+        index_users(&mut again, &mut t2, 9);
+        assert!(again == train, "the same order again");
+        assert_ne!(train.iter().map(|r| r.value).collect::<Vec<_>>(), {
+            let mut v = train.clone();
+            v.sort_by_key(|r| (r.user, r.value as u32));
+            v.iter().map(|r| r.value).collect::<Vec<_>>()
+        });
+    }
+
+    #[test]
+    fn radix_sort_by_user_is_a_stable_sort_over_several_passes() {
+        let n = 5000;
+        let mut v: Vec<Rating> =
+            (0..20_000u32).map(|i| Rating { user: mix64(i as u64) as u32 % n, item: i, value: 0.0 }).collect();
+        let mut want = v.clone();
+        want.sort_by_key(|r| r.user);
+        radix_sort_by_user(&mut v, n as usize);
+        assert!(v == want, "sorted by user, each user's ratings in their original order");
+    }
+
+    #[test]
+    fn distinct_ids_are_sorted_and_unique_with_either_index() {
+        let small = [Rating { user: 5, item: 2, value: 1.0 }, Rating { user: 1, item: 2, value: 1.0 }];
+        assert_eq!(distinct_sorted(&[&small, &small[..1]], |r| r.user), vec![1, 5]);
+        let sparse = [Rating { user: u32::MAX - 1, item: 0, value: 1.0 }, Rating { user: 3, item: 0, value: 1.0 }];
+        assert_eq!(distinct_sorted(&[&sparse, &sparse], |r| r.user), vec![3, u32::MAX as u64 - 1]);
     }
 
     #[test]
