@@ -1,6 +1,6 @@
 //! Graphs as SNAP edge lists: `src dst` per line (tab or spaces), `#` comments.
 
-use super::{field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
+use super::{digits, field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
 use crate::error::Result;
 use crate::storage::storage_for;
 
@@ -9,6 +9,15 @@ use crate::storage::storage_for;
 pub struct Edges {
     pub src: Vec<u32>,
     pub dst: Vec<u32>,
+}
+
+/// The fast path for `src<whitespace>dst[<whitespace>anything]` with plain digits; anything else
+/// returns `None` and goes to the general parser (same values; it names what is wrong).
+fn fast_edge(t: &[u8]) -> Option<(u32, u32)> {
+    let (s, rest) = digits(t)?;
+    let gap = rest.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    let (d, rest) = digits(&rest[gap..]).filter(|_| gap > 0)?;
+    rest.first().is_none_or(|b| b.is_ascii_whitespace()).then_some((s, d))
 }
 
 /// Reads worker `k`'s share (of `n`) of the edge list at `url`.
@@ -24,8 +33,14 @@ pub fn read_edges(url: &str, k: usize, n: usize, bad: BadRecords) -> Result<(Edg
             if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
                 continue;
             }
-            let mut f = t.split_whitespace();
-            match field::<u32>(f.next(), "source node").and_then(|s| Ok((s, field::<u32>(f.next(), "target node")?))) {
+            let parsed = match fast_edge(t.as_bytes()) {
+                Some(e) => Ok(e),
+                None => {
+                    let mut f = t.split_whitespace();
+                    field::<u32>(f.next(), "source node").and_then(|s| Ok((s, field::<u32>(f.next(), "target node")?)))
+                }
+            };
+            match parsed {
                 Ok((s, d)) => {
                     out.src.push(s);
                     out.dst.push(d);
@@ -37,4 +52,24 @@ pub fn read_edges(url: &str, k: usize, n: usize, bad: BadRecords) -> Result<(Edg
         stats.bytes += split.end - split.start;
     }
     Ok((out, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_edges_agree_with_the_general_parser_or_decline() {
+        let general = |t: &str| {
+            let mut f = t.split_whitespace();
+            field::<u32>(f.next(), "s").and_then(|s| Ok((s, field::<u32>(f.next(), "d")?))).ok()
+        };
+        for line in ["1 2", "10\t20", "3   4  0.5", "7\t8\textra", "123456789 5"] {
+            assert_eq!(fast_edge(line.as_bytes()), general(line), "{line}");
+            assert!(fast_edge(line.as_bytes()).is_some(), "{line}");
+        }
+        for line in ["1", "1 x", "-1 2", "1 2x", "4294967295 1", "+1 2", "1,2"] {
+            assert_eq!(fast_edge(line.as_bytes()), None, "{line}");
+        }
+    }
 }

@@ -47,6 +47,16 @@ pub(crate) fn field<T: std::str::FromStr>(s: Option<&str>, what: &str) -> std::r
     s.trim().parse::<T>().map_err(|_| format!("{what} '{s}' is not a valid number"))
 }
 
+/// Up to 9 leading ASCII digits as a number, then the rest (the parsers' fast paths; longer
+/// numbers go to the general parser).
+pub(crate) fn digits(s: &[u8]) -> Option<(u32, &[u8])> {
+    let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if n == 0 || n > 9 {
+        return None;
+    }
+    Some((s[..n].iter().fold(0u32, |v, b| v * 10 + (b - b'0') as u32), &s[n..]))
+}
+
 /// Handles one bad record according to the policy.
 pub(crate) fn on_bad(
     policy: BadRecords,

@@ -3,7 +3,7 @@
 //! movie or several movies per file).
 
 use super::split::find_line_before;
-use super::{field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
+use super::{digits, field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
 use crate::error::{PsError, Result};
 use crate::storage::{storage_for, Storage};
 
@@ -79,15 +79,6 @@ fn is_sep(b: u8) -> bool {
 fn seps(s: &[u8]) -> Option<&[u8]> {
     let n = s.iter().take_while(|&&b| is_sep(b)).count();
     (n > 0).then(|| &s[n..])
-}
-
-/// Up to 9 leading digits as a number, then the rest.
-fn digits(s: &[u8]) -> Option<(u32, &[u8])> {
-    let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
-    if n == 0 || n > 9 {
-        return None;
-    }
-    Some((s[..n].iter().fold(0u32, |v, b| v * 10 + (b - b'0') as u32), &s[n..]))
 }
 
 /// The fast path for the common delimited line, `user<sep>item<sep>rating[<sep>anything]` with
