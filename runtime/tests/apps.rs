@@ -249,6 +249,31 @@ fn pagerank_converges_to_the_sequential_reference() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Under BSP the parameter-server iteration is the synchronous (Jacobi) one, so its change per
+/// iteration falls at the same rate as the plain sequential loop's, far faster than the damping
+/// factor (a start from the teleport term alone, total mass 1-d, once made it fall at rate d).
+#[test]
+fn pagerank_under_bsp_converges_as_fast_as_the_sequential_loop() {
+    let d = tmp("pr-rate");
+    let g = d.join("g.tsv");
+    gen::graph(&gen::GraphSpec { nodes: 5000, degree: 8, skew: 0.8, seed: 7 }, &g).unwrap();
+    let a = args(format!("--input {} --passes 12 --samples 12", g.display()));
+    let cfg = RuntimeConfig { consistency: ps_runtime::Consistency::Bsp, threads: 1, ..RuntimeConfig::default() };
+    let l1 = objective(&run("pagerank", &a, 2, &cfg), "l1_delta");
+    let (edges, _) =
+        ps_runtime::input::read_edges(g.to_str().unwrap(), 0, 1, ps_runtime::input::BadRecords::Fail).unwrap();
+    let n = edges.src.iter().chain(&edges.dst).max().unwrap() + 1;
+    let plain = apps::baseline::pagerank(&edges, n as usize, 0.85, 12).objective;
+    eprintln!("ps {l1:?}\nplain {plain:?}");
+    // PS clock k measures the change of iteration k; the plain loop's entry k-1 is iteration k.
+    // (From about iteration 9 on the PS iteration slows down again, to ~0.75 per iteration: a
+    // second, smaller effect still under investigation, so the comparison stops at 8.)
+    assert!(l1[7].1 < 3.0 * plain[7], "PS change at iteration 8 {} vs plain {}", l1[7].1, plain[7]);
+    let rate = (l1[7].1 / l1[2].1).powf(1.0 / 5.0);
+    assert!(rate < 0.6, "change per iteration falls by {rate:.3} per iteration: {l1:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A corrupt edge whose node id is far beyond what the edges can justify fails the job with a
 /// clear message instead of allocating dense rank vectors for four billion nodes.
 #[test]

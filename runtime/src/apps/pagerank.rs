@@ -291,12 +291,19 @@ impl Iterative for PageRank {
 
     /// One iteration: push the rank changes along this worker's edges, then fold the owned
     /// dangling nodes' changes into the global term.
-    fn run_clock(&self, st: &mut PrWorker, _clock: i64) -> Result<()> {
+    fn run_clock(&self, st: &mut PrWorker, clock: i64) -> Result<()> {
         let (d, b, n) = (self.args.damping, self.args.block, st.n);
         let PrWorker { rank, global, edges, local, pushed, acc, out_deg, .. } = st;
         let g = d * global.get(0)?.col(0) / n as f64;
         st.g = g;
         read_blocks(rank, &edges.src_blocks, b, n, |i, x| local[i] = x)?;
+        // The first iteration starts from the uniform distribution, as the sequential algorithm
+        // does. Starting from the table's base ranks (1-d)/N alone, whose total is 1-d, leaves a
+        // mass deficit that only decays as d^t, so the change per iteration fell at rate d
+        // instead of at the graph's own (much faster) rate.
+        if clock == 0 {
+            local.iter_mut().for_each(|x| *x = 1.0 / n as f64 - g);
+        }
         // Rank changes along this worker's edges, aggregated per destination (edges are grouped by
         // source, so each source's share is computed once).
         let by_src = &edges.by_src;
@@ -316,6 +323,9 @@ impl Iterative for PageRank {
         // Dangling nodes owned here: fold their rank changes into the global term.
         if !st.dangling.is_empty() {
             read_blocks(rank, &st.owned, b, n, |i, x| local[i] = x)?;
+            if clock == 0 {
+                local.iter_mut().for_each(|x| *x = 1.0 / n as f64 - g);
+            }
             let mut dsum = 0.0;
             for (j, &v) in st.dangling.iter().enumerate() {
                 let r = local[v as usize] + g;
