@@ -348,10 +348,7 @@ impl Iterative for Mf {
         Ok(s)
     }
 
-    /// Writes `user_factors` and `item_factors` (text: `id<TAB>v1<TAB>...<TAB>vK`; or `.npy`
-    /// with `--output-format binary`). Each id is written by one of the workers that have it,
-    /// picked by a hash of the id among them through the owner table, so the parts are balanced
-    /// and are written in parallel.
+    /// Local user factors go into the users table (the change since the last write).
     fn sync_tables(&self, st: &mut MfWorker) -> Result<()> {
         if let Some(l) = st.local.as_mut() {
             l.sync(&mut st.lt, &st.users);
@@ -359,9 +356,12 @@ impl Iterative for Mf {
         Ok(())
     }
 
+    /// Writes `user_factors` and `item_factors` (text: `id<TAB>v1<TAB>...<TAB>vK`; or `.npy`
+    /// with `--output-format binary`). Each id is written by one of the workers that have it,
+    /// picked by a hash of the id among them through the owner table, so the parts are balanced
+    /// and are written in parallel.
     fn write_output(&self, st: &mut MfWorker, w: &mut Worker, out: &Output) -> Result<()> {
         let gid = st.gid;
-        let t0 = std::time::Instant::now();
         let mut owner = w.table::<DenseRow<i64>>(OWNER)?;
         // Owner rows: users at 2*id, items at 2*id+1. Local users have one owner already.
         if st.local.is_none() {
@@ -385,7 +385,6 @@ impl Iterative for Mf {
                 t.refresh(id);
             }
         }
-        log::debug!("mf output: owners known at {:?}", t0.elapsed());
         let (format, rank) = (self.args.common.output_format, self.args.rank);
         let mut users = RowsPart::new::<f32>(format, rank);
         match &st.local {
@@ -398,9 +397,7 @@ impl Iterative for Mf {
                 }
             }
         }
-        log::debug!("mf output: users formatted at {:?}", t0.elapsed());
         users.write(out, gid, "user_factors", gid)?;
-        log::debug!("mf output: users written at {:?}", t0.elapsed());
         let mut items = RowsPart::new::<f32>(format, rank);
         for &id in &st.items {
             if elected(&owner.get(2 * id + 1)?, id) == Some(gid) {
@@ -408,7 +405,6 @@ impl Iterative for Mf {
             }
         }
         items.write(out, gid, "item_factors", gid)?;
-        log::debug!("mf output: items written at {:?}", t0.elapsed());
         if gid == 0 {
             out.write_part(0, "global_mean", 0, |f| writeln!(f, "{}", st.mu))?;
         }

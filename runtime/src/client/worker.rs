@@ -118,7 +118,7 @@ impl Worker {
     pub fn clock(&mut self) -> Result<()> {
         self.core.shared.check()?;
         let old = self.clock.clock.get();
-        if self.core.snaps.as_ref().is_some_and(|s| s.cfg.is_snapshot_clock(old.next().get())) {
+        if self.snapshot_due() {
             // Back-pressure: at most one snapshot per process is queued or being written, so a
             // slow file system throttles the job instead of piling encoded tables up in memory.
             let t0 = Instant::now();
