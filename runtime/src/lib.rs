@@ -59,7 +59,7 @@ mod stats;
 pub mod storage;
 mod wire;
 
-pub use client::{RowRef, TableHandle, Worker};
+pub use client::{RowMut, RowRef, TableHandle, Worker};
 pub use config::{
     CheckpointConfig, Consistency, FaultConfig, JobConfig, Placement, PrefetchPolicy, RowInit, RuntimeConfig,
     SnapshotMode, TableConfig,

@@ -211,3 +211,65 @@ fn exchange_delivers_every_buffer_across_processes_and_threads() {
         r.unwrap();
     }
 }
+
+/// Dense rows keep a thread's updates in its cached row and hand on the difference at the end of
+/// the clock. Writes before the clock's first read (on a stale cached copy), between reads and
+/// on rows never read must each count exactly once: with staleness 0 a read at clock c holds
+/// every update of clocks < c and this thread's own, and at most the other threads' of clock c.
+struct DenseWrites;
+
+const DENSE_CLOCKS: i64 = 6;
+
+impl App for DenseWrites {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        ctx.create_table(TableConfig::new(0, "d", "dense_i64", 3))
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let mut t = w.table::<DenseRow<i64>>(0)?;
+        let (g, n) = (w.global_thread_id() as i64, w.total_threads() as i64);
+        // Thread g adds (g+1, 1, c) per inc, three incs per clock.
+        let delta = |c: i64| [g + 1, 1, c];
+        let all = |c: i64| -> [i64; 3] { [3 * c * n * (n + 1) / 2, 3 * c * n, 3 * n * c * (c - 1) / 2] };
+        let check = |got: &[i64], c: i64, own: i64, what: &str| -> Result<()> {
+            let (lo, hi) = (all(c), all(c + 1));
+            for k in 0..3 {
+                let mine = own * delta(c)[k];
+                // Others' clock-c updates may or may not be there yet; this thread's must be.
+                if got[k] < lo[k] + mine || got[k] > hi[k] - 3 * delta(c)[k] + mine {
+                    return Err(PsError::Violation(format!("thread {g} clock {c} {what}: {got:?}")));
+                }
+            }
+            Ok(())
+        };
+        for c in 0..DENSE_CLOCKS {
+            let d = DenseRow(delta(c).to_vec());
+            t.inc(0, &d); // before this clock's first read: the cached copy is stale
+            t.inc(1, &d); // row 1 is not read until the end
+            check(&t.get(0)?, c, 1, "first read")?;
+            t.inc(0, &d);
+            t.inc(0, &d);
+            t.inc(1, &d);
+            t.inc(1, &d);
+            check(&t.get(0)?, c, 3, "after incs")?;
+            w.clock()?;
+        }
+        w.global_barrier()?;
+        for row in 0..2 {
+            let got = t.get(row)?.0.clone();
+            if got != all(DENSE_CLOCKS) {
+                return Err(PsError::Violation(format!("row {row} after barrier: {got:?}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn dense_updates_count_once_around_reads() {
+    for consistency in [Consistency::Ssp, Consistency::Essp] {
+        let cfg = RuntimeConfig { threads: 2, consistency, staleness: 0, ..RuntimeConfig::default() };
+        for r in run_cluster(2, &cfg, |_| Box::new(DenseWrites)) {
+            r.unwrap();
+        }
+    }
+}

@@ -3,7 +3,7 @@
 //! parameter server, and as the single-process reference runs of the experiments.
 
 use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
-use super::mf::{dot, sgd_step};
+use super::mf::{dot, sgd_update};
 use super::pagerank::Csr;
 use crate::error::Result;
 use crate::input::{Edges, Rating};
@@ -51,7 +51,6 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
     let mu = (ratings.iter().map(|r| r.value as f64).sum::<f64>() / ratings.len().max(1) as f64) as f32;
     let mut order = ratings.to_vec();
     super::mf::sgd_order(&mut order, seed);
-    let (mut dl, mut dr) = (vec![0f32; rank], vec![0f32; rank]);
     let mut objective = Vec::new();
     let mut secs = 0.0;
     for pass in 0..passes {
@@ -59,9 +58,7 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
         let step = lr * decay.powi(pass as i32);
         for x in &order {
             let (u, v) = (x.user as usize * rank, x.item as usize * rank);
-            sgd_step(&l[u..u + rank], &r[v..v + rank], x.value - mu, step, lambda, &mut dl, &mut dr);
-            l[u..u + rank].iter_mut().zip(&dl).for_each(|(a, b)| *a += b);
-            r[v..v + rank].iter_mut().zip(&dr).for_each(|(a, b)| *a += b);
+            sgd_update(&mut l[u..u + rank], &mut r[v..v + rank], x.value - mu, step, lambda);
         }
         secs += t0.elapsed().as_secs_f64();
         let sse: f64 = ratings

@@ -236,7 +236,7 @@ impl Iterative for Lda {
         let mut text = Vec::new();
         let format = self.args.common.output_format;
         // Binary: dense counts (words x topics), for numpy; text: sparse `topic:count` pairs.
-        let mut part = RowsPart::new::<i32>(format, self.args.topics);
+        let mut part = RowsPart::<i32>::new(format, self.args.topics);
         let mut dense = vec![0i32; self.args.topics];
         for word in (gid as u64..v as u64).step_by(nw) {
             wt.refresh(word);

@@ -27,6 +27,9 @@ pub struct Sampler {
     pub nk: Vec<i64>,
     /// This worker's changes to n_k since the last flush.
     pub nk_delta: Vec<i64>,
+    /// 1 / (n_k + V b) per topic: every bucket term has this factor, and a division costs as
+    /// much as a dozen multiplications, so it is kept up to date (two topics change per token).
+    inv: Vec<f64>,
     s_sum: f64,
     coef: Vec<f64>,
     ndk: Vec<i32>,
@@ -43,6 +46,7 @@ impl Sampler {
             vbeta: vocab as f64 * beta,
             nk: vec![0; k],
             nk_delta: vec![0; k],
+            inv: vec![1.0 / (vocab as f64 * beta); k],
             s_sum: 0.0,
             coef: vec![0.0; k],
             ndk: vec![0; k],
@@ -54,19 +58,19 @@ impl Sampler {
     /// Installs fresh topic totals (start of a clock).
     pub fn set_totals(&mut self, nk: &[i64]) {
         self.nk.copy_from_slice(nk);
-        self.s_sum = (0..self.k).map(|t| self.alpha * self.beta / self.denom(t)).sum();
+        for t in 0..self.k {
+            self.inv[t] = 1.0 / ((self.nk[t].max(0) as f64) + self.vbeta);
+        }
+        self.s_sum = self.inv.iter().map(|i| self.alpha * self.beta * i).sum();
     }
 
     #[inline]
-    fn denom(&self, t: usize) -> f64 {
-        (self.nk[t].max(0) as f64) + self.vbeta
-    }
-
     fn change_topic_total(&mut self, t: usize, d: i64) {
-        self.s_sum -= self.alpha * self.beta / self.denom(t);
+        self.s_sum -= self.alpha * self.beta * self.inv[t];
         self.nk[t] += d;
         self.nk_delta[t] += d;
-        self.s_sum += self.alpha * self.beta / self.denom(t);
+        self.inv[t] = 1.0 / ((self.nk[t].max(0) as f64) + self.vbeta);
+        self.s_sum += self.alpha * self.beta * self.inv[t];
     }
 
     /// Resamples every token of one document; `z` holds its current assignments. One function on
@@ -88,18 +92,18 @@ impl Sampler {
             self.ndk[t as usize] += 1;
         }
         for t in 0..self.k {
-            self.coef[t] = (self.alpha + self.ndk[t] as f64) / self.denom(t);
+            self.coef[t] = (self.alpha + self.ndk[t] as f64) * self.inv[t];
         }
         let mut r_sum: f64 =
-            self.doc_topics.iter().map(|&t| self.ndk[t as usize] as f64 * self.beta / self.denom(t as usize)).sum();
+            self.doc_topics.iter().map(|&t| self.ndk[t as usize] as f64 * self.beta * self.inv[t as usize]).sum();
         for (i, &w) in words.iter().enumerate() {
             let old = z[i] as usize;
             // Remove the token.
-            r_sum -= self.ndk[old] as f64 * self.beta / self.denom(old);
+            r_sum -= self.ndk[old] as f64 * self.beta * self.inv[old];
             self.ndk[old] -= 1;
             self.change_topic_total(old, -1);
-            r_sum += self.ndk[old] as f64 * self.beta / self.denom(old);
-            self.coef[old] = (self.alpha + self.ndk[old] as f64) / self.denom(old);
+            r_sum += self.ndk[old] as f64 * self.beta * self.inv[old];
+            self.coef[old] = (self.alpha + self.ndk[old] as f64) * self.inv[old];
             if self.ndk[old] == 0 {
                 if let Some(p) = self.doc_topics.iter().position(|&t| t as usize == old) {
                     self.doc_topics.swap_remove(p);
@@ -138,7 +142,7 @@ impl Sampler {
                 u -= q_sum;
                 let mut pick = self.doc_topics.last().copied().unwrap_or(0) as usize;
                 for &t in &self.doc_topics {
-                    let v = self.ndk[t as usize] as f64 * self.beta / self.denom(t as usize);
+                    let v = self.ndk[t as usize] as f64 * self.beta * self.inv[t as usize];
                     if u < v {
                         pick = t as usize;
                         break;
@@ -150,7 +154,7 @@ impl Sampler {
                 u -= q_sum + r_sum;
                 let mut pick = self.k - 1;
                 for t in 0..self.k {
-                    let v = self.alpha * self.beta / self.denom(t);
+                    let v = self.alpha * self.beta * self.inv[t];
                     if u < v {
                         pick = t;
                         break;
@@ -160,14 +164,14 @@ impl Sampler {
                 pick
             };
             // Add it back with its new topic.
-            r_sum -= self.ndk[new] as f64 * self.beta / self.denom(new);
+            r_sum -= self.ndk[new] as f64 * self.beta * self.inv[new];
             if self.ndk[new] == 0 {
                 self.doc_topics.push(new as u32);
             }
             self.ndk[new] += 1;
             self.change_topic_total(new, 1);
-            r_sum += self.ndk[new] as f64 * self.beta / self.denom(new);
-            self.coef[new] = (self.alpha + self.ndk[new] as f64) / self.denom(new);
+            r_sum += self.ndk[new] as f64 * self.beta * self.inv[new];
+            self.coef[new] = (self.alpha + self.ndk[new] as f64) * self.inv[new];
             if new != old {
                 store.add(w, old as u32, -1)?;
                 store.add(w, new as u32, 1)?;

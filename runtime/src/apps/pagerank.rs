@@ -160,19 +160,34 @@ struct LocalEdges {
 }
 
 impl LocalEdges {
-    fn new(edges: &Edges, b: usize) -> Self {
-        let mut sources: Vec<u32> = edges.src.clone();
-        sources.sort_unstable();
-        sources.dedup();
+    /// Groups the edges by source with a counting sort over the node ids (`n` = largest id + 1):
+    /// linear in edges and nodes, where sorting (and a binary search per edge for the source's
+    /// index) cost a third of PageRank's load time. Within a source, edges keep input order
+    /// (the per-destination sums do not depend on it: each adds one term per source, in source
+    /// order).
+    fn new(edges: &Edges, b: usize, n: usize) -> Self {
+        // start[v]: where source v's edges begin; then the index of v among this worker's sources.
+        let mut start = vec![0u32; n + 1];
+        for &s in &edges.src {
+            start[s as usize + 1] += 1;
+        }
+        let mut sources = Vec::new();
+        let mut index = vec![0u32; n];
+        for v in 0..n {
+            if start[v + 1] > 0 {
+                index[v] = sources.len() as u32;
+                sources.push(v as u32);
+            }
+            start[v + 1] += start[v];
+        }
+        let mut by_src = vec![(0u32, 0u32); edges.src.len()];
+        for (&s, &t) in edges.src.iter().zip(&edges.dst) {
+            let at = &mut start[s as usize];
+            by_src[*at as usize] = (index[s as usize], t);
+            *at += 1;
+        }
         let mut src_blocks: Vec<u64> = sources.iter().map(|&u| u as u64 / b as u64).collect();
         src_blocks.dedup();
-        let mut by_src: Vec<(u32, u32)> = edges
-            .src
-            .iter()
-            .zip(&edges.dst)
-            .map(|(s, t)| (sources.binary_search(s).expect("present") as u32, *t))
-            .collect();
-        by_src.sort_unstable();
         LocalEdges { sources, src_blocks, by_src }
     }
 }
@@ -243,7 +258,7 @@ impl Iterative for PageRank {
             let (all, _) = read_edges(&c.input, 0, 1, c.bad_records())?;
             reference = Some(pagerank_sequential(n, &all.src, &all.dst, d, 10_000, 1e-14));
         }
-        let local_edges = LocalEdges::new(&edges, b);
+        let local_edges = LocalEdges::new(&edges, b, n);
         drop(edges);
         let owned: Vec<u64> = (gid as u64..n.div_ceil(b) as u64).step_by(nw).collect();
         let mut out_deg = vec![0f64; n];
@@ -392,7 +407,7 @@ impl Iterative for PageRank {
                 out.write_part(0, "ranks", 0, |f| f.write_all(&text))?;
             }
             OutputFormat::Binary => {
-                let mut part = RowsPart::new::<f64>(OutputFormat::Binary, 1);
+                let mut part = RowsPart::<f64>::new(OutputFormat::Binary, 1);
                 scores.iter().for_each(|&(s, v)| part.push(v, &[s]));
                 part.write(out, 0, "ranks", 0)?;
             }

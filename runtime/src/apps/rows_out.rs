@@ -1,7 +1,8 @@
 //! Model rows written as output: `(id, fixed-width row)` records, as text (`id<TAB>v1<TAB>...`)
-//! or as NumPy `.npy` files (`--output-format binary`). Numbers are formatted with `ryu`/`itoa`
-//! (shortest round-trip text; several times faster than `Display`), so writing factors runs at
-//! storage speed rather than at formatting speed.
+//! or as NumPy `.npy` files (`--output-format binary`). Numbers are formatted with `zmij`/`itoa`
+//! (shortest round-trip text, several times faster than `Display`; zmij writes the same strings
+//! as ryu, 1.3x faster on factor values here). Text output is still bound by formatting (about
+//! 65 ns per f32 on the test machine): binary output is the fast path.
 //!
 //! Binary layout of a part `part-NNNNN` of a dataset: `part-NNNNN.npy` holds the values, a
 //! little-endian C-order array of shape `(n, width)` (or `(n,)` when `width` is 1), and
@@ -17,7 +18,8 @@ pub trait OutValue: Copy {
     /// NumPy type string (`<f4`, `<i8`, ...).
     const DESCR: &'static str;
     fn text(self, buf: &mut Vec<u8>);
-    fn le(self, buf: &mut Vec<u8>);
+    /// Writes the little-endian bytes into `out` (exactly `size_of::<Self>()` long).
+    fn le(self, out: &mut [u8]);
 }
 
 macro_rules! out_value {
@@ -29,74 +31,96 @@ macro_rules! out_value {
                 buf.extend_from_slice($fmt::Buffer::new().format(self).as_bytes());
             }
             #[inline]
-            fn le(self, buf: &mut Vec<u8>) {
-                buf.extend_from_slice(&self.to_le_bytes());
+            fn le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
             }
         }
     };
 }
-out_value!(f32, "<f4", ryu);
-out_value!(f64, "<f8", ryu);
+out_value!(f32, "<f4", zmij);
+out_value!(f64, "<f8", zmij);
 out_value!(i32, "<i4", itoa);
 out_value!(i64, "<i8", itoa);
 out_value!(u64, "<u8", itoa);
 
-/// One part file of a dataset of rows, built in memory and written in one go.
-pub struct RowsPart {
+/// Formatted output is handed to the file in pieces of about this size: a whole part held as
+/// text (hundreds of MB for factor matrices) cost more in reallocation copies and page faults
+/// than the formatting itself.
+const CHUNK: usize = 1 << 22;
+
+/// One part file of a dataset of rows: the rows are kept as numbers and formatted while the part
+/// is written, a few MB at a time.
+pub struct RowsPart<V> {
     format: OutputFormat,
     width: usize,
-    descr: &'static str,
-    rows: usize,
-    ids: Vec<u8>,
-    body: Vec<u8>,
+    ids: Vec<u64>,
+    vals: Vec<V>,
 }
 
-impl RowsPart {
-    pub fn new<V: OutValue>(format: OutputFormat, width: usize) -> Self {
-        RowsPart { format, width, descr: V::DESCR, rows: 0, ids: Vec::new(), body: Vec::new() }
+impl<V: OutValue> RowsPart<V> {
+    pub fn new(format: OutputFormat, width: usize) -> Self {
+        RowsPart { format, width: width.max(1), ids: Vec::new(), vals: Vec::new() }
     }
 
     /// Adds row `id`; `row` must have the part's width.
-    pub fn push<V: OutValue>(&mut self, id: u64, row: &[V]) {
+    pub fn push(&mut self, id: u64, row: &[V]) {
         debug_assert_eq!(row.len(), self.width);
-        debug_assert_eq!(V::DESCR, self.descr);
-        self.rows += 1;
-        match self.format {
-            OutputFormat::Text => {
-                id.text(&mut self.body);
-                for &v in row {
-                    self.body.push(b'\t');
-                    v.text(&mut self.body);
-                }
-                self.body.push(b'\n');
-            }
-            OutputFormat::Binary => {
-                id.le(&mut self.ids);
-                row.iter().for_each(|v| v.le(&mut self.body));
-            }
-        }
+        self.ids.push(id);
+        self.vals.extend_from_slice(row);
     }
 
     /// Writes the part as `name/part-NNNNN` (text) or its two `.npy` files, for task `task`.
     pub fn write(self, out: &Output, task: usize, name: &str, part: usize) -> Result<()> {
         let file = format!("part-{part:05}");
         match self.format {
-            OutputFormat::Text => out.write_file(task, name, &file, |f| f.write_all(&self.body)),
+            OutputFormat::Text => out.write_file(task, name, &file, |f| self.write_text(f)),
             OutputFormat::Binary => {
-                let shape: &[usize] = if self.width == 1 { &[self.rows] } else { &[self.rows, self.width] };
-                let head = npy_header(self.descr, shape);
+                let rows = self.ids.len();
+                let shape: &[usize] = if self.width == 1 { &[rows] } else { &[rows, self.width] };
                 out.write_file(task, name, &format!("{file}.npy"), |f| {
-                    f.write_all(&head)?;
-                    f.write_all(&self.body)
+                    f.write_all(&npy_header(V::DESCR, shape))?;
+                    write_le(&self.vals, f)
                 })?;
-                let head = npy_header(u64::DESCR, &[self.rows]);
                 out.write_file(task, name, &format!("{file}.ids.npy"), |f| {
-                    f.write_all(&head)?;
-                    f.write_all(&self.ids)
+                    f.write_all(&npy_header(u64::DESCR, &[rows]))?;
+                    write_le(&self.ids, f)
                 })
             }
         }
     }
+
+    /// `id<TAB>v1<TAB>...<TAB>vK` lines.
+    fn write_text(&self, f: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut buf = Vec::with_capacity(CHUNK + 4096);
+        for (&id, row) in self.ids.iter().zip(self.vals.chunks_exact(self.width)) {
+            id.text(&mut buf);
+            for &v in row {
+                buf.push(b'\t');
+                v.text(&mut buf);
+            }
+            buf.push(b'\n');
+            if buf.len() >= CHUNK {
+                f.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+        f.write_all(&buf)
+    }
+}
+
+/// Values as packed little-endian bytes, a chunk at a time.
+fn write_le<V: OutValue>(vals: &[V], f: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let size = std::mem::size_of::<V>();
+    let mut buf = vec![0u8; CHUNK];
+    for chunk in vals.chunks(CHUNK / size) {
+        let bytes = &mut buf[..std::mem::size_of_val(chunk)];
+        // Fixed-size stores into a preallocated buffer: compiles to a copy on little-endian hosts.
+        for (b, v) in bytes.chunks_exact_mut(size).zip(chunk) {
+            v.le(b);
+        }
+        f.write_all(bytes)?;
+    }
+    Ok(())
 }
 
 /// A `.npy` version 1.0 header: magic, version, header length, and a Python dict literal padded
@@ -134,13 +158,22 @@ mod tests {
 
     #[test]
     fn text_rows_round_trip_their_values() {
-        let mut p = RowsPart::new::<f32>(OutputFormat::Text, 3);
-        let row = [0.1f32, -3.25e-7, 12345.678];
-        p.push(42, &row);
-        let line = std::str::from_utf8(&p.body).unwrap().trim_end();
-        let mut f = line.split('\t');
-        assert_eq!(f.next(), Some("42"));
-        let back: Vec<f32> = f.map(|x| x.parse().unwrap()).collect();
-        assert_eq!(back, row);
+        let mut p = RowsPart::<f32>::new(OutputFormat::Text, 3);
+        let rows = [[0.1f32, -3.25e-7, 12345.678], [f32::MIN_POSITIVE, -0.0, 7.0]];
+        // Enough rows to cross several chunk boundaries.
+        let n = 3 * CHUNK / 20;
+        for i in 0..n {
+            p.push(i as u64, &rows[i % 2]);
+        }
+        let mut text = Vec::new();
+        p.write_text(&mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert_eq!(text.lines().count(), n);
+        for (i, line) in text.lines().enumerate() {
+            let mut f = line.split('\t');
+            assert_eq!(f.next(), Some(i.to_string().as_str()));
+            let back: Vec<f32> = f.map(|x| x.parse().unwrap()).collect();
+            assert_eq!(back, rows[i % 2], "line {i}");
+        }
     }
 }

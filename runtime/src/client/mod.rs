@@ -15,7 +15,7 @@ pub(crate) mod worker;
 pub(crate) use process_table::{ProcessTable, ProcessTableOps};
 pub(crate) use push::PushClocks;
 pub(crate) use tables::{TableRegistry, TableSlot};
-pub use thread_table::{RowRef, TableHandle};
+pub use thread_table::{RowMut, RowRef, TableHandle};
 pub(crate) use tracker::{ClockTracker, LocalBarrier};
 pub use worker::Worker;
 

@@ -6,7 +6,7 @@ use super::process_table::{CopyTarget, ProcessTable};
 use crate::clock::{Age, Clock};
 use crate::consistency::ReadRule;
 use crate::error::{PsError, Result};
-use crate::row::{ColumnAdd, Row, RowUpdate};
+use crate::row::{ColumnAdd, DenseRow, Element, Row, RowUpdate};
 use crate::stats::ThreadStats;
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell, RefMut};
@@ -28,13 +28,46 @@ pub(crate) struct Entry<R: Row> {
     checked: Option<Clock>,
     /// Last clock in which the row was read (prefetch history, eviction).
     touched: Option<Clock>,
-    /// This thread's updates of the current clock.
+    /// This thread's updates of the current clock not counted by `base`.
     pending: Option<R::Update>,
+    /// Rows with `Row::DIFFERENCE`: `view` as it was at the first `inc` of this clock, when
+    /// `based`; this clock's updates since then are `view - base` (the allocation is reused).
+    base: Option<R>,
+    based: bool,
+    /// Whether the row is in `dirty` (written this clock).
+    written: bool,
 }
 
 impl<R: Row> Entry<R> {
     fn new() -> Self {
-        Entry { view: None, age: Age::NONE, version: u64::MAX, checked: None, touched: None, pending: None }
+        Entry {
+            view: None,
+            age: Age::NONE,
+            version: u64::MAX,
+            checked: None,
+            touched: None,
+            pending: None,
+            base: None,
+            based: false,
+            written: false,
+        }
+    }
+
+    /// Moves the updates counted by `base` into `pending`, before `view` may be replaced or the
+    /// clock's updates are handed on.
+    fn fold_base(&mut self) -> Result<()> {
+        if !std::mem::take(&mut self.based) {
+            return Ok(());
+        }
+        let (Some(v), Some(b)) = (&self.view, &self.base) else { return Ok(()) };
+        let d = v.difference(b).ok_or_else(|| {
+            PsError::Usage(format!("row type {} declares DIFFERENCE but has no difference()", R::type_name()))
+        })?;
+        match self.pending.as_mut() {
+            Some(p) => p.merge(&d),
+            None => self.pending = Some(d),
+        }
+        Ok(())
     }
 }
 
@@ -69,63 +102,81 @@ impl<R: Row> ThreadTable<R> {
         self.rule.required(c, self.clock.floor.get())
     }
 
+    /// The entry of `row` with a view fresh enough for a read at clock `c` (one hash lookup
+    /// on a hit), copied from the process cache, fetched or waited for otherwise; `write`: the
+    /// caller changes the view in place (`start_write`).
     #[inline]
-    fn try_hit(&mut self, row: u64, c: Clock, req: Age) -> Option<&mut R> {
-        let ThreadTable { cache, stats, touched, .. } = self;
-        let e = cache.get_mut(&row)?;
-        if e.checked != Some(c) || !ReadRule::admits(e.age, req) {
-            return None;
+    fn read_entry(&mut self, row: u64, c: Clock, req: Age, write: bool) -> Result<&mut Entry<R>> {
+        let ThreadTable { cache, stats, touched, proc, dirty, .. } = self;
+        let e = cache.entry(row).or_insert_with(Entry::new);
+        if e.checked != Some(c) || !ReadRule::admits(e.age, req) || e.view.is_none() {
+            stats.thread_cache_misses += 1;
+            e.fold_base()?;
+            let target =
+                CopyTarget { view: &mut e.view, age: &mut e.age, version: &mut e.version, pending: e.pending.as_ref() };
+            proc.read(row, req, target, stats)?;
+            e.checked = Some(c);
         }
-        let v = e.view.as_mut()?;
         stats.record_get(c.get(), e.age.get());
         if e.touched != Some(c) {
             e.touched = Some(c);
             touched.push(row);
         }
-        Some(v)
+        if write {
+            stats.incs += 1;
+            Self::start_write(e, dirty, row, c);
+        }
+        Ok(e)
     }
 
-    fn miss(&mut self, row: u64, c: Clock, req: Age) -> Result<()> {
-        self.stats.thread_cache_misses += 1;
-        let e = self.cache.entry(row).or_insert_with(Entry::new);
-        self.proc.read(
-            row,
-            req,
-            CopyTarget { view: &mut e.view, age: &mut e.age, version: &mut e.version, pending: e.pending.as_ref() },
-            &mut self.stats,
-        )?;
-        e.checked = Some(c);
-        self.stats.record_get(c.get(), e.age.get());
-        if e.touched != Some(c) {
-            e.touched = Some(c);
-            self.touched.push(row);
+    /// Marks `e` written this clock. Rows with `Row::DIFFERENCE` read this clock (the hot rows
+    /// of a read-modify-write loop) record the view as the base of this clock's difference (once
+    /// per clock) and return true: the caller then changes the view only. Writes to rows not
+    /// read this clock keep a separate delta, so what is sent for them is exactly the sum of the
+    /// `inc`s whether or not an older copy happens to be cached (resumed runs rely on that).
+    #[inline]
+    fn start_write(e: &mut Entry<R>, dirty: &mut Vec<u64>, row: u64, c: Clock) -> bool {
+        if !e.written {
+            e.written = true;
+            dirty.push(row);
         }
-        Ok(())
+        match e.view.as_ref() {
+            Some(v) if R::DIFFERENCE && e.checked == Some(c) => {
+                if !e.based {
+                    match e.base.as_mut() {
+                        Some(b) => b.copy_from(v),
+                        None => e.base = Some(v.clone()),
+                    }
+                    e.based = true;
+                }
+                true
+            }
+            _ => false,
+        }
     }
 
     fn inc_with(&mut self, row: u64, upd: impl FnOnce(&mut R::Update), view: impl FnOnce(&mut R)) {
         self.stats.incs += 1;
         let cols = self.proc.cfg.columns;
+        let c = self.clock.clock.get();
         let e = self.cache.entry(row).or_insert_with(Entry::new);
-        match e.pending.as_mut() {
-            Some(p) => upd(p),
-            None => {
-                let mut p = R::Update::zero(cols);
-                upd(&mut p);
-                e.pending = Some(p);
-                self.dirty.push(row);
-            }
-        }
+        let by_difference = Self::start_write(e, &mut self.dirty, row, c);
         if let Some(v) = e.view.as_mut() {
             view(v);
+        }
+        // The hot path of dense models writes the view only.
+        if !by_difference {
+            upd(e.pending.get_or_insert_with(|| R::Update::zero(cols)));
         }
     }
 
     /// End of clock `old`: hand this thread's updates to the process oplog, then prefetch the rows
     /// read during `old` for clock `old + 1` and trim the cache.
-    pub fn end_clock(&mut self, old: Clock) {
+    pub fn end_clock(&mut self, old: Clock) -> Result<()> {
         for row in std::mem::take(&mut self.dirty) {
             if let Some(e) = self.cache.get_mut(&row) {
+                e.written = false;
+                e.fold_base()?;
                 if let Some(p) = e.pending.take() {
                     match self.proc.merge(row, old.age(), p, e.version) {
                         Some(v) => e.version = v,
@@ -155,6 +206,7 @@ impl<R: Row> ThreadTable<R> {
         }
         self.touched = touched;
         self.touched.clear();
+        Ok(())
     }
 }
 
@@ -190,15 +242,15 @@ impl<R: Row> TableHandle<R> {
         let t = self.inner.borrow_mut();
         let c = t.clock.clock.get();
         let req = t.required(c);
-        match RefMut::filter_map(t, |t| t.try_hit(row, c, req)) {
-            Ok(v) => Ok(RowRef(v)),
-            Err(mut t) => {
-                t.miss(row, c, req)?;
-                Ok(RowRef(RefMut::map(t, |t| {
-                    t.cache.get_mut(&row).and_then(|e| e.view.as_mut()).expect("row was just filled")
-                })))
+        let mut err = None;
+        let r = RefMut::filter_map(t, |t| match t.read_entry(row, c, req, false) {
+            Ok(e) => e.view.as_mut(),
+            Err(x) => {
+                err = Some(x);
+                None
             }
-        }
+        });
+        r.map(RowRef).map_err(|_| err.unwrap_or_else(|| PsError::Usage(format!("row {row} has no value"))))
     }
 
     /// Adds a whole-row delta. Never blocks; visible to this thread's reads at once and to other
@@ -266,6 +318,47 @@ impl<R: Row> TableHandle<R> {
     }
 }
 
+/// Rows whose updates are differences of rows (dense rows) can be changed in place.
+impl<T: Element> TableHandle<DenseRow<T>> {
+    /// Reads `row` like [`TableHandle::get`] and lets the caller change it in place: whatever
+    /// the row holds when the returned guard is dropped, minus what it held, is this thread's
+    /// update (as if by `inc`), so read-modify-write loops such as SGD write each value once
+    /// instead of computing a delta and adding it.
+    #[inline]
+    pub fn get_mut(&mut self, row: u64) -> Result<RowMut<'_, DenseRow<T>>> {
+        let t = self.inner.borrow_mut();
+        let c = t.clock.clock.get();
+        let req = t.required(c);
+        let mut err = None;
+        let r = RefMut::filter_map(t, |t| match t.read_entry(row, c, req, true) {
+            Ok(e) => e.view.as_mut(),
+            Err(x) => {
+                err = Some(x);
+                None
+            }
+        });
+        r.map(RowMut).map_err(|_| err.unwrap_or_else(|| PsError::Usage(format!("row {row} has no value"))))
+    }
+}
+
+/// A row returned by [`TableHandle::get_mut`]; changes to it are this thread's updates.
+pub struct RowMut<'a, R>(RefMut<'a, R>);
+
+impl<R> std::ops::Deref for RowMut<'_, R> {
+    type Target = R;
+    #[inline]
+    fn deref(&self) -> &R {
+        &self.0
+    }
+}
+
+impl<R> std::ops::DerefMut for RowMut<'_, R> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut R {
+        &mut self.0
+    }
+}
+
 /// Type-erased view used by the worker at clock boundaries.
 pub(crate) trait ThreadTableOps {
     fn end_clock(&self, old: Clock) -> Result<()>;
@@ -274,8 +367,7 @@ pub(crate) trait ThreadTableOps {
 
 impl<R: Row> ThreadTableOps for RefCell<ThreadTable<R>> {
     fn end_clock(&self, old: Clock) -> Result<()> {
-        self.try_borrow_mut().map_err(|_| PsError::Usage("a RowRef was held across clock()".into()))?.end_clock(old);
-        Ok(())
+        self.try_borrow_mut().map_err(|_| PsError::Usage("a RowRef was held across clock()".into()))?.end_clock(old)
     }
     fn stats(&self) -> ThreadStats {
         self.borrow().stats.clone()

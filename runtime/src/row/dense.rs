@@ -67,6 +67,11 @@ impl<T: Element> Row for DenseRow<T> {
             let _ = write!(out, "{}{v}", if i > 0 { "\t" } else { "" });
         }
     }
+    const DIFFERENCE: bool = true;
+    fn difference(&self, base: &Self) -> Option<Self> {
+        // Both have the table's width: the base is a copy of the row.
+        Some(DenseRow(self.0.iter().zip(&base.0).map(|(a, b)| a.sub(*b)).collect()))
+    }
     fn copy_from(&mut self, other: &Self) {
         self.0.clear();
         self.0.extend_from_slice(&other.0);

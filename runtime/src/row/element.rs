@@ -23,10 +23,12 @@ pub trait Element:
     /// processes, and a counter must not be able to panic the server that applies them; debug
     /// and release builds then agree too.
     fn add(self, other: Self) -> Self;
+    /// The difference, wrapping like `add` (so `a.add(b).sub(a) == b` for integers).
+    fn sub(self, other: Self) -> Self;
 }
 
 macro_rules! element {
-    ($t:ty, $name:literal, $add:expr) => {
+    ($t:ty, $name:literal, $add:expr, $sub:expr) => {
         impl Element for $t {
             const NAME: &'static str = $name;
             const SIZE: usize = std::mem::size_of::<$t>();
@@ -52,13 +54,17 @@ macro_rules! element {
             fn add(self, other: Self) -> Self {
                 $add(self, other)
             }
+            #[inline]
+            fn sub(self, other: Self) -> Self {
+                $sub(self, other)
+            }
         }
     };
 }
-element!(i32, "i32", i32::wrapping_add);
-element!(i64, "i64", i64::wrapping_add);
-element!(f32, "f32", |a: f32, b: f32| a + b);
-element!(f64, "f64", |a: f64, b: f64| a + b);
+element!(i32, "i32", i32::wrapping_add, i32::wrapping_sub);
+element!(i64, "i64", i64::wrapping_add, i64::wrapping_sub);
+element!(f32, "f32", |a: f32, b: f32| a + b, |a: f32, b: f32| a - b);
+element!(f64, "f64", |a: f64, b: f64| a + b, |a: f64, b: f64| a - b);
 
 /// Cursor helpers for decoding untrusted bytes without panicking.
 pub(crate) trait ReadExt {

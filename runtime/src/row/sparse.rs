@@ -111,6 +111,38 @@ impl<T: Element> Row for SparseRow<T> {
             let _ = write!(out, "{}{c}:{v}", if i > 0 { "\t" } else { "" });
         }
     }
+    const DIFFERENCE: bool = true;
+    /// A merge of the two sorted column lists; zero differences are dropped.
+    fn difference(&self, base: &Self) -> Option<Self> {
+        let mut d = SparseRow::new();
+        let (mut i, mut j) = (0, 0);
+        loop {
+            let (c, v) = match (self.cols.get(i), base.cols.get(j)) {
+                (None, None) => break,
+                (Some(&a), Some(&b)) if a == b => {
+                    (i, j) = (i + 1, j + 1);
+                    (a, self.vals[i - 1].sub(base.vals[j - 1]))
+                }
+                (Some(&a), Some(&b)) if a < b => {
+                    i += 1;
+                    (a, self.vals[i - 1])
+                }
+                (Some(&a), None) => {
+                    i += 1;
+                    (a, self.vals[i - 1])
+                }
+                (_, Some(&b)) => {
+                    j += 1;
+                    (b, T::default().sub(base.vals[j - 1]))
+                }
+            };
+            if !v.is_zero() {
+                d.cols.push(c);
+                d.vals.push(v);
+            }
+        }
+        Some(d)
+    }
     fn copy_from(&mut self, other: &Self) {
         self.cols.clear();
         self.cols.extend_from_slice(&other.cols);
