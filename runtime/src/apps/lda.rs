@@ -126,7 +126,11 @@ impl Iterative for Lda {
 
     fn from_args(args: &[String]) -> Result<Self> {
         let mut args: LdaArgs = parse("lda", args)?;
-        args.common.validate("lda", 1)?;
+        // Four clocks per sweep by default: each worker then sees the others' topic changes four
+        // times per sweep. On a 3M-token corpus (K = 100, 2 workers, 5 sweeps) one clock per
+        // sweep reached -13.01 per token at 2.21 s/sweep, four -12.39 at 2.51 and ten -12.20 at
+        // 4.04 (the plain loop: -12.03): four gives the best quality per second.
+        args.common.validate("lda", 4)?;
         if args.topics == 0 || args.topics > u16::MAX as usize || args.alpha <= 0.0 || args.beta <= 0.0 {
             return Err(PsError::Config("lda: --topics must be in 1..65535, --alpha and --beta positive".into()));
         }

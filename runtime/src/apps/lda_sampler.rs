@@ -117,14 +117,18 @@ impl Sampler {
             {
                 let (coef, q) = (&self.coef, &mut self.q);
                 store.with_row(w, &mut |row| {
+                    // A local sum stays in a register (the captured one is written back per entry).
+                    let mut sum = 0.0;
+                    q.reserve(row.nnz());
                     for (t, n) in row.iter() {
                         let n = n - i32::from(t as usize == old);
                         if n > 0 {
                             let v = coef[t as usize] * n as f64;
-                            q_sum += v;
+                            sum += v;
                             q.push((t, v));
                         }
                     }
+                    q_sum = sum;
                 })?;
             }
             let mut u = rng.gen::<f64>() * (self.s_sum + r_sum + q_sum);

@@ -37,7 +37,7 @@ pub struct CommonArgs {
     #[arg(long, default_value_t = 10)]
     pub passes: i64,
     /// Clocks per pass (work per clock = 1/C of a pass; C > 1 is A-BSP-style minibatching).
-    /// Default: the app's (mf 2, lda and pagerank 1).
+    /// Default: the app's (mf 2, lda 4, pagerank 1).
     #[arg(long)]
     pub clocks_per_pass: Option<i64>,
     #[arg(long, default_value_t = 1)]
