@@ -239,18 +239,25 @@ impl<R: Row> TableHandle<R> {
     /// hold more. Blocks only if no cached copy is fresh enough. The only call that may block.
     #[inline]
     pub fn get(&mut self, row: u64) -> Result<RowRef<'_, R>> {
+        self.borrow_row(row, false).map(RowRef)
+    }
+
+    /// The cached row, fresh enough for this clock, borrowed from the thread cache; `write`:
+    /// the caller changes it in place.
+    #[inline]
+    fn borrow_row(&mut self, row: u64, write: bool) -> Result<RefMut<'_, R>> {
         let t = self.inner.borrow_mut();
         let c = t.clock.clock.get();
         let req = t.required(c);
         let mut err = None;
-        let r = RefMut::filter_map(t, |t| match t.read_entry(row, c, req, false) {
+        let r = RefMut::filter_map(t, |t| match t.read_entry(row, c, req, write) {
             Ok(e) => e.view.as_mut(),
             Err(x) => {
                 err = Some(x);
                 None
             }
         });
-        r.map(RowRef).map_err(|_| err.unwrap_or_else(|| PsError::Usage(format!("row {row} has no value"))))
+        r.map_err(|_| err.unwrap_or_else(|| PsError::Usage(format!("row {row} has no value"))))
     }
 
     /// Adds a whole-row delta. Never blocks; visible to this thread's reads at once and to other
@@ -326,18 +333,7 @@ impl<T: Element> TableHandle<DenseRow<T>> {
     /// instead of computing a delta and adding it.
     #[inline]
     pub fn get_mut(&mut self, row: u64) -> Result<RowMut<'_, DenseRow<T>>> {
-        let t = self.inner.borrow_mut();
-        let c = t.clock.clock.get();
-        let req = t.required(c);
-        let mut err = None;
-        let r = RefMut::filter_map(t, |t| match t.read_entry(row, c, req, true) {
-            Ok(e) => e.view.as_mut(),
-            Err(x) => {
-                err = Some(x);
-                None
-            }
-        });
-        r.map(RowMut).map_err(|_| err.unwrap_or_else(|| PsError::Usage(format!("row {row} has no value"))))
+        self.borrow_row(row, true).map(RowMut)
     }
 }
 
