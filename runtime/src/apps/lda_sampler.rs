@@ -59,7 +59,7 @@ impl Sampler {
     pub fn set_totals(&mut self, nk: &[i64]) {
         self.nk.copy_from_slice(nk);
         for t in 0..self.k {
-            self.inv[t] = 1.0 / ((self.nk[t].max(0) as f64) + self.vbeta);
+            self.inv[t] = self.inverse_denom(t);
         }
         self.s_sum = self.inv.iter().map(|i| self.alpha * self.beta * i).sum();
     }
@@ -69,8 +69,13 @@ impl Sampler {
         self.s_sum -= self.alpha * self.beta * self.inv[t];
         self.nk[t] += d;
         self.nk_delta[t] += d;
-        self.inv[t] = 1.0 / ((self.nk[t].max(0) as f64) + self.vbeta);
+        self.inv[t] = self.inverse_denom(t);
         self.s_sum += self.alpha * self.beta * self.inv[t];
+    }
+
+    #[inline]
+    fn inverse_denom(&self, t: usize) -> f64 {
+        1.0 / ((self.nk[t].max(0) as f64) + self.vbeta)
     }
 
     /// Resamples every token of one document; `z` holds its current assignments. One function on
