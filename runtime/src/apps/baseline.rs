@@ -3,6 +3,7 @@
 //! parameter server, and as the single-process reference runs of the experiments.
 
 use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
+use super::lda_tokens::Block;
 use super::mf::{dot, sgd_update};
 use super::pagerank::Csr;
 use crate::error::Result;
@@ -80,13 +81,13 @@ impl WordTopics for LocalCounts {
         f(&self.0[word as usize]);
         Ok(())
     }
-    fn add(&mut self, word: u32, topic: u32, delta: i32) -> Result<()> {
-        self.0[word as usize].add(topic, delta);
+    fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
+        changes.iter().for_each(|&(t, d)| self.0[word as usize].add(t, d));
         Ok(())
     }
 }
 
-/// Plain SparseLDA; objective: collapsed log-likelihood after each sweep (initial one first).
+/// Plain LDA (the app's word-major sampler on local counts); objective: collapsed log-likelihood after each sweep (initial one first).
 pub fn lda(
     docs: &[Vec<u32>],
     vocab: usize,
@@ -98,28 +99,29 @@ pub fn lda(
 ) -> Result<BaselineRun> {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut counts = LocalCounts(vec![SparseRow::new(); vocab]);
-    let mut s = Sampler::new(k, alpha, beta, vocab);
-    let mut z: Vec<Vec<u32>> = docs.iter().map(|d| d.iter().map(|_| rng.gen_range(0..k as u32)).collect()).collect();
+    let mut s = Sampler::new(k, alpha, beta, vocab, docs.iter().map(|d| d.len() as u32).collect());
+    let mut block = Block::new(docs, 0..docs.len(), vocab);
+    let z: Vec<u32> = docs.iter().flatten().map(|_| rng.gen_range(0..k as u32)).collect();
+    block.set_doc_order(docs, vocab, &mut z.into_iter())?;
     let mut nk = vec![0i64; k];
-    for (d, zd) in docs.iter().zip(&z) {
-        for (&w, &t) in d.iter().zip(zd) {
+    for (i, &w) in block.words.iter().enumerate() {
+        for &t in &block.z[block.starts[i]..block.starts[i + 1]] {
             counts.0[w as usize].add(t, 1);
             nk[t as usize] += 1;
         }
     }
+    s.docs.count(&block);
     s.set_totals(&nk);
-    let ll = |s: &Sampler, z: &[Vec<u32>], c: &LocalCounts| {
-        s.doc_loglik(z) + c.0.iter().map(|r| word_loglik(r, beta)).sum::<f64>() + topic_loglik(&s.nk, s.vbeta)
+    let ll = |s: &Sampler, c: &LocalCounts| {
+        s.doc_loglik() + c.0.iter().map(|r| word_loglik(r, beta)).sum::<f64>() + topic_loglik(&s.nk, s.vbeta)
     };
-    let mut objective = vec![ll(&s, &z, &counts)];
+    let mut objective = vec![ll(&s, &counts)];
     let mut secs = 0.0;
     for _ in 0..passes {
         let t0 = Instant::now();
-        for (d, zd) in docs.iter().zip(z.iter_mut()) {
-            s.sweep_doc(d, zd, &mut counts, &mut rng)?;
-        }
+        s.sweep_block(&mut block, &mut counts, &mut rng)?;
         secs += t0.elapsed().as_secs_f64();
-        objective.push(ll(&s, &z, &counts));
+        objective.push(ll(&s, &counts));
     }
     Ok(BaselineRun { pass_s: secs / passes.max(1) as f64, objective })
 }

@@ -1,11 +1,13 @@
-//! `lda`: latent Dirichlet allocation by collapsed Gibbs sampling with the SparseLDA sampler
+//! `lda`: latent Dirichlet allocation by collapsed Gibbs sampling with a word-major sampler
 //! (`lda_sampler`). A word-topic table of sparse rows (one per word) and a topic-sum row live on
 //! the parameter server; document-topic counts stay with the worker that owns the document.
-//! Clock 0 adds the random initial assignments; each later clock resamples 1/C of the worker's
-//! documents. Quality: the collapsed log-likelihood log p(w, z).
+//! Start-up adds the random initial assignments; each clock resamples 1/C of the worker's
+//! documents (one `lda_tokens::Block`), reading each of their words' rows once.
+//! Quality: the collapsed log-likelihood log p(w, z).
 
 use super::driver::Iterative;
 use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
+use super::lda_tokens::Block;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::rows_out::RowsPart;
@@ -23,7 +25,7 @@ use std::io::Write;
 use std::sync::Mutex;
 
 #[derive(Parser, Debug, Clone)]
-#[command(name = "lda", about = "LDA by collapsed Gibbs sampling (SparseLDA)")]
+#[command(name = "lda", about = "LDA by collapsed Gibbs sampling")]
 pub struct LdaArgs {
     #[command(flatten)]
     pub common: CommonArgs,
@@ -53,8 +55,8 @@ impl WordTopics for PsWordTopics<'_> {
         f(&*self.0.get(word as u64)?);
         Ok(())
     }
-    fn add(&mut self, word: u32, topic: u32, delta: i32) -> Result<()> {
-        self.0.inc_col(word as u64, topic, delta)
+    fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
+        self.0.batch_inc(word as u64, changes)
     }
 }
 
@@ -73,8 +75,8 @@ pub struct LdaWorker {
     v: usize,
     docs: Vec<Vec<u32>>,
     tokens: usize,
-    /// Topic assignments, one per token of `docs`.
-    z: Vec<Vec<u32>>,
+    /// The documents of each clock of a pass, their tokens grouped by word, with their topics.
+    blocks: Vec<Block>,
     wt: TableHandle<SparseRow<i32>>,
     ts: TableHandle<DenseRow<i64>>,
     sampler: Sampler,
@@ -161,30 +163,47 @@ impl Iterative for Lda {
         if gid == 0 {
             *self.vocab.lock().unwrap_or_else(|e| e.into_inner()) = corpus.vocab;
         }
+        let n = docs.len();
+        let part = |p: i64| c.segments(p, n).first().map_or(0..n, |s| s.1.clone());
+        let blocks = (0..c.cpp()).map(|p| Block::new(&docs, part(p), v)).collect();
         let mut st = LdaWorker {
-            z: Vec::new(),
             wt: w.table(WORD_TOPIC)?,
             ts: w.table(TOPIC_SUM)?,
-            sampler: Sampler::new(a.topics, a.alpha, a.beta, v),
+            sampler: Sampler::new(a.topics, a.alpha, a.beta, v, docs.iter().map(|d| d.len() as u32).collect()),
             rng: self.rng_at(gid, -1),
             gid,
             nw,
             v,
             docs,
             tokens,
+            blocks,
         };
-        if let Some(s) = saved {
+        let z: Vec<u32> = match saved {
+            Some(s) => unpack_assignments(&s.raw, st.tokens, a.topics)?,
+            None => {
+                let rng = &mut st.rng;
+                (0..st.tokens).map(|_| rng.gen_range(0..a.topics as u32)).collect()
+            }
+        };
+        let mut z = z.into_iter();
+        for b in &mut st.blocks {
+            b.set_doc_order(&st.docs, v, &mut z)?;
+            st.sampler.docs.count(b);
+        }
+        if saved.is_some() {
             // Resumed: the tables hold the counts of the saved assignments.
-            st.z = unpack_assignments(&s.raw, &st.docs, a.topics)?;
             return Ok(st);
         }
-        // Random initial assignments.
-        let rng = &mut st.rng;
-        st.z = st.docs.iter().map(|d| d.iter().map(|_| rng.gen_range(0..a.topics as u32)).collect()).collect();
-        for (d, zd) in st.docs.iter().zip(&st.z) {
-            for (&word, &t) in d.iter().zip(zd) {
-                st.wt.inc_col(word as u64, t, 1)?;
-                st.sampler.nk_delta[t as usize] += 1;
+        // Add the random initial assignments, one batch per word of each block.
+        let mut changes = Vec::new();
+        for b in &st.blocks {
+            for (i, &word) in b.words.iter().enumerate() {
+                changes.clear();
+                for &t in &b.z[b.starts[i]..b.starts[i + 1]] {
+                    changes.push((t, 1));
+                    st.sampler.nk_delta[t as usize] += 1;
+                }
+                st.wt.batch_inc(word as u64, &changes)?;
             }
         }
         flush_totals(&mut st.ts, &mut st.sampler)?;
@@ -203,9 +222,12 @@ impl Iterative for Lda {
     fn run_clock(&self, st: &mut LdaWorker, clock: i64) -> Result<()> {
         let mut store = PsWordTopics(&mut st.wt);
         for (_, range) in self.args.common.segments(clock, st.docs.len()) {
-            for d in range {
-                st.sampler.sweep_doc(&st.docs[d], &mut st.z[d], &mut store, &mut st.rng)?;
-            }
+            // Blocks are the documents of each clock of a pass; with several passes per clock a
+            // segment is all documents, which then form a single block.
+            let b = st.blocks.iter_mut().find(|b| b.docs == range).ok_or_else(|| {
+                PsError::Config(format!("lda: documents {range:?} do not form a block of this worker"))
+            })?;
+            st.sampler.sweep_block(b, &mut store, &mut st.rng)?;
         }
         flush_totals(&mut st.ts, &mut st.sampler)
     }
@@ -213,7 +235,7 @@ impl Iterative for Lda {
     /// The collapsed log-likelihood: this worker's documents, the words `gid mod workers`, and
     /// (worker 0) the topic totals; and the token count.
     fn evaluate(&self, st: &mut LdaWorker, _full: bool) -> Result<Vec<f64>> {
-        let mut ll = st.sampler.doc_loglik(&st.z);
+        let mut ll = st.sampler.doc_loglik();
         let mine: Vec<u64> = (st.gid as u64..st.v as u64).step_by(st.nw).collect();
         for &word in &mine {
             st.wt.refresh(word);
@@ -228,7 +250,11 @@ impl Iterative for Lda {
     }
 
     fn save(&self, st: &LdaWorker) -> (Value, Vec<u8>) {
-        (Value::Null, st.z.iter().flatten().flat_map(|t| t.to_le_bytes()).collect())
+        let mut z = Vec::with_capacity(st.tokens);
+        for b in &st.blocks {
+            b.doc_order(&st.docs, st.v, &mut z);
+        }
+        (Value::Null, z.iter().flat_map(|t| t.to_le_bytes()).collect())
     }
 
     /// `word_topic/part-*`: `word<TAB>topic:count ...` (word ids `w mod workers` per worker);
@@ -274,18 +300,16 @@ impl Iterative for Lda {
     }
 }
 
-/// Rebuilds per-document topic assignments from a saved state (one u32 per token, in order).
-fn unpack_assignments(raw: &[u8], docs: &[Vec<u32>], k: usize) -> Result<Vec<Vec<u32>>> {
-    let tokens: usize = docs.iter().map(Vec::len).sum();
+/// Reads topic assignments from a saved state (one u32 per token, documents in order).
+fn unpack_assignments(raw: &[u8], tokens: usize, k: usize) -> Result<Vec<u32>> {
     if raw.len() != tokens * 4 {
         return Err(PsError::codec(format!(
             "lda: saved state has {} assignments, this worker's documents have {tokens} tokens",
             raw.len() / 4
         )));
     }
-    let mut it = raw.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
-    let z: Vec<Vec<u32>> = docs.iter().map(|d| it.by_ref().take(d.len()).collect()).collect();
-    if z.iter().flatten().any(|&t| t as usize >= k) {
+    let z: Vec<u32> = raw.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();
+    if z.iter().any(|&t| t as usize >= k) {
         return Err(PsError::codec(format!("lda: saved state has a topic >= {k}")));
     }
     Ok(z)

@@ -1,23 +1,31 @@
-//! The SparseLDA collapsed Gibbs sampler (Yao, Mimno & McCallum, KDD 2009), shared by the
-//! parameter-server app and the single-process baseline. The conditional of a token's topic,
-//! `(n_dk + a)(n_wk + b) / (n_k + V b)`, splits into a smoothing bucket `a b / (n_k + V b)`, a
-//! document bucket `n_dk b / (n_k + V b)` over the document's topics, and a word bucket
-//! `(n_dk + a) n_wk / (n_k + V b)` over the word's non-zero topics, so a draw costs about the
-//! number of non-zero counts rather than K.
+//! The collapsed Gibbs sampler for LDA, shared by the parameter-server app and the single-process
+//! baseline. It sweeps word by word (the F+LDA / LightLDA order; tokens in `lda_tokens::Block`):
+//! the conditional of a token's topic,
+//! `(n_dk + a) (n_wk + b) / (n_k + V b)` = `n_dk c_k + a c_k` with `c_k = (n_wk + b) / (n_k + V b)`,
+//! splits into a document bucket over the document's few non-zero topics and a smoothing bucket
+//! `a c_k` whose sum is kept up to date as counts change. While a word's tokens are drawn, `c` is
+//! fixed but for the two topics each token moves between, so a draw costs about the number of
+//! topics in the document, and the word's counts are read once per block, not once per token.
+//! Every draw is exact: the sampler is the sequential collapsed Gibbs chain in word-major order.
 
+use super::lda_tokens::{Block, DocTopics};
 use crate::error::Result;
 use crate::row::SparseRow;
 use rand::Rng;
+
+/// How many tokens ahead the sweep prefetches a document's topic list.
+const PREFETCH_AHEAD: usize = 8;
 
 /// Where word-topic counts live: the parameter server, or local arrays for the baseline.
 pub trait WordTopics {
     /// Calls `f` with the word's topic counts (including this worker's own updates).
     fn with_row(&mut self, word: u32, f: &mut dyn FnMut(&SparseRow<i32>)) -> Result<()>;
-    /// Adds `delta` to count (word, topic).
-    fn add(&mut self, word: u32, topic: u32, delta: i32) -> Result<()>;
+    /// Adds the (topic, delta) changes to the word's counts.
+    fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()>;
 }
 
-/// Per-worker sampler state: topic totals as this worker sees them and the bucket caches.
+/// Per-worker sampler state: topic totals as this worker sees them, its documents' topic counts
+/// and the current word's working arrays.
 pub struct Sampler {
     pub k: usize,
     pub alpha: f64,
@@ -27,18 +35,23 @@ pub struct Sampler {
     pub nk: Vec<i64>,
     /// This worker's changes to n_k since the last flush.
     pub nk_delta: Vec<i64>,
-    /// 1 / (n_k + V b) per topic: every bucket term has this factor, and a division costs as
-    /// much as a dozen multiplications, so it is kept up to date (two topics change per token).
+    /// Topic counts of this worker's documents.
+    pub docs: DocTopics,
+    /// 1 / (n_k + V b) per topic: a division costs as much as a dozen multiplications.
     inv: Vec<f64>,
-    s_sum: f64,
+    /// The current word's counts n_wk, its changes, and c_k = (n_wk + b) inv_k with their sum.
+    nw: Vec<i32>,
+    dw: Vec<i32>,
+    touched: Vec<u32>,
+    changes: Vec<(u32, i32)>,
     coef: Vec<f64>,
-    ndk: Vec<i32>,
-    doc_topics: Vec<u32>,
-    q: Vec<(u32, f64)>,
+    coef_sum: f64,
+    cum: Vec<f64>,
 }
 
 impl Sampler {
-    pub fn new(k: usize, alpha: f64, beta: f64, vocab: usize) -> Self {
+    /// A sampler for documents of the given lengths over a vocabulary of `vocab` words.
+    pub fn new(k: usize, alpha: f64, beta: f64, vocab: usize, doc_len: Vec<u32>) -> Self {
         Sampler {
             k,
             alpha,
@@ -46,12 +59,15 @@ impl Sampler {
             vbeta: vocab as f64 * beta,
             nk: vec![0; k],
             nk_delta: vec![0; k],
+            docs: DocTopics::new(doc_len, k),
             inv: vec![1.0 / (vocab as f64 * beta); k],
-            s_sum: 0.0,
+            nw: vec![0; k],
+            dw: vec![0; k],
+            touched: Vec::new(),
+            changes: Vec::new(),
             coef: vec![0.0; k],
-            ndk: vec![0; k],
-            doc_topics: Vec::new(),
-            q: Vec::new(),
+            coef_sum: 0.0,
+            cum: vec![0.0; k],
         }
     }
 
@@ -61,16 +77,6 @@ impl Sampler {
         for t in 0..self.k {
             self.inv[t] = self.inverse_denom(t);
         }
-        self.s_sum = self.inv.iter().map(|i| self.alpha * self.beta * i).sum();
-    }
-
-    #[inline]
-    fn change_topic_total(&mut self, t: usize, d: i64) {
-        self.s_sum -= self.alpha * self.beta * self.inv[t];
-        self.nk[t] += d;
-        self.nk_delta[t] += d;
-        self.inv[t] = self.inverse_denom(t);
-        self.s_sum += self.alpha * self.beta * self.inv[t];
     }
 
     #[inline]
@@ -78,113 +84,93 @@ impl Sampler {
         1.0 / ((self.nk[t].max(0) as f64) + self.vbeta)
     }
 
-    /// Resamples every token of one document; `z` holds its current assignments. One function on
-    /// purpose: it is the app's hot loop, and the per-token steps share the bucket sums and caches,
-    /// which split-out helpers would have to pass around for every token.
-    pub fn sweep_doc(
-        &mut self,
-        words: &[u32],
-        z: &mut [u32],
-        store: &mut dyn WordTopics,
-        rng: &mut impl Rng,
-    ) -> Result<()> {
-        self.ndk.iter_mut().for_each(|c| *c = 0);
-        self.doc_topics.clear();
-        for &t in z.iter() {
-            if self.ndk[t as usize] == 0 {
-                self.doc_topics.push(t);
+    /// Moves one token of the current word into (`d` = 1) or out of (`d` = -1) topic `t`,
+    /// keeping n_wk, n_k, inv_k, c_k and the sum of c up to date.
+    #[inline]
+    fn move_token(&mut self, t: usize, d: i32) {
+        self.nw[t] += d;
+        if self.dw[t] == 0 {
+            self.touched.push(t as u32);
+        }
+        self.dw[t] += d;
+        self.nk[t] += d as i64;
+        self.nk_delta[t] += d as i64;
+        self.inv[t] = self.inverse_denom(t);
+        self.coef_sum -= self.coef[t];
+        self.coef[t] = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
+        self.coef_sum += self.coef[t];
+    }
+
+    /// Resamples every token of the block. One function on purpose: it is the app's hot loop.
+    pub fn sweep_block(&mut self, b: &mut Block, store: &mut dyn WordTopics, rng: &mut impl Rng) -> Result<()> {
+        for (i, &w) in b.words.iter().enumerate() {
+            self.nw.fill(0);
+            let nw = &mut self.nw;
+            store.with_row(w, &mut |row| row.iter().for_each(|(t, n)| nw[t as usize] = n))?;
+            self.coef_sum = 0.0;
+            for t in 0..self.k {
+                self.coef[t] = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
+                self.coef_sum += self.coef[t];
             }
-            self.ndk[t as usize] += 1;
-        }
-        for t in 0..self.k {
-            self.coef[t] = (self.alpha + self.ndk[t] as f64) * self.inv[t];
-        }
-        let mut r_sum: f64 =
-            self.doc_topics.iter().map(|&t| self.ndk[t as usize] as f64 * self.beta * self.inv[t as usize]).sum();
-        for (i, &w) in words.iter().enumerate() {
-            let old = z[i] as usize;
-            // Remove the token.
-            r_sum -= self.ndk[old] as f64 * self.beta * self.inv[old];
-            self.ndk[old] -= 1;
-            self.change_topic_total(old, -1);
-            r_sum += self.ndk[old] as f64 * self.beta * self.inv[old];
-            self.coef[old] = (self.alpha + self.ndk[old] as f64) * self.inv[old];
-            if self.ndk[old] == 0 {
-                if let Some(p) = self.doc_topics.iter().position(|&t| t as usize == old) {
-                    self.doc_topics.swap_remove(p);
+            for j in b.starts[i]..b.starts[i + 1] {
+                let (d, old) = (b.doc[j] as usize, b.z[j]);
+                if let Some(&ahead) = b.doc.get(j + PREFETCH_AHEAD) {
+                    self.docs.prefetch(ahead as usize);
                 }
-            }
-            // Word bucket over the word's non-zero topics. The token's own count is left out here
-            // instead of being removed from the store first: most tokens keep their topic once the
-            // chain has mixed, and then the store is not touched at all.
-            self.q.clear();
-            let mut q_sum = 0.0;
-            {
-                let (coef, q) = (&self.coef, &mut self.q);
-                store.with_row(w, &mut |row| {
-                    // A local sum stays in a register (the captured one is written back per entry).
-                    let mut sum = 0.0;
-                    q.reserve(row.nnz());
-                    for (t, n) in row.iter() {
-                        let n = n - i32::from(t as usize == old);
-                        if n > 0 {
-                            let v = coef[t as usize] * n as f64;
-                            sum += v;
-                            q.push((t, v));
+                self.move_token(old as usize, -1);
+                // Document bucket: n_dk c_k over the document's topics, cumulatively, with this
+                // token taken out of its topic's count. One pass also finds that topic's entry.
+                // (Locals, not fields: stores to `cum` would otherwise make the compiler reload
+                // every field of `self` per entry.)
+                let (list, coef, cum) = (self.docs.topics(d), &self.coef[..], &mut self.cum[..]);
+                let (mut sum, mut old_at) = (0.0, 0);
+                for (e, (c, &(t, n))) in cum.iter_mut().zip(list).enumerate() {
+                    let own = t == old;
+                    old_at = if own { e } else { old_at };
+                    sum += (n - u32::from(own)) as f64 * coef[t as usize];
+                    *c = sum;
+                }
+                let u = rng.gen::<f64>() * (sum + self.alpha * self.coef_sum);
+                let (new, at) = if u < sum {
+                    let e = cum[..list.len()].iter().position(|&c| u < c).unwrap_or(list.len() - 1);
+                    (list[e].0, Some(e))
+                } else {
+                    // Smoothing bucket, scaled by 1/a.
+                    let mut u = (u - sum) / self.alpha;
+                    let mut pick = self.k - 1;
+                    for (t, &c) in coef.iter().enumerate() {
+                        if u < c {
+                            pick = t;
+                            break;
                         }
+                        u -= c;
                     }
-                    q_sum = sum;
-                })?;
+                    (pick as u32, None)
+                };
+                if new != old {
+                    // Bump before the removal (which may shift entries), but remove before adding
+                    // a new entry: a document's list has room for min(K, length) topics only.
+                    if let Some(e) = at {
+                        self.docs.bump(d, e);
+                        self.docs.drop_one(d, old_at);
+                    } else {
+                        self.docs.drop_one(d, old_at);
+                        self.docs.inc(d, new);
+                    }
+                    b.z[j] = new;
+                }
+                self.move_token(new as usize, 1);
             }
-            let mut u = rng.gen::<f64>() * (self.s_sum + r_sum + q_sum);
-            let new = if u < q_sum {
-                let mut pick = self.q.last().map(|x| x.0).unwrap_or(0);
-                for &(t, v) in &self.q {
-                    if u < v {
-                        pick = t;
-                        break;
-                    }
-                    u -= v;
+            self.changes.clear();
+            for &t in &self.touched {
+                let d = std::mem::take(&mut self.dw[t as usize]);
+                if d != 0 {
+                    self.changes.push((t, d));
                 }
-                pick as usize
-            } else if u < q_sum + r_sum {
-                u -= q_sum;
-                let mut pick = self.doc_topics.last().copied().unwrap_or(0) as usize;
-                for &t in &self.doc_topics {
-                    let v = self.ndk[t as usize] as f64 * self.beta * self.inv[t as usize];
-                    if u < v {
-                        pick = t as usize;
-                        break;
-                    }
-                    u -= v;
-                }
-                pick
-            } else {
-                u -= q_sum + r_sum;
-                let mut pick = self.k - 1;
-                for t in 0..self.k {
-                    let v = self.alpha * self.beta * self.inv[t];
-                    if u < v {
-                        pick = t;
-                        break;
-                    }
-                    u -= v;
-                }
-                pick
-            };
-            // Add it back with its new topic.
-            r_sum -= self.ndk[new] as f64 * self.beta * self.inv[new];
-            if self.ndk[new] == 0 {
-                self.doc_topics.push(new as u32);
             }
-            self.ndk[new] += 1;
-            self.change_topic_total(new, 1);
-            r_sum += self.ndk[new] as f64 * self.beta * self.inv[new];
-            self.coef[new] = (self.alpha + self.ndk[new] as f64) * self.inv[new];
-            if new != old {
-                store.add(w, old as u32, -1)?;
-                store.add(w, new as u32, 1)?;
-                z[i] = new as u32;
+            self.touched.clear();
+            if !self.changes.is_empty() {
+                store.add(w, &self.changes)?;
             }
         }
         Ok(())
@@ -192,19 +178,13 @@ impl Sampler {
 
     /// The document part of the collapsed log-likelihood of this worker's documents:
     /// sum_d [sum_k lgamma(n_dk + a) - lgamma(n_d + K a)] + D [lgamma(K a) - K lgamma(a)].
-    pub fn doc_loglik(&self, docs: &[Vec<u32>]) -> f64 {
+    pub fn doc_loglik(&self) -> f64 {
         let (a, k) = (self.alpha, self.k as f64);
-        let mut counts = vec![0u32; self.k];
+        let (lg_a, lg_ka) = (lgamma(a), lgamma(k * a));
         let mut ll = 0.0;
-        for z in docs {
-            counts.iter_mut().for_each(|c| *c = 0);
-            for &t in z {
-                counts[t as usize] += 1;
-            }
-            for &c in counts.iter().filter(|c| **c > 0) {
-                ll += lgamma(c as f64 + a) - lgamma(a);
-            }
-            ll -= lgamma(z.len() as f64 + k * a) - lgamma(k * a);
+        for (d, &n) in self.docs.doc_len.iter().enumerate() {
+            ll += self.docs.topics(d).iter().map(|&(_, c)| lgamma(c as f64 + a) - lg_a).sum::<f64>();
+            ll -= lgamma(n as f64 + k * a) - lg_ka;
         }
         ll
     }
@@ -212,7 +192,8 @@ impl Sampler {
 
 /// The word part for some words' rows: sum_{w,k: n_wk > 0} [lgamma(n_wk + b) - lgamma(b)].
 pub fn word_loglik(row: &SparseRow<i32>, beta: f64) -> f64 {
-    row.iter().filter(|(_, n)| *n > 0).map(|(_, n)| lgamma(n as f64 + beta) - lgamma(beta)).sum()
+    let lg_b = lgamma(beta);
+    row.iter().filter(|(_, n)| *n > 0).map(|(_, n)| lgamma(n as f64 + beta) - lg_b).sum()
 }
 
 /// The topic part: K lgamma(V b) - sum_k lgamma(n_k + V b).
@@ -249,6 +230,73 @@ pub fn lgamma(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::row::ColumnAdd;
+
+    struct Local(Vec<SparseRow<i32>>);
+
+    impl WordTopics for Local {
+        fn with_row(&mut self, word: u32, f: &mut dyn FnMut(&SparseRow<i32>)) -> Result<()> {
+            f(&self.0[word as usize]);
+            Ok(())
+        }
+        fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
+            changes.iter().for_each(|&(t, d)| self.0[word as usize].add(t, d));
+            Ok(())
+        }
+    }
+
+    /// The first token a sweep visits is drawn from the exact collapsed conditional
+    /// p(z = k) ~ (n_dk + a)(n_wk + b) / (n_k + V b), all counts without the token; both buckets
+    /// (document and smoothing) carry probability here.
+    #[test]
+    fn draws_follow_the_collapsed_conditional() {
+        use rand::SeedableRng;
+        let (k, v, a, beta) = (3usize, 2usize, 0.5, 0.1);
+        // Other documents' counts of word 0 and word 1.
+        let others = [[3, 0, 1], [1, 2, 0]];
+        // The swept document: word 0 (topic 0) then word 1 (topic 1).
+        let docs = vec![vec![0u32, 1]];
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let trials = 20_000;
+        let mut seen = [0usize; 3];
+        for _ in 0..trials {
+            let mut store = Local(vec![SparseRow::new(); v]);
+            let mut nk = vec![0i64; k];
+            for (w, row) in others.iter().enumerate() {
+                for (t, &n) in row.iter().enumerate() {
+                    store.0[w].add(t as u32, n);
+                    nk[t] += n as i64;
+                }
+            }
+            for (w, t) in [(0usize, 0u32), (1, 1)] {
+                store.0[w].add(t, 1);
+                nk[t as usize] += 1;
+            }
+            let mut block = Block::new(&docs, 0..1, v);
+            block.set_doc_order(&docs, v, &mut [0u32, 1].into_iter()).unwrap();
+            let mut s = Sampler::new(k, a, beta, v, vec![2]);
+            s.docs.count(&block);
+            s.set_totals(&nk);
+            s.sweep_block(&mut block, &mut store, &mut rng).unwrap();
+            seen[block.z[0] as usize] += 1;
+            // Every count stays consistent with the assignments.
+            let total: i32 = store.0.iter().flat_map(|r| r.iter().map(|(_, n)| n)).sum();
+            assert_eq!(total, 9);
+            assert_eq!(s.nk.iter().sum::<i64>(), 9);
+        }
+        // Without the token: doc [0, 1, 0], word 0 = others[0], totals = others + word 1's token.
+        let nd = [0.0, 1.0, 0.0];
+        let nk_minus = [4.0, 3.0, 1.0];
+        let p: Vec<f64> =
+            (0..k).map(|t| (nd[t] + a) * (others[0][t] as f64 + beta) / (nk_minus[t] + v as f64 * beta)).collect();
+        let sum: f64 = p.iter().sum();
+        for t in 0..k {
+            let freq = seen[t] as f64 / trials as f64;
+            // Six standard deviations of a binomial frequency.
+            let tol = 6.0 * (p[t] / sum * (1.0 - p[t] / sum) / trials as f64).sqrt();
+            assert!((freq - p[t] / sum).abs() < tol, "topic {t}: drawn {freq}, exact {}", p[t] / sum);
+        }
+    }
 
     #[test]
     fn lgamma_matches_known_values() {
