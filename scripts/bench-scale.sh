@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# How the user's MF job scales with the data, up to Netflix size (100M ratings): seconds per pass
-# and peak RSS per process against the number of ratings. Generates the inputs into data/bench
-# once (about 2.3 GB for 100M). Results: results/bench-scale.{csv,json,png}.
-#   usage: scripts/bench-scale.sh [--sizes 5,25,50,100 --passes 2 --output-format binary]
+# How the user's job scales with the data: seconds per pass and peak RSS per process against the
+# size of the input. MF up to Netflix's 100M ratings (results/bench-scale.*), or with --app lda
+# up to NYTimes' ~100M tokens (results/bench-scale-lda.*). Generates the inputs into data/bench
+# once (about 2.3 GB of ratings for 100M).
+#   usage: scripts/bench-scale.sh [--app mf|lda --sizes 5,25,50,100 --passes 2 --output-format binary]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace
