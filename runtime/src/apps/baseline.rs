@@ -74,7 +74,8 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
     BaselineRun { pass_s: secs / passes.max(1) as f64, objective }
 }
 
-struct LocalCounts(Vec<SparseRow<i32>>);
+/// Word-topic counts in local rows (the baseline's store; also the sampler's unit tests').
+pub(crate) struct LocalCounts(pub(crate) Vec<SparseRow<i32>>);
 
 impl WordTopics for LocalCounts {
     fn with_row(&mut self, word: u32, f: &mut dyn FnMut(&SparseRow<i32>)) -> Result<()> {

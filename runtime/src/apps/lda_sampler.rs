@@ -230,20 +230,8 @@ pub fn lgamma(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apps::baseline::LocalCounts;
     use crate::row::ColumnAdd;
-
-    struct Local(Vec<SparseRow<i32>>);
-
-    impl WordTopics for Local {
-        fn with_row(&mut self, word: u32, f: &mut dyn FnMut(&SparseRow<i32>)) -> Result<()> {
-            f(&self.0[word as usize]);
-            Ok(())
-        }
-        fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
-            changes.iter().for_each(|&(t, d)| self.0[word as usize].add(t, d));
-            Ok(())
-        }
-    }
 
     /// The first token a sweep visits is drawn from the exact collapsed conditional
     /// p(z = k) ~ (n_dk + a)(n_wk + b) / (n_k + V b), all counts without the token; both buckets
@@ -260,7 +248,7 @@ mod tests {
         let trials = 20_000;
         let mut seen = [0usize; 3];
         for _ in 0..trials {
-            let mut store = Local(vec![SparseRow::new(); v]);
+            let mut store = LocalCounts(vec![SparseRow::new(); v]);
             let mut nk = vec![0i64; k];
             for (w, row) in others.iter().enumerate() {
                 for (t, &n) in row.iter().enumerate() {
