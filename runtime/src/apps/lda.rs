@@ -227,6 +227,12 @@ impl Iterative for Lda {
             let b = st.blocks.iter_mut().find(|b| b.docs == range).ok_or_else(|| {
                 PsError::Config(format!("lda: documents {range:?} do not form a block of this worker"))
             })?;
+            // The block's words are known in advance: ask for all rows not cached or pushed at
+            // once, so the sweep does not wait one round trip per word (in the first pass, before
+            // the rows are subscribed, that took most of a clock).
+            for &w in &b.words {
+                store.0.refresh(w as u64);
+            }
             st.sampler.sweep_block(b, &mut store, &mut st.rng)?;
         }
         flush_totals(&mut st.ts, &mut st.sampler)
