@@ -106,7 +106,7 @@ pub fn lda(
     block.set_doc_order(docs, vocab, &mut z.into_iter())?;
     let mut nk = vec![0i64; k];
     for (i, &w) in block.words.iter().enumerate() {
-        for &t in &block.z[block.starts[i]..block.starts[i + 1]] {
+        for &t in &block.z[block.of_word(i)] {
             counts.0[w as usize].add(t, 1);
             nk[t as usize] += 1;
         }

@@ -199,7 +199,7 @@ impl Iterative for Lda {
         for b in &st.blocks {
             for (i, &word) in b.words.iter().enumerate() {
                 changes.clear();
-                for &t in &b.z[b.starts[i]..b.starts[i + 1]] {
+                for &t in &b.z[b.of_word(i)] {
                     changes.push((t, 1));
                     st.sampler.nk_delta[t as usize] += 1;
                 }

@@ -112,7 +112,7 @@ impl Sampler {
                 self.coef[t] = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
                 self.coef_sum += self.coef[t];
             }
-            for j in b.starts[i]..b.starts[i + 1] {
+            for j in b.of_word(i) {
                 let (d, old) = (b.doc[j] as usize, b.z[j]);
                 if let Some(&ahead) = b.doc.get(j + PREFETCH_AHEAD) {
                     self.docs.prefetch(ahead as usize);

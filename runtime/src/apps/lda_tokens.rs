@@ -49,6 +49,12 @@ impl Block {
         self.z.len()
     }
 
+    /// Positions (in `doc` and `z`) of the tokens of `words[i]`.
+    #[inline]
+    pub fn of_word(&self, i: usize) -> Range<usize> {
+        self.starts[i]..self.starts[i + 1]
+    }
+
     /// Calls `f(position, doc)` for every token of the block's documents in document order, with
     /// the token's position in the word-major layout: the bridge to formats that list a document's
     /// tokens in order (initial assignments, saved state).
