@@ -101,9 +101,9 @@ pub fn lda(
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut counts = LocalCounts(vec![SparseRow::new(); vocab]);
     let mut s = Sampler::new(k, alpha, beta, vocab, docs.iter().map(|d| d.len() as u32).collect());
-    let mut block = Block::new(docs, 0..docs.len(), vocab);
+    let mut block = Block::new(docs, 0..docs.len(), vocab, |_| true);
     let z: Vec<u32> = docs.iter().flatten().map(|_| rng.gen_range(0..k as u32)).collect();
-    block.set_doc_order(docs, vocab, &mut z.into_iter())?;
+    block.set_doc_order(docs, vocab, &z)?;
     let mut nk = vec![0i64; k];
     for (i, &w) in block.words.iter().enumerate() {
         for &t in &block.z[block.of_word(i)] {

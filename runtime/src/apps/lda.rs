@@ -1,12 +1,14 @@
 //! `lda`: latent Dirichlet allocation by collapsed Gibbs sampling with a word-major sampler
 //! (`lda_sampler`). A word-topic table of sparse rows (one per word) and a topic-sum row live on
 //! the parameter server; document-topic counts stay with the worker that owns the document.
-//! Start-up adds the random initial assignments; each clock resamples 1/C of the worker's
-//! documents (one `lda_tokens::Block`), reading each of their words' rows once.
+//! Start-up adds the random initial assignments; each clock resamples one `lda_tokens::Block` of
+//! the worker's tokens, reading each of its words' rows once: by default a slice of the
+//! vocabulary that rotates among the workers (`lda_schedule`).
 //! Quality: the collapsed log-likelihood log p(w, z).
 
 use super::driver::Iterative;
 use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
+use super::lda_schedule::{Plan, Schedule};
 use super::lda_tokens::Block;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
@@ -43,6 +45,12 @@ pub struct LdaArgs {
     /// Words listed per topic in the output.
     #[arg(long, default_value_t = 20)]
     pub top_words: usize,
+    /// Which tokens a clock samples: `words` rotates slices of the vocabulary among the workers
+    /// (exact word counts, fewer rows on the wire; needs --clocks-per-pass to be a multiple of
+    /// workers x (staleness + 1)), `docs` takes a part of the documents with all their words,
+    /// `auto` is `words` where it fits.
+    #[arg(long, value_enum, default_value_t = Schedule::Auto)]
+    pub schedule: Schedule,
 }
 
 pub const WORD_TOPIC: u32 = 0;
@@ -75,8 +83,9 @@ pub struct LdaWorker {
     v: usize,
     docs: Vec<Vec<u32>>,
     tokens: usize,
-    /// The documents of each clock of a pass, their tokens grouped by word, with their topics.
+    /// The blocks a pass samples (`plan`), their tokens grouped by word, with their topics.
     blocks: Vec<Block>,
+    plan: Plan,
     wt: TableHandle<SparseRow<i32>>,
     ts: TableHandle<DenseRow<i64>>,
     sampler: Sampler,
@@ -163,9 +172,20 @@ impl Iterative for Lda {
         if gid == 0 {
             *self.vocab.lock().unwrap_or_else(|e| e.into_inner()) = corpus.vocab;
         }
+        let plan = Plan::new(a.schedule, nw, w.staleness(WORD_TOPIC)?, c.cpp())?;
+        if gid == 0 {
+            log::info!("lda: {} document parts x {} word slices per pass", plan.parts, plan.slices);
+            if !plan.rotates() && a.schedule == Schedule::Auto {
+                log::info!(
+                    "lda: rotating word slices (faster, exact word counts) would need --clocks-per-pass to be a \
+                     multiple of workers x (staleness + 1)"
+                );
+            }
+        }
         let n = docs.len();
-        let part = |p: i64| c.segments(p, n).first().map_or(0..n, |s| s.1.clone());
-        let blocks = (0..c.cpp()).map(|p| Block::new(&docs, part(p), v)).collect();
+        let blocks = (0..plan.blocks())
+            .map(|b| Block::new(&docs, plan.part_docs(b / plan.slices, n), v, |w| plan.slice_of(w) == b % plan.slices))
+            .collect();
         let mut st = LdaWorker {
             wt: w.table(WORD_TOPIC)?,
             ts: w.table(TOPIC_SUM)?,
@@ -177,6 +197,7 @@ impl Iterative for Lda {
             docs,
             tokens,
             blocks,
+            plan,
         };
         let z: Vec<u32> = match saved {
             Some(s) => unpack_assignments(&s.raw, st.tokens, a.topics)?,
@@ -185,9 +206,9 @@ impl Iterative for Lda {
                 (0..st.tokens).map(|_| rng.gen_range(0..a.topics as u32)).collect()
             }
         };
-        let mut z = z.into_iter();
+        let first = token_offsets(&st.docs);
         for b in &mut st.blocks {
-            b.set_doc_order(&st.docs, v, &mut z)?;
+            b.set_doc_order(&st.docs, v, &z[first[b.docs.start]..first[b.docs.end]])?;
             st.sampler.docs.count(b);
         }
         if saved.is_some() {
@@ -221,12 +242,9 @@ impl Iterative for Lda {
 
     fn run_clock(&self, st: &mut LdaWorker, clock: i64) -> Result<()> {
         let mut store = PsWordTopics(&mut st.wt);
-        for (_, range) in self.args.common.segments(clock, st.docs.len()) {
-            // Blocks are the documents of each clock of a pass; with several passes per clock a
-            // segment is all documents, which then form a single block.
-            let b = st.blocks.iter_mut().find(|b| b.docs == range).ok_or_else(|| {
-                PsError::Config(format!("lda: documents {range:?} do not form a block of this worker"))
-            })?;
+        // With several passes per clock there is one block, all documents and words.
+        for _ in self.args.common.segments(clock, st.docs.len()) {
+            let b = &mut st.blocks[st.plan.block_at(st.gid, clock)];
             // The block's words are known in advance: ask for all rows not cached or pushed at
             // once, so the sweep does not wait one round trip per word (in the first pass, before
             // the rows are subscribed, that took most of a clock).
@@ -256,9 +274,10 @@ impl Iterative for Lda {
     }
 
     fn save(&self, st: &LdaWorker) -> (Value, Vec<u8>) {
-        let mut z = Vec::with_capacity(st.tokens);
+        let mut z = vec![0u32; st.tokens];
+        let first = token_offsets(&st.docs);
         for b in &st.blocks {
-            b.doc_order(&st.docs, st.v, &mut z);
+            b.doc_order(&st.docs, st.v, &mut z[first[b.docs.start]..first[b.docs.end]]);
         }
         (Value::Null, z.iter().flat_map(|t| t.to_le_bytes()).collect())
     }
@@ -304,6 +323,16 @@ impl Iterative for Lda {
         }
         out.commit_when_all_wrote(w, "topics")
     }
+}
+
+/// Index of each document's first token among all tokens of `docs` (and the total at the end).
+fn token_offsets(docs: &[Vec<u32>]) -> Vec<usize> {
+    let mut first = Vec::with_capacity(docs.len() + 1);
+    first.push(0);
+    for d in docs {
+        first.push(first.last().copied().unwrap_or(0) + d.len());
+    }
+    first
 }
 
 /// Reads topic assignments from a saved state (one u32 per token, documents in order).

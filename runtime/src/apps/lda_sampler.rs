@@ -260,8 +260,8 @@ mod tests {
                 store.0[w].add(t, 1);
                 nk[t as usize] += 1;
             }
-            let mut block = Block::new(&docs, 0..1, v);
-            block.set_doc_order(&docs, v, &mut [0u32, 1].into_iter()).unwrap();
+            let mut block = Block::new(&docs, 0..1, v, |_| true);
+            block.set_doc_order(&docs, v, &[0, 1]).unwrap();
             let mut s = Sampler::new(k, a, beta, v, vec![2]);
             s.docs.count(&block);
             s.set_totals(&nk);

@@ -10,7 +10,8 @@
 use crate::error::{PsError, Result};
 use std::ops::Range;
 
-/// The tokens of documents `docs` grouped by word (ascending), in document order within a word.
+/// The tokens of documents `docs` whose words pass a filter (all words, or one slice of the
+/// vocabulary), grouped by word (ascending), in document order within a word.
 pub struct Block {
     pub docs: Range<usize>,
     /// Distinct words of the block, ascending.
@@ -24,12 +25,18 @@ pub struct Block {
 }
 
 impl Block {
-    /// Groups the tokens of `docs[range]` by word (a stable counting sort over the vocabulary).
-    pub fn new(docs: &[Vec<u32>], range: Range<usize>, vocab: usize) -> Self {
+    /// Groups the tokens of `docs[range]` with `keep(word)` by word (a stable counting sort over
+    /// the vocabulary).
+    pub fn new(docs: &[Vec<u32>], range: Range<usize>, vocab: usize, keep: impl Fn(u32) -> bool) -> Self {
         let mut count = vec![0usize; vocab + 1];
         for d in &docs[range.clone()] {
             for &w in d {
                 count[w as usize + 1] += 1;
+            }
+        }
+        for w in 0..vocab {
+            if !keep(w as u32) {
+                count[w + 1] = 0;
             }
         }
         let words: Vec<u32> = (0..vocab).filter(|&w| count[w + 1] > 0).map(|w| w as u32).collect();
@@ -40,13 +47,9 @@ impl Block {
         starts.push(count[vocab]);
         let mut doc = vec![0u32; count[vocab]];
         let mut b = Block { docs: range, words, starts, doc: Vec::new(), z: vec![0; count[vocab]] };
-        b.for_each_in_doc_order(docs, vocab, |p, d| doc[p] = d as u32);
+        b.for_each_in_doc_order(docs, vocab, |p, d, _| doc[p] = d as u32);
         b.doc = doc;
         b
-    }
-
-    pub fn tokens(&self) -> usize {
-        self.z.len()
     }
 
     /// Positions (in `doc` and `z`) of the tokens of `words[i]`.
@@ -55,46 +58,46 @@ impl Block {
         self.starts[i]..self.starts[i + 1]
     }
 
-    /// Calls `f(position, doc)` for every token of the block's documents in document order, with
-    /// the token's position in the word-major layout: the bridge to formats that list a document's
-    /// tokens in order (initial assignments, saved state).
-    fn for_each_in_doc_order(&self, docs: &[Vec<u32>], vocab: usize, mut f: impl FnMut(usize, usize)) {
-        let mut next = vec![0usize; vocab];
+    /// Calls `f(position, doc, index)` for every token of the block in document order, with the
+    /// token's position in the word-major layout and its index among all tokens of the block's
+    /// documents (the block's words or not): the bridge to formats that list documents' tokens in
+    /// order (initial assignments, saved state).
+    fn for_each_in_doc_order(&self, docs: &[Vec<u32>], vocab: usize, mut f: impl FnMut(usize, usize, usize)) {
+        const ABSENT: usize = usize::MAX;
+        let mut next = vec![ABSENT; vocab];
         for (i, &w) in self.words.iter().enumerate() {
             next[w as usize] = self.starts[i];
         }
+        let mut index = 0;
         for d in self.docs.clone() {
             for &w in &docs[d] {
-                f(next[w as usize], d);
-                next[w as usize] += 1;
+                let p = &mut next[w as usize];
+                if *p != ABSENT {
+                    f(*p, d, index);
+                    *p += 1;
+                }
+                index += 1;
             }
         }
     }
 
-    /// Sets the topics from `z`, which lists them in document order.
-    pub fn set_doc_order(&mut self, docs: &[Vec<u32>], vocab: usize, z: &mut impl Iterator<Item = u32>) -> Result<()> {
-        let mut topics = std::mem::take(&mut self.z);
-        let mut short = false;
-        self.for_each_in_doc_order(docs, vocab, |p, _| match z.next() {
-            Some(t) => topics[p] = t,
-            None => short = true,
-        });
-        self.z = topics;
-        if short {
-            return Err(PsError::codec("lda: fewer topic assignments than tokens".to_string()));
+    /// Takes the topics from `z`, which lists those of all tokens of the block's documents in
+    /// document order.
+    pub fn set_doc_order(&mut self, docs: &[Vec<u32>], vocab: usize, z: &[u32]) -> Result<()> {
+        let all: usize = docs[self.docs.clone()].iter().map(Vec::len).sum();
+        if z.len() != all {
+            return Err(PsError::codec(format!("lda: {} topic assignments for documents with {all} tokens", z.len())));
         }
+        let mut topics = std::mem::take(&mut self.z);
+        self.for_each_in_doc_order(docs, vocab, |p, _, i| topics[p] = z[i]);
+        self.z = topics;
         Ok(())
     }
 
-    /// Appends the topics to `out` in document order.
-    pub fn doc_order(&self, docs: &[Vec<u32>], vocab: usize, out: &mut Vec<u32>) {
-        let first = out.len();
-        out.resize(first + self.tokens(), 0);
-        let mut i = first;
-        self.for_each_in_doc_order(docs, vocab, |p, _| {
-            out[i] = self.z[p];
-            i += 1;
-        });
+    /// Writes the block's topics into `out`, which lists all tokens of its documents in
+    /// document order (the other words' entries are left alone).
+    pub fn doc_order(&self, docs: &[Vec<u32>], vocab: usize, out: &mut [u32]) {
+        self.for_each_in_doc_order(docs, vocab, |p, _, i| out[i] = self.z[p]);
     }
 }
 
@@ -193,18 +196,35 @@ mod tests {
     #[test]
     fn blocks_group_by_word_and_round_trip_document_order() {
         let docs = vec![vec![3, 1, 3], vec![0, 1], vec![2, 2, 0, 4]];
-        let mut b = Block::new(&docs, 0..2, 5);
+        let mut b = Block::new(&docs, 0..2, 5, |_| true);
         assert_eq!(b.words, vec![0, 1, 3]);
-        assert_eq!(b.starts, vec![0, 1, 3, 5]);
+        assert_eq!(b.of_word(2), 3..5);
         // Word 1 occurs in document 0 before document 1: stable.
         assert_eq!(b.doc, vec![1, 0, 1, 0, 0]);
         let z: Vec<u32> = vec![10, 11, 12, 13, 14];
-        b.set_doc_order(&docs, 5, &mut z.iter().copied()).unwrap();
+        b.set_doc_order(&docs, 5, &z).unwrap();
         assert_eq!(b.z, vec![13, 11, 14, 10, 12]);
-        let mut back = Vec::new();
+        let mut back = vec![0; 5];
         b.doc_order(&docs, 5, &mut back);
         assert_eq!(back, z);
-        assert!(b.set_doc_order(&docs, 5, &mut z[..4].iter().copied()).is_err());
+        assert!(b.set_doc_order(&docs, 5, &z[..4]).is_err());
+    }
+
+    #[test]
+    fn word_slices_of_a_block_partition_its_tokens() {
+        let docs = vec![vec![3, 1, 3], vec![0, 1], vec![2, 2, 0, 4]];
+        let z: Vec<u32> = (0..9).map(|i| 20 + i).collect();
+        let mut back = vec![0; 9];
+        for odd in [false, true] {
+            let mut b = Block::new(&docs, 0..3, 5, |w| (w % 2 == 1) == odd);
+            assert!(b.words.iter().all(|w| (w % 2 == 1) == odd));
+            b.set_doc_order(&docs, 5, &z).unwrap();
+            b.doc_order(&docs, 5, &mut back);
+        }
+        // Each token's topic went into exactly one slice and came back to its place.
+        assert_eq!(back, z);
+        let odd = Block::new(&docs, 0..3, 5, |w| w % 2 == 1);
+        assert_eq!((odd.words.clone(), odd.doc.clone()), (vec![1, 3], vec![0, 1, 0, 0]));
     }
 
     #[test]
