@@ -5,7 +5,9 @@
 #   PyPI libmf (2 threads), tomotopy (2 workers), scipy CSR mat-vec.
 # Inputs are generated once into data/bench (5M Netflix-shaped ratings, a 10K-document
 # NYTimes-shaped corpus of ~3M tokens, a 1M-node power-law graph).
-# Results: results/bench-e2e.{csv,json,png}.
+# Then issue 11's whole-job measure: a 10-pass MF job with text and with binary output, its wall
+# time split into training, loading, evaluation and output (stats load_s, eval_s, output_s).
+# Results: results/bench-e2e.{csv,json,png} and results/bench-e2e-job.{csv,json}.
 #   usage: scripts/bench-e2e.sh [bench_e2e.py options, e.g. --only mf --mf-passes 10]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -28,6 +28,7 @@ ap.add_argument("--graph", default="data/bench/graph-1000000.tsv")
 ap.add_argument("--mf-passes", type=int, default=3)
 ap.add_argument("--lda-passes", type=int, default=5)
 ap.add_argument("--pr-passes", type=int, default=10)
+ap.add_argument("--job-passes", type=int, default=10, help="passes of the whole-job MF runs")
 ap.add_argument("--only", default="mf,lda,pagerank")
 ap.add_argument("--output-format", default="text", choices=["text", "binary"])
 a = ap.parse_args()
@@ -41,12 +42,12 @@ APPS = {
 }
 
 
-def ps_job(app, inp, passes, extra):
+def ps_job(app, inp, passes, extra, fmt=None, tag=""):
     """Runs the user's command; returns (wall seconds, job stats)."""
-    stats, out = work / f"{app}-stats.json", work / f"{app}-out"
+    stats, out = work / f"{app}{tag}-stats.json", work / f"{app}{tag}-out"
     cmd = [str(bin_dir / "yarn-submit"), "--master", "local[2]", "--threads", "1", "--stats", str(stats),
            app, "--input", inp, "--passes", str(passes), "--output", str(out),
-           "--output-format", a.output_format] + extra
+           "--output-format", fmt or a.output_format] + extra
     print("$", " ".join(cmd), flush=True)
     t = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -86,6 +87,8 @@ def quality(app, stats, plain_run):
     return {"l1_delta": last.get("l1_delta"), "plain_l1_delta": plain_run["objective"][-1]}
 
 
+# Worker 0's seconds around training (stats keys): where the time outside training goes.
+PHASES = ["load_s", "eval_s", "output_s"]
 rows = []
 for app in a.only.split(","):
     inp, passes, extra = APPS[app]
@@ -98,6 +101,7 @@ for app in a.only.split(","):
         "app": app, "input": inp, "passes": passes, "command": "yarn-submit --master local[2] --threads 1",
         "ps_pass_s": ps_pass, "plain_pass_s": base["pass_s"], "ps_over_plain": ps_pass / base["pass_s"],
         "wall_s": wall, "train_s": train_s, "non_training_share": (wall - train_s) / wall,
+        **{k: stats.get(k) for k in PHASES},
         "peak_rss_mb": stats.get("peak_rss_bytes", 0) / 2**20, "quality": quality(app, stats, base), "size": base["size"],
     }
     if p:
@@ -109,14 +113,34 @@ for app in a.only.split(","):
           + (f" | {p[0]} {p[1]:7.3f} ({row['ps_over_peer']:.2f}x)" if p else "")
           + f" | wall {wall:6.1f} s, {100 * row['non_training_share']:.0f}% not training", flush=True)
 
+# Issue 11's whole-job measure: a 10-pass MF job on the ratings, in both output formats.
+jobs = []
+if "mf" in a.only.split(","):
+    inp, _, extra = APPS["mf"]
+    for fmt in ["text", "binary"]:
+        wall, stats = ps_job("mf", inp, a.job_passes, extra, fmt, f"-job-{fmt}")
+        job = {"app": "mf", "passes": a.job_passes, "output_format": fmt, "wall_s": wall,
+               "train_s": stats["train_s"], **{k: stats.get(k) for k in PHASES}}
+        job["non_training_share"] = (wall - job["train_s"]) / wall
+        jobs.append(job)
+        print(f"mf {a.job_passes} passes, {fmt:6} output: wall {wall:5.1f} s, training {job['train_s']:5.1f} s, "
+              + ", ".join(f"{k} {job[k]:.2f}" for k in PHASES)
+              + f": {100 * job['non_training_share']:.0f}% not training", flush=True)
+
 res.mkdir(parents=True, exist_ok=True)
 (res / "bench-e2e.json").write_text(json.dumps(rows, indent=1))
 cols = ["app", "ps_pass_s", "plain_pass_s", "ps_over_plain", "peer", "peer_pass_s", "ps_over_peer", "wall_s",
-        "train_s", "non_training_share", "peak_rss_mb"]
-with open(res / "bench-e2e.csv", "w") as f:
-    f.write(",".join(cols) + "\n")
-    for r in rows:
-        f.write(",".join(str(r.get(c, "")) for c in cols) + "\n")
+        "train_s", "non_training_share", "peak_rss_mb"] + PHASES
+job_cols = ["app", "passes", "output_format", "wall_s", "train_s"] + PHASES + ["non_training_share"]
+if jobs:
+    (res / "bench-e2e-job.json").write_text(json.dumps(jobs, indent=1))
+for name, table, columns in [("bench-e2e.csv", rows, cols), ("bench-e2e-job.csv", jobs, job_cols)]:
+    if not table:
+        continue
+    with open(res / name, "w") as f:
+        f.write(",".join(columns) + "\n")
+        for r in table:
+            f.write(",".join(str(r.get(c, "")) for c in columns) + "\n")
 try:
     import matplotlib
 

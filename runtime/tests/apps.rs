@@ -25,6 +25,11 @@ fn objective(stats: &[ProcessStats], key: &str) -> Vec<(i64, f64)> {
     recs.iter().map(|r| (r["clock"].as_i64().unwrap(), r[key].as_f64().unwrap())).collect()
 }
 
+/// A number of seconds the app reported in process 0's stats.
+fn stats_secs(st: &ProcessStats, key: &str) -> f64 {
+    st.app.get(key).and_then(Value::as_f64).unwrap_or_else(|| panic!("{key} reported"))
+}
+
 fn args(s: String) -> Vec<String> {
     s.split_whitespace().map(String::from).collect()
 }
@@ -56,6 +61,11 @@ fn mf_converges_and_writes_factors() {
     eprintln!("rmse {rmse:?}\ntest {test:?}");
     assert_eq!(rmse.len(), 6, "initial + 5 samples");
     assert_eq!(rmse.last().unwrap().0, 20 * 2, "20 passes at the default 2 clocks per pass");
+    // Worker 0's wall time splits into set-up, training, evaluations and output.
+    let secs = |k: &str| stats_secs(&st[0], k);
+    let phases = ["load_s", "train_s", "eval_s", "output_s"].map(secs);
+    assert!(phases.iter().all(|&s| s > 0.0), "{phases:?}");
+    assert!(phases.iter().sum::<f64>() <= st[0].wall_s, "{phases:?} within {}", st[0].wall_s);
     let (first, last) = (rmse[0].1, rmse.last().unwrap().1);
     assert!(first > 0.7, "initial RMSE {first}: the mean alone should be far off");
     // The initial model predicts the mean (RMSE = the ratings' spread, about 0.76 here); the

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::{App, PsContext, Worker};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// An iterative algorithm run by [`Driver`]. One `State` per worker thread holds its share of the
 /// data, its table handles and whatever it keeps between clocks. The driver calls, per worker:
@@ -97,8 +98,13 @@ impl<A: Iterative> App for Driver<A> {
     }
 
     fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let t = Instant::now();
+        let first_worker = w.global_thread_id() == 0;
         let saved = SavedState::load(w, A::NAME)?;
         let mut st = self.alg.start(w, saved.as_ref())?;
+        if first_worker {
+            self.obj.record_phase("load_s", t.elapsed().as_secs_f64());
+        }
         let mut tracker = Tracker::new(w, self.obj.clone(), self.alg.common())?;
         let first = match &saved {
             Some(s) => {
@@ -113,7 +119,11 @@ impl<A: Iterative> App for Driver<A> {
         }
         tracker.finish(w)?;
         if let Some(out) = &self.output {
+            let t = Instant::now();
             self.alg.write_output(&mut st, w, out)?;
+            if first_worker {
+                self.obj.record_phase("output_s", t.elapsed().as_secs_f64());
+            }
         }
         Ok(())
     }

@@ -33,6 +33,9 @@ pub struct Objective {
     started: Mutex<Option<Instant>>,
     /// Worker 0's training time without evaluations, and the clocks it ran.
     train: Mutex<Option<(f64, i64)>>,
+    /// Worker 0's time in the phases around training (`load_s`, `eval_s`, `output_s`): where a
+    /// job's wall time outside training goes.
+    phases: Mutex<Vec<(&'static str, f64)>>,
 }
 
 impl Objective {
@@ -43,7 +46,13 @@ impl Objective {
             records: Mutex::new(Vec::new()),
             started: Mutex::new(None),
             train: Mutex::new(None),
+            phases: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Records worker 0's seconds in phase `name` (a stats key).
+    pub fn record_phase(&self, name: &'static str, secs: f64) {
+        self.phases.lock().unwrap_or_else(|e| e.into_inner()).push((name, secs));
     }
 
     pub fn create_tables(ctx: &mut PsContext) -> Result<()> {
@@ -57,6 +66,9 @@ impl Objective {
         if let Some((s, clocks)) = *self.train.lock().unwrap_or_else(|e| e.into_inner()) {
             m.insert("train_s".into(), json!(s));
             m.insert("train_clocks".into(), json!(clocks));
+        }
+        for (name, secs) in self.phases.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            m.insert((*name).into(), json!(secs));
         }
         m
     }
@@ -198,6 +210,7 @@ impl Tracker {
         if let (true, Some((t, c0))) = (self.reporter, self.train_start) {
             let s = (t.elapsed().as_secs_f64() - self.eval_s).max(0.0);
             *self.obj.train.lock().unwrap_or_else(|e| e.into_inner()) = Some((s, w.current_clock() - c0));
+            self.obj.record_phase("eval_s", self.eval_s);
         }
         w.global_barrier()?;
         let c = w.current_clock();
