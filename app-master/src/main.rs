@@ -279,7 +279,8 @@ async fn run(args: Args) -> Result<()> {
     };
     tokio::spawn(rendezvous::serve(listener, rcfg, shared.clone(), hello_tx, hosts_rx));
 
-    let mut rm = AmRmClient::connect(&conf.rm_scheduler(), amrm).await.map_err(AmError::Rm)?;
+    let mut rm =
+        AmRmClient::connect(&conf.rm_scheduler().map_err(AmError::HadoopConf)?, amrm).await.map_err(AmError::Rm)?;
     rm.register(&host, port as i32, &tracking).await.map_err(AmError::Rm)?;
     let reg = (host.clone(), port as i32, tracking.clone());
     let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new(), reg };

@@ -77,6 +77,9 @@ pub struct Cli {
     /// YARN: memory of the application master's container, MB.
     #[arg(long, default_value_t = 512)]
     pub am_memory: u64,
+    /// YARN: the Hadoop configuration directory (`*-site.xml`; default: $HADOOP_CONF_DIR).
+    #[arg(long, value_name = "DIR")]
+    pub conf_dir: Option<std::path::PathBuf>,
     /// YARN: the queue to submit to.
     #[arg(long, default_value = "default")]
     pub queue: String,

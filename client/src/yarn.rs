@@ -21,15 +21,19 @@ fn user() -> String {
     std::env::var("HADOOP_USER_NAME").or_else(|_| std::env::var("USER")).unwrap_or_else(|_| "root".into())
 }
 
-/// The cluster from `HADOOP_CONF_DIR`; the error says what to set.
-fn cluster() -> Result<(HadoopConf, RmRest)> {
-    let conf = HadoopConf::from_env().map_err(ClientError::HadoopConf)?;
+/// The cluster from `--conf-dir`, else `HADOOP_CONF_DIR`; the error says what to set.
+fn cluster(conf_dir: Option<&Path>) -> Result<(HadoopConf, RmRest)> {
+    let conf = match conf_dir {
+        Some(d) => HadoopConf::load_dir(d),
+        None => HadoopConf::from_env(),
+    }
+    .map_err(ClientError::HadoopConf)?;
     let Some(dir) = &conf.dir else { return Err(ClientError::NoHadoopConf) };
-    if conf.get("yarn.resourcemanager.webapp.address").is_none() && conf.get("yarn.resourcemanager.hostname").is_none()
-    {
+    let has = |k: &str| conf.get(k).map(|v| v.is_some()).map_err(ClientError::HadoopConf);
+    if !has("yarn.resourcemanager.webapp.address")? && !has("yarn.resourcemanager.hostname")? {
         return Err(ClientError::NoResourceManager { dir: dir.display().to_string() });
     }
-    let rest = RmRest::new(&conf.rm_webapp(), &user()).map_err(ClientError::Rest)?;
+    let rest = RmRest::new(&conf.rm_webapp().map_err(ClientError::HadoopConf)?, &user()).map_err(ClientError::Rest)?;
     Ok((conf, rest))
 }
 
@@ -79,7 +83,7 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     if n == 0 {
         return Err(ClientError::NoWorkers);
     }
-    let (conf, rest) = cluster()?;
+    let (conf, rest) = cluster(cli.conf_dir.as_deref())?;
     let fs = conf.default_fs().map_err(ClientError::HadoopConf)?.trim_end_matches('/').to_string();
     let (am_bin, rt_bin) = (app_master_bin()?, runtime_bin(cli)?);
     let app_id = rest.new_application().map_err(ClientError::Rest)?;
@@ -171,7 +175,7 @@ fn follow(rest: &RmRest, app_id: &str) -> Result<AppReport> {
 
 /// `yarn-submit status APP_ID` / `yarn-submit kill APP_ID`.
 pub fn command(cmd: &str, app_id: &str) -> i32 {
-    let r = cluster().and_then(|(_, rest)| match cmd {
+    let r = cluster(None).and_then(|(_, rest)| match cmd {
         "status" => rest.report(app_id).map_err(ClientError::Rest),
         _ => rest.kill(app_id).map_err(ClientError::Rest),
     });

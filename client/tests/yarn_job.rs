@@ -362,3 +362,31 @@ fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
     assert!(v["checks"].as_u64().unwrap() > 0);
     std::fs::remove_file(&stats).ok();
 }
+
+/// `--conf-dir` replaces `HADOOP_CONF_DIR` (here pointing nowhere), and the site files' values
+/// are expanded as Hadoop expands them: the RM addresses are written as
+/// `${yarn.resourcemanager.hostname}:PORT`, as in Hadoop's own defaults.
+#[test]
+fn conf_dir_with_variables_in_site_files_submits() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let from = PathBuf::from(std::env::var("PS_YARN_CONF").expect("PS_YARN_CONF (scripts/test.sh)"));
+    let dir = std::env::temp_dir().join(format!("ps-yarnjob-confdir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["core-site.xml", "hdfs-site.xml", "yarn-site.xml"] {
+        let text = std::fs::read_to_string(from.join(f)).unwrap_or_default();
+        let text = if f == "yarn-site.xml" {
+            let host = "<value>127.0.0.1:";
+            assert_eq!(text.matches(host).count(), 2, "the stand-in's addresses: {text}");
+            text.replace(host, "<value>${yarn.resourcemanager.hostname}:")
+        } else {
+            text
+        };
+        std::fs::write(dir.join(f), text).unwrap();
+    }
+    let args = s(&["--master", "yarn", "--conf-dir", dir.to_str().unwrap(), "--workers", "1", "--threads", "1"]);
+    let o = output(submit().env("HADOOP_CONF_DIR", "/nonexistent").args(&args).args(["demo", "--clocks", "20"]));
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "yarn-submit failed:\n{stdout}\n{stderr}");
+    assert!(stderr.contains("FINISHED") && stderr.contains("SUCCEEDED"), "{stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}

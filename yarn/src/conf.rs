@@ -1,5 +1,10 @@
-//! Hadoop configuration files (`$HADOOP_CONF_DIR/{core,yarn}-site.xml`): the few addresses YARN
-//! clients need. Values are read as written (`${var}` substitution is not supported).
+//! Hadoop configuration files (`$HADOOP_CONF_DIR/{core,hdfs,yarn}-site.xml`): the few addresses
+//! YARN clients need. Values are expanded as Hadoop's `Configuration.get` does: `${name}` takes a
+//! JVM system property (`user.name`, `user.home`, `java.io.tmpdir`: what a JVM on this host would
+//! give), else another property; `${env.NAME}`, `${env.NAME:-default}` (unset or empty) and
+//! `${env.NAME-default}` (unset) take the environment; an unknown name stays as written; a value
+//! that refers to itself is returned unexpanded; more than 20 expansions is an error. A property
+//! marked `<final>true</final>` is not overridden by a later file.
 
 use crate::error::{Result, YarnError};
 use std::collections::HashMap;
@@ -8,13 +13,17 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, Default)]
 pub struct HadoopConf {
     props: HashMap<String, String>,
+    finals: std::collections::HashSet<String>,
     pub dir: Option<PathBuf>,
 }
+
+/// Hadoop's limit on expansions in one value (`Configuration.MAX_SUBST`).
+const MAX_SUBST: usize = 20;
 
 impl HadoopConf {
     /// Loads `core-site.xml` and `yarn-site.xml` from `dir` (missing files are fine).
     pub fn load_dir(dir: &Path) -> Result<Self> {
-        let mut c = HadoopConf { props: HashMap::new(), dir: Some(dir.to_path_buf()) };
+        let mut c = HadoopConf { dir: Some(dir.to_path_buf()), ..HadoopConf::default() };
         for f in ["core-site.xml", "hdfs-site.xml", "yarn-site.xml"] {
             let p = dir.join(f);
             if p.exists() {
@@ -40,14 +49,60 @@ impl HadoopConf {
         for p in doc.descendants().filter(|n| n.has_tag_name("property")) {
             let child = |name: &str| p.children().find(|c| c.has_tag_name(name)).and_then(|c| c.text());
             if let (Some(k), Some(v)) = (child("name"), child("value")) {
-                self.props.insert(k.trim().to_string(), v.trim().to_string());
+                let k = k.trim();
+                if self.finals.contains(k) {
+                    log::warn!("{}: {k} is final in an earlier site file; keeping that value", path.display());
+                    continue;
+                }
+                self.props.insert(k.to_string(), v.trim().to_string());
+                if child("final").is_some_and(|f| f.trim() == "true") {
+                    self.finals.insert(k.to_string());
+                }
             }
         }
         Ok(())
     }
 
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.props.get(key).map(String::as_str)
+    /// The value of `key`, expanded (see the module comment).
+    pub fn get(&self, key: &str) -> Result<Option<String>> {
+        self.props.get(key).map(|v| self.expand(v)).transpose()
+    }
+
+    /// Expands `${...}` references in `value`, innermost first, as Hadoop's `substituteVars`.
+    fn expand(&self, value: &str) -> Result<String> {
+        let mut eval = value.to_string();
+        for _ in 0..MAX_SUBST {
+            let Some((start, end)) = innermost_reference(&eval) else { return Ok(eval) };
+            let name = &eval[start + 2..end];
+            let Some(val) = self.lookup(name) else { return Ok(eval) };
+            if val.contains(&eval[start..=end]) {
+                // Refers to itself: Hadoop returns the expression as written.
+                return Ok(value.to_string());
+            }
+            eval = format!("{}{val}{}", &eval[..start], &eval[end + 1..]);
+        }
+        Err(YarnError::Config(format!("variable substitution depth too large: {MAX_SUBST} {value}")))
+    }
+
+    /// What `${name}` stands for: the environment for `env.`, a system property, a property.
+    fn lookup(&self, name: &str) -> Option<String> {
+        let var = |v: &str| std::env::var(v).ok();
+        if let Some(env) = name.strip_prefix("env.").filter(|v| !v.is_empty()) {
+            return Some(match (env.find(":-"), env.find('-')) {
+                (Some(i), Some(j)) if i < j => {
+                    var(&env[..i]).filter(|x| !x.is_empty()).unwrap_or_else(|| env[i + 2..].into())
+                }
+                (_, Some(j)) => var(&env[..j]).unwrap_or_else(|| env[j + 1..].into()),
+                _ => var(env)?,
+            });
+        }
+        let system = match name {
+            "user.name" => login_name(),
+            "user.home" => var("HOME"),
+            "java.io.tmpdir" => Some("/tmp".into()),
+            _ => None,
+        };
+        system.or_else(|| self.props.get(name).cloned())
     }
 
     pub fn set(&mut self, key: &str, value: &str) {
@@ -55,31 +110,69 @@ impl HadoopConf {
     }
 
     /// A required key; the error names it and where it was looked for.
-    pub fn require(&self, key: &str) -> Result<&str> {
-        self.get(key).ok_or_else(|| {
+    pub fn require(&self, key: &str) -> Result<String> {
+        self.get(key)?.ok_or_else(|| {
             let dir = self.dir.as_ref().map_or("(HADOOP_CONF_DIR not set)".into(), |d| d.display().to_string());
             YarnError::Config(format!("{key} is not set in {dir}"))
         })
     }
 
     /// RM web address (`yarn.resourcemanager.webapp.address`, default `<rm host>:8088`).
-    pub fn rm_webapp(&self) -> String {
-        self.get("yarn.resourcemanager.webapp.address")
-            .map(String::from)
-            .unwrap_or_else(|| format!("{}:8088", self.get("yarn.resourcemanager.hostname").unwrap_or("0.0.0.0")))
+    pub fn rm_webapp(&self) -> Result<String> {
+        self.address("yarn.resourcemanager.webapp.address", 8088)
     }
 
     /// RM scheduler address (`yarn.resourcemanager.scheduler.address`, default `<rm host>:8030`).
-    pub fn rm_scheduler(&self) -> String {
-        self.get("yarn.resourcemanager.scheduler.address")
-            .map(String::from)
-            .unwrap_or_else(|| format!("{}:8030", self.get("yarn.resourcemanager.hostname").unwrap_or("0.0.0.0")))
+    pub fn rm_scheduler(&self) -> Result<String> {
+        self.address("yarn.resourcemanager.scheduler.address", 8030)
+    }
+
+    /// An RM address: `key`, or `yarn.resourcemanager.hostname` with the default port.
+    fn address(&self, key: &str, port: u16) -> Result<String> {
+        match self.get(key)? {
+            Some(a) => Ok(a),
+            None => {
+                Ok(format!("{}:{port}", self.get("yarn.resourcemanager.hostname")?.as_deref().unwrap_or("0.0.0.0")))
+            }
+        }
     }
 
     /// `fs.defaultFS` (required for staging uploads).
-    pub fn default_fs(&self) -> Result<&str> {
+    pub fn default_fs(&self) -> Result<String> {
         self.require("fs.defaultFS")
     }
+}
+
+/// The name of the user this process runs as, as a JVM's `user.name` gives it.
+fn login_name() -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 4096];
+    // SAFETY: getpwuid_r writes the entry's strings into `buf` (length passed) and points
+    // `pw.pw_name` there; `found` is null unless `pw` was filled. Both outlive the read below.
+    unsafe {
+        let mut pw: libc::passwd = std::mem::zeroed();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(libc::geteuid(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() || pw.pw_name.is_null() {
+            return std::env::var("USER").ok();
+        }
+        Some(std::ffi::CStr::from_ptr(pw.pw_name).to_string_lossy().into_owned())
+    }
+}
+
+/// Byte range of the first `${name}` with a non-empty name free of `}`, `$` and spaces (so nested
+/// references expand from the inside out), as Hadoop's `findSubVariable`: (index of `$`, index
+/// of `}`).
+fn innermost_reference(s: &str) -> Option<(usize, usize)> {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(i) = s[from..].find("${").map(|i| i + from) {
+        let rest = &s[i + 2..];
+        match rest.find(['}', '$', ' ']) {
+            Some(j) if b[i + 2 + j] == b'}' && j > 0 => return Some((i, i + 2 + j)),
+            _ => from = i + 2,
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -98,12 +191,85 @@ mod tests {
         .unwrap();
         std::fs::write(d.join("core-site.xml"), "<configuration><property><name>fs.defaultFS</name><value>hdfs://nn:8020</value></property></configuration>").unwrap();
         let c = HadoopConf::load_dir(&d).unwrap();
-        assert_eq!(c.rm_webapp(), "rm1:18088");
-        assert_eq!(c.rm_scheduler(), "rm1:8030");
+        assert_eq!(c.rm_webapp().unwrap(), "rm1:18088");
+        assert_eq!(c.rm_scheduler().unwrap(), "rm1:8030");
         assert_eq!(c.default_fs().unwrap(), "hdfs://nn:8020");
         assert!(c.require("nope").unwrap_err().to_string().contains("nope is not set in"));
+        assert_eq!(c.get("fs.defaultFS").unwrap().as_deref(), Some("hdfs://nn:8020"));
         std::fs::write(d.join("hdfs-site.xml"), "<configuration><property>").unwrap();
         assert!(HadoopConf::load_dir(&d).unwrap_err().to_string().contains("hdfs-site.xml"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn conf_of(props: &[(&str, &str)]) -> HadoopConf {
+        let mut c = HadoopConf::default();
+        props.iter().for_each(|(k, v)| c.set(k, v));
+        c
+    }
+
+    #[test]
+    fn values_expand_as_hadoop_expands_them() {
+        let c = conf_of(&[
+            ("yarn.resourcemanager.hostname", "rm1"),
+            ("yarn.resourcemanager.webapp.address", "${yarn.resourcemanager.hostname}:18088"),
+            ("a", "x${b}y"),
+            ("b", "${c}"),
+            ("c", "C"),
+            ("unknown", "${no.such.key}/z"),
+            ("self", "<${self}>"),
+            ("nested", "${${c}}"),
+            ("home", "${env.HOME}"),
+            ("unset", "${env.PS_SURELY_UNSET_VAR:-fallback}|${env.PS_SURELY_UNSET_VAR-other}"),
+            ("user", "/tmp/hadoop-${user.name}"),
+            ("spaced", "${not a name}"),
+        ]);
+        let get = |k: &str| c.get(k).unwrap().unwrap();
+        assert_eq!(c.rm_webapp().unwrap(), "rm1:18088");
+        assert_eq!(c.rm_scheduler().unwrap(), "rm1:8030");
+        assert_eq!(get("a"), "xCy");
+        assert_eq!(get("unknown"), "${no.such.key}/z");
+        assert_eq!(get("self"), "<${self}>");
+        // The inner reference expands first; `${C}` is then unknown and stays.
+        assert_eq!(get("nested"), "${C}");
+        assert_eq!(get("home"), std::env::var("HOME").unwrap());
+        assert_eq!(get("unset"), "fallback|other");
+        assert_eq!(get("user"), format!("/tmp/hadoop-{}", login_name().unwrap()));
+        assert!(!get("user").contains('$'));
+        assert_eq!(get("spaced"), "${not a name}");
+        // A chain longer than Hadoop's 20 expansions is refused, naming the value.
+        let mut long = HadoopConf::default();
+        for i in 0..25 {
+            long.set(&format!("k{i}"), &format!("${{k{}}}", i + 1));
+        }
+        long.set("k25", "end");
+        let e = long.get("k0").unwrap_err().to_string();
+        assert!(e.contains("depth too large") && e.contains("${k1}"), "{e}");
+        assert_eq!(long.get("k10").unwrap().as_deref(), Some("end"));
+    }
+
+    #[test]
+    fn final_properties_are_not_overridden_by_later_files() {
+        let d = std::env::temp_dir().join(format!("ps-yarn-final-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let prop = |k: &str, v: &str, fin: bool| {
+            let f = if fin { "<final>true</final>" } else { "" };
+            format!("<property><name>{k}</name><value>{v}</value>{f}</property>")
+        };
+        let core = format!(
+            "<configuration>{}{}</configuration>",
+            prop("fs.defaultFS", "hdfs://a:8020", true),
+            prop("x", "1", false)
+        );
+        std::fs::write(d.join("core-site.xml"), core).unwrap();
+        let yarn = format!(
+            "<configuration>{}{}</configuration>",
+            prop("fs.defaultFS", "hdfs://b:8020", false),
+            prop("x", "2", false)
+        );
+        std::fs::write(d.join("yarn-site.xml"), yarn).unwrap();
+        let c = HadoopConf::load_dir(&d).unwrap();
+        assert_eq!(c.default_fs().unwrap(), "hdfs://a:8020");
+        assert_eq!(c.get("x").unwrap().as_deref(), Some("2"));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -71,7 +71,7 @@ impl Drop for StopProbe {
 #[test]
 fn am_and_nm_protocols_against_hadoops_own_servers() {
     let c = conf();
-    let rest = RmRest::new(&c.rm_webapp(), "tester").unwrap();
+    let rest = RmRest::new(&c.rm_webapp().unwrap(), "tester").unwrap();
     let dir = tmp("am");
     let _stop = StopProbe(dir.clone());
     let app = submit_probe_am(&rest, &dir);
@@ -83,7 +83,7 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
     }
     let creds = Credentials::read_file(&dir.join("tokens")).unwrap();
     let token = creds.find_kind(KIND_AMRM).expect("AMRMToken in the container's token file").clone();
-    let sched = c.rm_scheduler();
+    let sched = c.rm_scheduler().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     // Bounded: a stand-in that stops answering fails the test instead of hanging it.
     let exchange = async {
@@ -160,7 +160,7 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
 #[test]
 fn rest_submission_kill_and_errors() {
     let c = conf();
-    let rest = RmRest::new(&c.rm_webapp(), "tester").unwrap();
+    let rest = RmRest::new(&c.rm_webapp().unwrap(), "tester").unwrap();
     let dir = tmp("kill");
     let app = submit_probe_am(&rest, &dir);
     wait_file(&dir.join("tokens"));
@@ -171,7 +171,7 @@ fn rest_submission_kill_and_errors() {
     assert!(e.to_string().contains("404"), "{e}");
     // Without a user the writable endpoints refuse, as Hadoop's do.
     let anon = reqwest::blocking::Client::new()
-        .post(format!("http://{}/ws/v1/cluster/apps/new-application", c.rm_webapp()))
+        .post(format!("http://{}/ws/v1/cluster/apps/new-application", c.rm_webapp().unwrap()))
         .send()
         .unwrap();
     assert_eq!(anon.status().as_u16(), 403);
