@@ -22,6 +22,11 @@ pub enum ClientError {
     WorkersMissing,
     #[error("--workers must be at least 1")]
     NoWorkers,
+    #[error(
+        "{flag} {path}: a local path under --master yarn names a different disk in every container; \
+         give a URL on the cluster's file system (hdfs://...)"
+    )]
+    LocalPathOnYarn { flag: &'static str, path: String },
 
     // Configuration: the runtime's (`--conf` and flags) and the application's options.
     #[error("reading {}: {source}", path.display())]
@@ -140,6 +145,11 @@ mod tests {
             (ClientError::NoApplication, "no application given"),
             (ClientError::WorkersMissing, "--master yarn needs --workers N"),
             (ClientError::NoWorkers, "--workers must be at least 1"),
+            (
+                ClientError::LocalPathOnYarn { flag: "--input", path: "r.tsv".into() },
+                "--input r.tsv: a local path under --master yarn names a different disk in every container; \
+                 give a URL on the cluster's file system (hdfs://...)",
+            ),
             (ClientError::ReadFile { path: "/c.json".into(), source: io() }, "reading /c.json: gone"),
             (ClientError::Config(PsError::Config("threads: no".into())), "configuration error: threads: no"),
             (ClientError::LocateSelf(io()), "locating yarn-submit: gone"),

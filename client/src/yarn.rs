@@ -78,7 +78,13 @@ pub fn run(cli: &Cli) -> i32 {
 fn submit_and_follow(cli: &Cli) -> Result<i32> {
     let runtime = cli.runtime_config()?;
     let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
-    apps::build(app, app_args).map_err(ClientError::App)?;
+    let built = apps::build(app, app_args).map_err(ClientError::App)?;
+    let checkpoint = cli.checkpoint.iter().map(|c| ("--checkpoint", c.clone()));
+    for (flag, path) in built.locations().into_iter().chain(checkpoint) {
+        if path.starts_with("file:") || !path.contains("://") {
+            return Err(ClientError::LocalPathOnYarn { flag, path });
+        }
+    }
     let n = cli.workers.ok_or(ClientError::WorkersMissing)?;
     if n == 0 {
         return Err(ClientError::NoWorkers);

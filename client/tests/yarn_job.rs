@@ -390,3 +390,20 @@ fn conf_dir_with_variables_in_site_files_submits() {
     assert!(stderr.contains("FINISHED") && stderr.contains("SUCCEEDED"), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Under `--master yarn` a local path would name a different disk in every container: inputs,
+/// outputs and checkpoints given as local paths are refused before anything is submitted.
+#[test]
+fn local_paths_are_refused_before_submission() {
+    for (extra, named) in [
+        (&["mf", "--input", "data/r.tsv"][..], "--input data/r.tsv"),
+        (&["mf", "--input", "hdfs:///r", "--output", "file:///tmp/out"], "--output file:///tmp/out"),
+        (&["--checkpoint", "/tmp/ck", "mf", "--input", "hdfs:///r"], "--checkpoint /tmp/ck"),
+    ] {
+        let o = output(submit().args(["--master", "yarn", "--workers", "1"]).args(extra));
+        let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(!o.status.success(), "{extra:?} was accepted");
+        assert!(stderr.contains(&format!("{named}: a local path under --master yarn")), "{stderr}");
+        assert!(!stdout.contains("application id"), "submitted anyway: {stdout}");
+    }
+}

@@ -34,6 +34,12 @@ pub trait App: Send + Sync + 'static {
     fn report(&self) -> Map<String, Value> {
         Map::new()
     }
+    /// The storage locations named by the app's arguments, with the flag that named each, so a
+    /// submitter can check them before a job starts (a local path means a different disk in
+    /// every YARN container).
+    fn locations(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// What a process needs to join a job.

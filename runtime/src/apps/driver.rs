@@ -135,6 +135,11 @@ impl<A: Iterative> App for Driver<A> {
     fn total_clocks(&self) -> Option<i64> {
         Some(self.alg.common().total_clocks())
     }
+
+    fn locations(&self) -> Vec<(&'static str, String)> {
+        let c = self.alg.common();
+        std::iter::once(("--input", c.input.clone())).chain(c.output.clone().map(|o| ("--output", o))).collect()
+    }
 }
 
 impl<A: Iterative> Driver<A> {
