@@ -3,13 +3,16 @@
 # end-to-end tests (multi-process jobs on 127.0.0.1), including tests against a real single-node
 # HDFS (scripts/hdfs-up.sh; needs Java) and against the YARN stand-in built on Hadoop's own server
 # code (scripts/yarn-up.sh; needs a JDK), both started and stopped here, then a short pass of
-# every fuzz target (scripts/fuzz.sh). CI runs exactly this.
+# every fuzz target (scripts/fuzz.sh). Also builds the portable dist/ binaries (scripts/package.sh:
+# zig from PyPI, cargo-zigbuild from crates.io) and checks their glibc version. CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo build --release --workspace
+# The portable binaries (glibc 2.17, stripped) that YARN jobs ship; checked there, run by a YARN test.
+scripts/package.sh
 export PS_HDFS_DIR=${PS_HDFS_DIR:-$(pwd)/data/hdfs-test}
 export PS_YARN_DIR=${PS_YARN_DIR:-$(pwd)/data/yarn-test}
 trap 'scripts/yarn-down.sh >/dev/null 2>&1 || true; scripts/hdfs-down.sh >/dev/null 2>&1 || true' EXIT

@@ -25,16 +25,14 @@ pub enum AmError {
     Secret(#[source] PsError),
 
     // The HDFS staging directory and the hostfile written to it.
-    #[error("{0}: not a URL")]
-    NotUrl(String),
-    #[error("{0}: bad port")]
-    UrlPort(String),
+    #[error("{0}")]
+    StagingUrl(#[source] YarnError),
     #[error("{0}")]
     Staging(#[source] PsError),
 
     // The rendezvous server.
     #[error("binding the rendezvous port: {0}")]
-    BindRendezvous(#[source] std::io::Error),
+    BindRendezvous(#[source] PsError),
     #[error("{0}")]
     RendezvousAddr(#[source] std::io::Error),
 
@@ -117,9 +115,8 @@ mod tests {
             (AmError::ContainerId("c_1".into()), "CONTAINER_ID 'c_1' is malformed"),
             (AmError::NoAmRmToken, "the container's token file has no AMRMToken"),
             (AmError::NoSecret, "the container's credentials hold no job secret (was it submitted by yarn-submit?)"),
-            (AmError::NotUrl("x".into()), "x: not a URL"),
-            (AmError::UrlPort("hdfs://n:p/x".into()), "hdfs://n:p/x: bad port"),
-            (AmError::BindRendezvous(io()), "binding the rendezvous port: in use"),
+            (AmError::StagingUrl(yarn()), "rm: refused"),
+            (AmError::BindRendezvous(PsError::Io("in use".into())), "binding the rendezvous port: in use"),
             (AmError::Rm(yarn()), "rm: refused"),
             (AmError::Reregister(yarn()), "re-registering: rm: refused"),
             (AmError::Heartbeat(yarn()), "heartbeat: rm: refused"),

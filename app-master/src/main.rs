@@ -27,9 +27,13 @@ use tokio::sync::{mpsc, watch};
 #[derive(Parser, Debug, Clone)]
 #[command(name = "ps-app-master", about = "YARN application master of a parameter-server job")]
 struct Args {
-    /// HDFS staging directory holding ps-runtime, job.json and job.secret.
+    /// HDFS staging directory holding job.json (and ps-runtime, unless --runtime-url).
     #[arg(long)]
     staging: String,
+    /// The ps-runtime binary to localize (yarn-submit's content-hash cache); default
+    /// `<staging>/ps-runtime`.
+    #[arg(long)]
+    runtime_url: Option<String>,
     /// Runtime processes (one container each).
     #[arg(long)]
     workers: usize,
@@ -37,52 +41,43 @@ struct Args {
     worker_memory: i64,
     #[arg(long, default_value_t = 1)]
     worker_vcores: i32,
+    /// Listen on a port in this range (`A-B`) for the rendezvous and status page.
+    #[arg(long, value_name = "A-B")]
+    port_range: Option<ps_runtime::ports::PortRange>,
+    /// Keep the staging directory's binaries and job files after a successful job (for debugging).
+    #[arg(long)]
+    keep_staging: bool,
     /// Give up if the containers are not all allocated within this many seconds.
     #[arg(long, default_value_t = 600)]
     allocation_timeout_s: u64,
 }
 
-/// Files localized into each runtime container (the job secret is not one: it travels in the
-/// containers' credentials).
-const FILES: [&str; 2] = ["ps-runtime", "job.json"];
-
 fn env(k: &'static str) -> Result<String> {
     std::env::var(k).map_err(|_| AmError::NotInContainer(k))
 }
 
-/// `hdfs://host:port/path` as the URL record of a LocalResource.
-fn url_proto(url: &str) -> Result<UrlProto> {
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| AmError::NotUrl(url.to_string()))?;
-    let (auth, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (host, port) = match auth.rsplit_once(':') {
-        Some((h, p)) => (h.to_string(), p.parse::<i32>().map_err(|_| AmError::UrlPort(url.to_string()))?),
-        None => (auth.to_string(), -1),
+/// The files localized into each runtime container, with their exact HDFS size and mtime (the
+/// job secret is not one: it travels in the containers' credentials).
+fn local_resources(args: &Args) -> Result<Vec<StringLocalResourceMapProto>> {
+    let staging = &args.staging;
+    let runtime = match &args.runtime_url {
+        Some(u) => (u.clone(), PRIVATE),
+        None => (format!("{staging}/ps-runtime"), APPLICATION),
     };
-    Ok(UrlProto {
-        scheme: Some(scheme.into()),
-        host: Some(host),
-        port: Some(port),
-        file: Some(path.to_string()),
-        user_info: None,
-    })
-}
-
-/// The staged files as LocalResources; size and timestamp must match HDFS exactly.
-fn local_resources(staging: &str) -> Result<Vec<StringLocalResourceMapProto>> {
+    let files = [("ps-runtime", runtime), ("job.json", (format!("{staging}/job.json"), APPLICATION))];
     let st = storage_for(staging).map_err(AmError::Staging)?;
-    FILES
-        .iter()
-        .map(|f| {
-            let url = format!("{staging}/{f}");
+    files
+        .into_iter()
+        .map(|(name, (url, visibility))| {
             let (size, mtime) = st.status(&url).map_err(AmError::Staging)?;
             Ok(StringLocalResourceMapProto {
-                key: Some(f.to_string()),
+                key: Some(name.to_string()),
                 value: Some(LocalResourceProto {
-                    resource: Some(url_proto(&url)?),
+                    resource: Some(UrlProto::from_url(&url).map_err(AmError::StagingUrl)?),
                     size: Some(size as i64),
                     timestamp: Some(mtime as i64),
                     r#type: Some(FILE),
-                    visibility: Some(APPLICATION),
+                    visibility: Some(visibility),
                     pattern: None,
                 }),
             })
@@ -203,6 +198,9 @@ impl Am {
                 env.push(StringStringMapProto { key: Some(k.into()), value: Some(v) });
             }
         }
+        // The container's memory limit, so the runtime can warn before YARN kills it.
+        let limit = self.args.worker_memory.to_string();
+        env.push(StringStringMapProto { key: Some(ps_runtime::internal::MEMORY_LIMIT_ENV.into()), value: Some(limit) });
         for (i, c) in self.procs.iter().enumerate() {
             let cmd = format!(
                 "./ps-runtime run --job job.json --id {i} --rendezvous {am_addr} 1><LOG_DIR>/runtime.out 2><LOG_DIR>/runtime.err"
@@ -258,11 +256,16 @@ async fn run(args: Args) -> Result<()> {
     let cid = env("CONTAINER_ID")?;
     let app_id = ContainerIdProto::application_of(&cid).ok_or_else(|| AmError::ContainerId(cid.clone()))?;
     log::info!("application master {cid} for {} processes; staging {}", args.workers, args.staging);
-    let staging = args.staging.clone();
-    let resources = tokio::task::spawn_blocking(move || local_resources(&staging)).await.map_err(AmError::Task)??;
+    let a = args.clone();
+    let resources = tokio::task::spawn_blocking(move || local_resources(&a)).await.map_err(AmError::Task)??;
 
     // Rendezvous/status server first: its address is the tracking URL.
-    let listener = tokio::net::TcpListener::bind(("0.0.0.0", 0)).await.map_err(AmError::BindRendezvous)?;
+    let listener = ps_runtime::ports::bind("0.0.0.0", args.port_range)
+        .and_then(|l| {
+            l.set_nonblocking(true).map_err(|e| ps_runtime::PsError::io("making the listener non-blocking", e))?;
+            tokio::net::TcpListener::from_std(l).map_err(|e| ps_runtime::PsError::io("registering the listener", e))
+        })
+        .map_err(AmError::BindRendezvous)?;
     let port = listener.local_addr().map_err(AmError::RendezvousAddr)?.port();
     let am_addr = format!("{host}:{port}");
     let tracking = format!("http://{am_addr}/");
@@ -293,7 +296,46 @@ async fn run(args: Args) -> Result<()> {
     am.set_status(if outcome.is_ok() { "succeeded" } else { "failed" });
     log::info!("finishing: {}: {diag}", if outcome.is_ok() { "SUCCEEDED" } else { "FAILED" });
     am.rm.finish(status, &diag, &tracking).await.map_err(AmError::Unregister)?;
+    if outcome.is_ok() && !args.keep_staging {
+        let staging = args.staging.clone();
+        tokio::task::spawn_blocking(move || clean_staging(&staging)).await.map_err(AmError::Task)?;
+    }
     outcome
+}
+
+/// After a successful unregister, removes what only this application needed from its staging
+/// directory: the binaries, `job.json` and the hostfile, so nothing is left behind if nobody
+/// follows the job. `stats/` stays: `yarn-submit` merges it into `--stats` and then removes the
+/// whole directory. After a failure everything is kept for inspection. A failure to delete is
+/// logged, not fatal: the job itself succeeded.
+fn clean_staging(staging: &str) {
+    let r = storage_for(staging).and_then(|st| {
+        for name in st.children(staging)? {
+            if name != "stats" {
+                st.delete(&format!("{staging}/{name}"))?;
+            }
+        }
+        Ok(())
+    });
+    match r {
+        Ok(()) => log::info!("removed the job's files from {staging} (stats/ stays for yarn-submit)"),
+        Err(e) => log::warn!("cleaning the staging directory {staging}: {e}"),
+    }
+}
+
+/// What to do when YARN killed a container for its memory: exit status -104 (physical) or -103
+/// (virtual), or the NodeManager's "running beyond ... memory limits" diagnostics.
+fn memory_hint(code: i32, diagnostics: &str, worker_memory: i64) -> Option<String> {
+    let over = code == -104
+        || code == -103
+        || diagnostics.contains("beyond physical memory limits")
+        || diagnostics.contains("beyond virtual memory limits");
+    over.then(|| {
+        format!(
+            "the process needed more than its container's {worker_memory} MB and YARN killed it: \
+             raise --worker-memory (it covers everything the process uses; see peak_rss_bytes in a smaller run's stats)"
+        )
+    })
 }
 
 /// Allocation, start-up, rendezvous and the heartbeat loop until the job ends.
@@ -355,7 +397,11 @@ async fn drive(
                 // The process's own reason first (a panic message, a bad input line, a lost
                 // peer); the NodeManager's diagnostics only know the exit status.
                 let why = am.failure_reason(i).await;
-                let reason = why.unwrap_or_else(|| s.diagnostics.unwrap_or_default().trim().to_string());
+                let diagnostics = s.diagnostics.unwrap_or_default();
+                let mut reason = why.unwrap_or_else(|| diagnostics.trim().to_string());
+                if let Some(hint) = memory_hint(code, &diagnostics, am.args.worker_memory) {
+                    reason = format!("{reason}; {hint}");
+                }
                 let failed = AmError::ProcessFailed { process: i, container: cid, status: code, reason };
                 log::error!("{failed}; stopping the other processes");
                 am.stop_all(&finished).await;
@@ -387,5 +433,21 @@ fn main() {
     if let Err(e) = rt.block_on(run(args)) {
         log::error!("{e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::memory_hint;
+
+    #[test]
+    fn memory_kills_say_what_to_raise() {
+        let nm = "Container [pid=1] is running beyond physical memory limits. Current usage: 1.1 GB of 1 GB";
+        for (code, diag) in [(-104, ""), (-103, ""), (143, nm)] {
+            let h = memory_hint(code, diag, 1024).expect("a memory kill");
+            assert!(h.contains("1024 MB") && h.contains("raise --worker-memory"), "{h}");
+        }
+        assert!(memory_hint(137, "killed", 1024).is_none());
+        assert!(memory_hint(1, "", 1024).is_none());
     }
 }

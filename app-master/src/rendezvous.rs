@@ -312,7 +312,7 @@ mod tests {
         // A genuine process (ps_runtime's own client) is admitted and gets an authenticated hostfile.
         let a = addr.clone();
         let joined = std::thread::spawn(move || {
-            ps_runtime::rendezvous::join(&a, APP, &key, 1, "127.0.0.1", Duration::from_secs(20)).map(|r| r.1)
+            ps_runtime::rendezvous::join(&a, APP, &key, 1, "127.0.0.1", Duration::from_secs(20), None).map(|r| r.1)
         });
         let (id, host, port) = hellos.blocking_recv().unwrap();
         assert_eq!((id, host.as_str()), (1, "127.0.0.1"));

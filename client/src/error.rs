@@ -77,15 +77,15 @@ pub enum ClientError {
     #[error("{0}")]
     Storage(#[source] PsError),
 
-    // The YARN cluster: its configuration and the ResourceManager's REST API.
+    // The YARN cluster: its configuration and the ResourceManager (IPC or REST).
     #[error("HADOOP_CONF_DIR is not set: point it at the cluster's configuration (yarn-site.xml, core-site.xml)")]
     NoHadoopConf,
-    #[error("{dir}/yarn-site.xml sets neither yarn.resourcemanager.webapp.address nor yarn.resourcemanager.hostname")]
-    NoResourceManager { dir: String },
+    #[error("{dir}/yarn-site.xml sets neither {key} nor yarn.resourcemanager.hostname")]
+    NoResourceManager { dir: String, key: &'static str },
     #[error("{0}")]
     HadoopConf(#[source] YarnError),
     #[error("{0}")]
-    Rest(#[source] YarnError),
+    Rm(#[source] YarnError),
 
     // Running the job.
     #[error("starting {}: {source}", bin.display())]
@@ -169,10 +169,10 @@ mod tests {
                 "HADOOP_CONF_DIR is not set: point it at the cluster's configuration (yarn-site.xml, core-site.xml)",
             ),
             (
-                ClientError::NoResourceManager { dir: "/etc/h".into() },
+                ClientError::NoResourceManager { dir: "/etc/h".into(), key: "yarn.resourcemanager.webapp.address" },
                 "/etc/h/yarn-site.xml sets neither yarn.resourcemanager.webapp.address nor yarn.resourcemanager.hostname",
             ),
-            (ClientError::Rest(YarnError::Io("rm: refused".into())), "rm: refused"),
+            (ClientError::Rm(YarnError::Io("rm: refused".into())), "rm: refused"),
             (ClientError::Launch { bin: "/b/ps-runtime".into(), source: io() }, "starting /b/ps-runtime: gone"),
             (
                 ClientError::JobFailed { reason: "process 1 exited with status 1: boom".into(), dir: "/j".into() },

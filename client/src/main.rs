@@ -3,6 +3,7 @@
 
 mod error;
 mod local;
+mod staging;
 mod yarn;
 
 use clap::Parser;
@@ -68,7 +69,9 @@ pub struct Cli {
     /// YARN: runtime processes (one container each).
     #[arg(long)]
     pub workers: Option<usize>,
-    /// YARN: memory per runtime container, MB.
+    /// YARN: memory per runtime container, MB: the process's whole limit (YARN kills a container
+    /// that exceeds it; there is no separate heap). Size it from `peak_rss_bytes` of a smaller
+    /// run plus headroom.
     #[arg(long, default_value_t = 1024)]
     pub worker_memory: i64,
     /// YARN: virtual cores per runtime container.
@@ -80,6 +83,19 @@ pub struct Cli {
     /// YARN: the Hadoop configuration directory (`*-site.xml`; default: $HADOOP_CONF_DIR).
     #[arg(long, value_name = "DIR")]
     pub conf_dir: Option<std::path::PathBuf>,
+    /// YARN: how to reach the ResourceManager: ipc (ApplicationClientProtocol, as you; the
+    /// default) or rest (its web API).
+    #[arg(long, value_enum, default_value_t = yarn::SubmitVia::Ipc)]
+    pub submit_via: yarn::SubmitVia,
+    /// YARN: listening ports of the runtime processes and the application master, `A-B` (for
+    /// firewalled clusters; default any free port).
+    #[arg(long, value_name = "A-B")]
+    pub port_range: Option<ps_runtime::ports::PortRange>,
+    /// YARN: keep the HDFS staging directory (binaries, job files, per-process stats) after a
+    /// successful job; by default the AM and yarn-submit remove it (it is always kept after a
+    /// failure).
+    #[arg(long)]
+    pub keep_staging: bool,
     /// YARN: the queue to submit to.
     #[arg(long, default_value = "default")]
     pub queue: String,
@@ -134,6 +150,9 @@ impl Cli {
             cfg.prefetch = p;
         }
         cfg.stats_per_clock |= self.stats_per_clock;
+        if let Some(r) = self.port_range {
+            cfg.port_range = Some(r);
+        }
         let ck = &mut cfg.checkpoint;
         if let Some(u) = &self.checkpoint {
             ck.url = Some(u.clone());
@@ -158,10 +177,10 @@ impl Cli {
 
 fn main() {
     local::init_logging();
-    // `yarn-submit status APP_ID` and `yarn-submit kill APP_ID`.
+    // `yarn-submit status APP_ID` and `yarn-submit kill APP_ID` (with their own options).
     let argv: Vec<String> = std::env::args().collect();
-    if let (Some(cmd @ ("status" | "kill")), Some(id)) = (argv.get(1).map(String::as_str), argv.get(2)) {
-        std::process::exit(yarn::command(cmd, id));
+    if matches!(argv.get(1).map(String::as_str), Some("status" | "kill")) {
+        std::process::exit(yarn::command(&yarn::AppCommand::parse()));
     }
     let cli = Cli::parse();
     let code = if cli.master == "local" || cli.master.starts_with("local[") {

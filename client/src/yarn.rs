@@ -1,18 +1,22 @@
 //! `--master yarn`: stage the binaries and job files on HDFS under
-//! `/user/<user>/.ps-staging/<app-id>/` (mode 0700), submit the application master through the RM REST API,
-//! then follow the application until it ends (exit 0 only on FINISHED + SUCCEEDED). Also
+//! `/user/<user>/.ps-staging/<app-id>/` (mode 0700) and the binaries in the content-hash cache
+//! beside it (`staging`), submit the application master to the RM
+//! (`ApplicationClientProtocol` over IPC as the submitting user, or `--submit-via rest`), then
+//! follow the application until it ends (exit 0 only on FINISHED + SUCCEEDED). Also
 //! `yarn-submit status APP_ID` and `yarn-submit kill APP_ID`.
 
 use crate::error::{ClientError, Result};
 use crate::local::{next_to_me, report_stats, runtime_bin};
+use crate::staging::{cached_binary, stage, warn_if_not_portable};
 use crate::Cli;
 use ps_runtime::internal::{generate_secret, CREDENTIALS_ALIAS};
 use ps_runtime::storage::storage_for;
 use ps_runtime::{apps, JobConfig};
+use ps_yarn::appclient::RmIpc;
 use ps_yarn::conf::HadoopConf;
-use ps_yarn::rest::{AppReport, LocalResource, RmRest, Submission};
+use ps_yarn::rest::RmRest;
+use ps_yarn::submit::{AppReport, ResourceManager, Submission};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -21,8 +25,20 @@ fn user() -> String {
     std::env::var("HADOOP_USER_NAME").or_else(|_| std::env::var("USER")).unwrap_or_else(|_| "root".into())
 }
 
+/// How `yarn-submit` reaches the ResourceManager.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SubmitVia {
+    /// `ApplicationClientProtocol` over Hadoop IPC (`yarn.resourcemanager.address`), as the
+    /// submitting user: what the `yarn` CLI and Spark use.
+    #[default]
+    Ipc,
+    /// The RM's REST API (`yarn.resourcemanager.webapp.address`); real RMs submit those as their
+    /// web filter's user (`dr.who` by default), not as you.
+    Rest,
+}
+
 /// The cluster from `--conf-dir`, else `HADOOP_CONF_DIR`; the error says what to set.
-fn cluster(conf_dir: Option<&Path>) -> Result<(HadoopConf, RmRest)> {
+fn cluster(conf_dir: Option<&Path>, via: SubmitVia) -> Result<(HadoopConf, Box<dyn ResourceManager>)> {
     let conf = match conf_dir {
         Some(d) => HadoopConf::load_dir(d),
         None => HadoopConf::from_env(),
@@ -30,11 +46,23 @@ fn cluster(conf_dir: Option<&Path>) -> Result<(HadoopConf, RmRest)> {
     .map_err(ClientError::HadoopConf)?;
     let Some(dir) = &conf.dir else { return Err(ClientError::NoHadoopConf) };
     let has = |k: &str| conf.get(k).map(|v| v.is_some()).map_err(ClientError::HadoopConf);
-    if !has("yarn.resourcemanager.webapp.address")? && !has("yarn.resourcemanager.hostname")? {
-        return Err(ClientError::NoResourceManager { dir: dir.display().to_string() });
+    let key = match via {
+        SubmitVia::Ipc => "yarn.resourcemanager.address",
+        SubmitVia::Rest => "yarn.resourcemanager.webapp.address",
+    };
+    if !has(key)? && !has("yarn.resourcemanager.hostname")? && !has("yarn.resourcemanager.ha.rm-ids")? {
+        return Err(ClientError::NoResourceManager { dir: dir.display().to_string(), key });
     }
-    let rest = RmRest::new(&conf.rm_webapp().map_err(ClientError::HadoopConf)?, &user()).map_err(ClientError::Rest)?;
-    Ok((conf, rest))
+    let rm: Box<dyn ResourceManager> = match via {
+        SubmitVia::Ipc => {
+            let addrs = conf.rm_addresses().map_err(ClientError::HadoopConf)?;
+            Box::new(RmIpc::connect(&addrs, &user()).map_err(ClientError::Rm)?)
+        }
+        SubmitVia::Rest => Box::new(
+            RmRest::new(&conf.rm_webapp().map_err(ClientError::HadoopConf)?, &user()).map_err(ClientError::Rm)?,
+        ),
+    };
+    Ok((conf, rm))
 }
 
 fn app_master_bin() -> Result<PathBuf> {
@@ -42,27 +70,6 @@ fn app_master_bin() -> Result<PathBuf> {
         return Ok(PathBuf::from(p));
     }
     next_to_me("ps-app-master", "set PS_APP_MASTER_BIN")
-}
-
-/// Uploads `data` to `url` and returns it as a LocalResource (size and mtime read back from HDFS).
-fn stage(url: &str, data: &[u8]) -> Result<LocalResource> {
-    let st = storage_for(url).map_err(ClientError::Storage)?;
-    let upload = |source| ClientError::Upload { url: url.to_string(), source };
-    let mut f = st.create(url).map_err(upload)?;
-    f.write_all(data).map_err(|source| ClientError::UploadWrite { url: url.to_string(), source })?;
-    f.close().map_err(upload)?;
-    let (size, timestamp) = st.status(url).map_err(ClientError::Storage)?;
-    Ok(LocalResource {
-        resource: url.to_string(),
-        kind: "FILE".into(),
-        visibility: "APPLICATION".into(),
-        size,
-        timestamp,
-    })
-}
-
-fn read(p: &Path) -> Result<Vec<u8>> {
-    std::fs::read(p).map_err(|source| ClientError::ReadFile { path: p.to_path_buf(), source })
 }
 
 pub fn run(cli: &Cli) -> i32 {
@@ -89,14 +96,17 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     if n == 0 {
         return Err(ClientError::NoWorkers);
     }
-    let (conf, rest) = cluster(cli.conf_dir.as_deref())?;
+    let (conf, rm) = cluster(cli.conf_dir.as_deref(), cli.submit_via)?;
     let fs = conf.default_fs().map_err(ClientError::HadoopConf)?.trim_end_matches('/').to_string();
     let (am_bin, rt_bin) = (app_master_bin()?, runtime_bin(cli)?);
-    let app_id = rest.new_application().map_err(ClientError::Rest)?;
+    let app_id = rm.new_application().map_err(ClientError::Rm)?;
     println!("application id: {app_id}");
     let user = user();
     let staging = format!("{fs}/user/{user}/.ps-staging/{app_id}");
     log::info!("staging {} to {staging}", [&am_bin, &rt_bin].map(|p| p.display().to_string()).join(", "));
+    for b in [&am_bin, &rt_bin] {
+        warn_if_not_portable(b);
+    }
     let job = JobConfig {
         runtime,
         app: app.clone(),
@@ -108,19 +118,26 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     };
     // The staging directory is private before anything lands in it (as Spark's .sparkStaging).
     storage_for(&staging).and_then(|st| st.create_private_dir(&staging)).map_err(ClientError::StagingDir)?;
+    // Binaries go to the per-user cache by content hash (uploaded once, reused by later jobs);
+    // the job's own files to its staging directory.
+    let cache = format!("{fs}/user/{user}/.ps-staging/cache");
     let mut resources = BTreeMap::new();
-    resources.insert("ps-app-master".to_string(), stage(&format!("{staging}/ps-app-master"), &read(&am_bin)?)?);
-    stage(&format!("{staging}/ps-runtime"), &read(&rt_bin)?)?;
-    stage(&format!("{staging}/job.json"), &serde_json::to_vec_pretty(&job).map_err(ClientError::Encode)?)?;
+    resources.insert("ps-app-master".to_string(), cached_binary(&cache, &am_bin)?);
+    let runtime_url = cached_binary(&cache, &rt_bin)?.resource;
+    let job_bytes = serde_json::to_vec_pretty(&job).map_err(ClientError::Encode)?;
+    stage(&format!("{staging}/job.json"), &job_bytes, "APPLICATION")?;
     let mut environment = BTreeMap::new();
     environment.insert("HADOOP_USER_NAME".to_string(), user.clone());
     if let Ok(l) = std::env::var("PS_LOG") {
         environment.insert("PS_LOG".into(), l);
     }
     let command = format!(
-        "./ps-app-master --staging {staging} --workers {n} --worker-memory {} --worker-vcores {} \
-         1><LOG_DIR>/app-master.out 2><LOG_DIR>/app-master.err",
-        cli.worker_memory, cli.worker_vcores
+        "./ps-app-master --staging {staging} --runtime-url {runtime_url} --workers {n} --worker-memory {} \
+         --worker-vcores {}{}{} 1><LOG_DIR>/app-master.out 2><LOG_DIR>/app-master.err",
+        cli.worker_memory,
+        cli.worker_vcores,
+        if cli.keep_staging { " --keep-staging" } else { "" },
+        job.runtime.port_range.map(|r| format!(" --port-range {r}")).unwrap_or_default(),
     );
     let sub = Submission {
         app_id: app_id.clone(),
@@ -136,8 +153,8 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         // only (and the AM to its runtime containers); it is never a file on HDFS.
         secrets: BTreeMap::from([(CREDENTIALS_ALIAS.to_string(), generate_secret().to_vec())]),
     };
-    rest.submit(&sub).map_err(ClientError::Rest)?;
-    let rep = follow(&rest, &app_id)?;
+    rm.submit(&sub).map_err(ClientError::Rm)?;
+    let rep = follow(rm.as_ref(), &app_id)?;
     if !rep.succeeded() {
         let (state, final_status, diagnostics) = (rep.state, rep.final_status, rep.diagnostics);
         log::error!("{}", ClientError::AppFailed { app_id, state, final_status, diagnostics });
@@ -146,7 +163,9 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     }
     log::info!("{app_id} finished: SUCCEEDED");
     let code = report_stats(cli, n, &format!("{staging}/stats"));
-    if code == 0 {
+    if cli.keep_staging {
+        log::info!("staging directory kept (--keep-staging): {staging}");
+    } else if code == 0 {
         if let Err(e) = storage_for(&staging).and_then(|st| st.delete(&staging)) {
             log::warn!("removing the staging directory {staging}: {e}");
         }
@@ -155,10 +174,10 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
 }
 
 /// Polls the application report, printing state changes and progress, until it ends.
-fn follow(rest: &RmRest, app_id: &str) -> Result<AppReport> {
+fn follow(rm: &dyn ResourceManager, app_id: &str) -> Result<AppReport> {
     let (mut state, mut url, mut pct) = (String::new(), String::new(), -1i64);
     loop {
-        let rep = rest.report(app_id).map_err(ClientError::Rest)?;
+        let rep = rm.report(app_id).map_err(ClientError::Rm)?;
         if rep.state != state {
             state = rep.state.clone();
             log::info!("{app_id}: {state}");
@@ -179,17 +198,34 @@ fn follow(rest: &RmRest, app_id: &str) -> Result<AppReport> {
     }
 }
 
-/// `yarn-submit status APP_ID` / `yarn-submit kill APP_ID`.
-pub fn command(cmd: &str, app_id: &str) -> i32 {
-    let r = cluster(None).and_then(|(_, rest)| match cmd {
-        "status" => rest.report(app_id).map_err(ClientError::Rest),
-        _ => rest.kill(app_id).map_err(ClientError::Rest),
+/// `yarn-submit status|kill APP_ID [--submit-via ipc|rest] [--conf-dir DIR]`.
+#[derive(clap::Parser, Debug)]
+#[command(name = "yarn-submit")]
+pub struct AppCommand {
+    /// status: print the application's report as JSON; kill: kill it and print the final report.
+    #[arg(value_parser = ["status", "kill"])]
+    cmd: String,
+    /// The application id (application_<timestamp>_<number>).
+    app_id: String,
+    /// How to reach the ResourceManager.
+    #[arg(long, value_enum, default_value_t = SubmitVia::Ipc)]
+    submit_via: SubmitVia,
+    /// The Hadoop configuration directory (default: $HADOOP_CONF_DIR).
+    #[arg(long, value_name = "DIR")]
+    conf_dir: Option<PathBuf>,
+}
+
+pub fn command(c: &AppCommand) -> i32 {
+    let (cmd, app_id) = (c.cmd.as_str(), c.app_id.as_str());
+    let r = cluster(c.conf_dir.as_deref(), c.submit_via).and_then(|(_, rm)| match cmd {
+        "status" => rm.report(app_id).map_err(ClientError::Rm),
+        _ => rm.kill(app_id).map_err(ClientError::Rm),
     });
     match r {
         Ok(rep) => {
             println!(
                 "{}",
-                serde_json::json!({"id": rep.id, "state": rep.state, "finalStatus": rep.final_status,
+                serde_json::json!({"id": rep.id, "user": rep.user, "queue": rep.queue, "state": rep.state, "finalStatus": rep.final_status,
                     "progress": rep.progress, "trackingUrl": rep.tracking_url, "diagnostics": rep.diagnostics})
             );
             if cmd == "status" || rep.state == "KILLED" || rep.is_terminal() {

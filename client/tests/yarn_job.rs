@@ -1,6 +1,6 @@
 //! `yarn-submit --master yarn` end to end, against the YARN stand-in built on Hadoop's own server
 //! code (PS_YARN_CONF) and the real test HDFS (HDFS_URL), both started by the test command:
-//! submit over REST → our AM (IPC + SASL) → NodeManagers → runtime processes that read HDFS.
+//! submit over IPC (or REST) → our AM (IPC + SASL) → NodeManagers → runtime processes that read HDFS.
 
 mod common;
 
@@ -186,10 +186,37 @@ fn killed_runtime_container_fails_the_application_with_its_status() {
 #[test]
 fn yarn_submit_kill_stops_a_running_application() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let args =
-        s(&["--master", "yarn", "--workers", "2", "--threads", "1", "demo", "--clocks", "600", "--delay-ms", "50"]);
+    // A 1 MB container: the stand-in does not enforce it, but each runtime process must warn.
+    let args = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "1"]);
+    let args = [args, s(&["demo", "--clocks", "600", "--delay-ms", "50"])].concat();
     let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(&args));
     wait_for(&rx, ": RUNNING", &mut log);
+    let logs =
+        PathBuf::from(std::env::var("PS_YARN_DIR").expect("PS_YARN_DIR (scripts/test.sh)")).join("userlogs").join(&app);
+    let t0 = Instant::now();
+    loop {
+        let warned = std::fs::read_dir(&logs)
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|c| std::fs::read_to_string(c.path().join("runtime.err")).ok())
+                    .filter(|t| t.contains("of its container's 1 MB (--worker-memory)"))
+                    .count()
+            })
+            .unwrap_or(0);
+        if warned == 2 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{warned} of 2 processes warned about memory in {logs:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Submitted over IPC, the application belongs to the submitting user, and only that user
+    // may kill it.
+    let st = output(submit().args(["status", &app]));
+    let rep: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!((rep["user"].as_str(), rep["state"].as_str()), (Some(whoami().as_str()), Some("RUNNING")));
+    let denied = output(submit().env("HADOOP_USER_NAME", "mallory").args(["kill", &app]));
+    let err = String::from_utf8_lossy(&denied.stderr);
+    assert!(!denied.status.success() && err.contains("User mallory cannot perform operation MODIFY_APP"), "{err}");
     let k = output(submit().args(["kill", &app]));
     assert!(k.status.success(), "{}", String::from_utf8_lossy(&k.stderr));
     let rep: serde_json::Value = serde_json::from_slice(&k.stdout).unwrap();
@@ -263,6 +290,10 @@ fn staging_directory_is_private_and_holds_no_secret() {
         assert!(e.contains("Permission denied") || e.contains("AccessControlException"), "{e}");
         let e = mallory.read(&format!("{staging}/job.json")).await.err().expect("mallory read job.json").to_string();
         assert!(e.contains("Permission denied") || e.contains("AccessControlException"), "{e}");
+        // The binary cache is private too.
+        let cache = alice.get_file_info("/user/alice/.ps-staging/cache").await.unwrap();
+        assert_eq!(cache.permission, 0o700);
+        assert!(mallory.list_status("/user/alice/.ps-staging/cache", false).await.is_err());
     });
     let status = wait_within(child, JOB_LIMIT, "alice's job");
     log.extend(rx.iter());
@@ -365,7 +396,8 @@ fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
 
 /// `--conf-dir` replaces `HADOOP_CONF_DIR` (here pointing nowhere), and the site files' values
 /// are expanded as Hadoop expands them: the RM addresses are written as
-/// `${yarn.resourcemanager.hostname}:PORT`, as in Hadoop's own defaults.
+/// `${yarn.resourcemanager.hostname}:PORT`, as in Hadoop's own defaults. This job goes through
+/// the REST API (`--submit-via rest`), the others through IPC, the default.
 #[test]
 fn conf_dir_with_variables_in_site_files_submits() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -376,18 +408,25 @@ fn conf_dir_with_variables_in_site_files_submits() {
         let text = std::fs::read_to_string(from.join(f)).unwrap_or_default();
         let text = if f == "yarn-site.xml" {
             let host = "<value>127.0.0.1:";
-            assert_eq!(text.matches(host).count(), 2, "the stand-in's addresses: {text}");
+            assert_eq!(text.matches(host).count(), 4, "the stand-in's addresses: {text}");
             text.replace(host, "<value>${yarn.resourcemanager.hostname}:")
         } else {
             text
         };
         std::fs::write(dir.join(f), text).unwrap();
     }
-    let args = s(&["--master", "yarn", "--conf-dir", dir.to_str().unwrap(), "--workers", "1", "--threads", "1"]);
-    let o = output(submit().env("HADOOP_CONF_DIR", "/nonexistent").args(&args).args(["demo", "--clocks", "20"]));
+    let conf = ["--conf-dir", dir.to_str().unwrap(), "--submit-via", "rest"];
+    let args = s(&["--master", "yarn", "--workers", "1", "--threads", "1"]);
+    let o =
+        output(submit().env("HADOOP_CONF_DIR", "/nonexistent").args(conf).args(&args).args(["demo", "--clocks", "20"]));
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "yarn-submit failed:\n{stdout}\n{stderr}");
     assert!(stderr.contains("FINISHED") && stderr.contains("SUCCEEDED"), "{stderr}");
+    // status takes the same options.
+    let app = stdout.lines().find_map(|l| l.strip_prefix("application id: ")).expect("an application id").to_string();
+    let st = output(submit().env("HADOOP_CONF_DIR", "/nonexistent").args(["status", &app]).args(conf));
+    let rep: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!((rep["state"].as_str(), rep["finalStatus"].as_str()), (Some("FINISHED"), Some("SUCCEEDED")));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -406,4 +445,109 @@ fn local_paths_are_refused_before_submission() {
         assert!(stderr.contains(&format!("{named}: a local path under --master yarn")), "{stderr}");
         assert!(!stdout.contains("application id"), "submitted anyway: {stdout}");
     }
+}
+
+/// The staging directory of `app` on the test HDFS.
+fn staging_of(app: &str) -> String {
+    format!("{}/user/{}/.ps-staging/{app}", hdfs(), whoami())
+}
+
+/// The AM removes the job's files from its staging directory after it unregisters, even when
+/// nobody follows the job (the client was killed): only `stats/` stays, for `yarn-submit` to
+/// merge. With `--keep-staging` everything stays.
+#[test]
+fn am_cleans_staging_without_the_client_and_keep_staging_keeps_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let fs = ps_runtime::storage::storage_for(&hdfs()).unwrap();
+    let args =
+        s(&["--master", "yarn", "--workers", "1", "--threads", "1", "demo", "--clocks", "60", "--delay-ms", "20"]);
+    let Submitted { mut child, rx, mut log, app, _guard } = submit_app(submit().args(&args));
+    wait_for(&rx, ": RUNNING", &mut log);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let staging = staging_of(&app);
+    let t0 = Instant::now();
+    loop {
+        let st = output(submit().args(["status", &app]));
+        let rep: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+        let children = fs.children(&staging).unwrap_or_default();
+        if rep["state"] == "FINISHED" && children == ["stats"] {
+            assert_eq!(rep["finalStatus"], "SUCCEEDED", "{rep}");
+            break;
+        }
+        assert!(t0.elapsed() < JOB_LIMIT, "state {rep} with staging {children:?} after {JOB_LIMIT:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(fs.children(&format!("{staging}/stats")).unwrap().len(), 1, "the process's stats are kept");
+    fs.delete(&staging).unwrap();
+
+    // With --keep-staging (and listening ports confined to a range, as on a firewalled cluster).
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let first = probe.local_addr().unwrap().port().min(65000);
+    drop(probe);
+    let range = first..=first + 30;
+    let ports = format!("{}-{}", range.start(), range.end());
+    let o = output(submit().args(["--keep-staging", "--port-range", &ports]).args(&args));
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "yarn-submit failed:\n{stdout}\n{stderr}");
+    let app = stdout.lines().find_map(|l| l.strip_prefix("application id: ")).expect("an application id").to_string();
+    let staging = staging_of(&app);
+    let kept = fs.children(&staging).unwrap();
+    for f in ["hostfile", "job.json", "stats"] {
+        assert!(kept.iter().any(|k| k == f), "{f} is missing from {kept:?}");
+    }
+    let hostfile = String::from_utf8(fs.read_at(&format!("{staging}/hostfile"), 0, 1 << 20).unwrap()).unwrap();
+    let hosts = ps_runtime::Hostfile::parse(&hostfile, "hostfile").unwrap();
+    let runtime_port: u16 = hosts.addr(0).rsplit(':').next().unwrap().parse().unwrap();
+    let url = stdout.lines().find_map(|l| l.strip_prefix("tracking URL: ")).expect("a tracking URL");
+    let am_port: u16 = url.trim_end_matches('/').rsplit(':').next().unwrap().parse().unwrap();
+    assert!(range.contains(&runtime_port) && range.contains(&am_port), "{ports}: runtime {runtime_port}, AM {url}");
+    assert!(stderr.contains("staging directory kept (--keep-staging)"), "{stderr}");
+    fs.delete(&staging).unwrap();
+}
+
+/// The portable binaries of `scripts/package.sh` (glibc 2.17, stripped) run a job on YARN from
+/// `dist/yarn-submit`, which ships its neighbours; each binary is uploaded once into the
+/// content-hash cache and reused by the next job.
+#[test]
+fn dist_binaries_run_on_yarn_and_are_uploaded_once() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dist = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dist");
+    let names = ["yarn-submit", "ps-app-master", "ps-runtime"];
+    for n in names {
+        let len = std::fs::metadata(dist.join(n))
+            .unwrap_or_else(|_| panic!("dist/{n} is missing: run scripts/package.sh"))
+            .len();
+        assert!(len < 25 << 20, "dist/{n} is {len} bytes");
+    }
+    let fs = ps_runtime::storage::storage_for(&hdfs()).unwrap();
+    let cache = format!("{}/user/{}/.ps-staging/cache", hdfs(), whoami());
+    fs.delete(&cache).unwrap();
+    let conf = std::env::var("PS_YARN_CONF").expect("PS_YARN_CONF (scripts/test.sh)");
+    let run = || {
+        let mut c = Command::new(dist.join("yarn-submit"));
+        c.env("HADOOP_CONF_DIR", &conf).env_remove("PS_RUNTIME_BIN").env_remove("PS_APP_MASTER_BIN");
+        let o = output(c.args(["--master", "yarn", "--workers", "1", "--threads", "1", "demo", "--clocks", "20"]));
+        let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "dist/yarn-submit failed:\n{stdout}\n{stderr}");
+        stderr.to_string()
+    };
+    let first = run();
+    let hash = |n: &str| {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(std::fs::read(dist.join(n)).unwrap()))
+    };
+    let mtimes: Vec<u64> = ["ps-app-master", "ps-runtime"]
+        .iter()
+        .map(|n| {
+            assert!(first.contains(&format!("{n}: uploading")), "{first}");
+            fs.status(&format!("{cache}/{}", hash(n))).unwrap().1
+        })
+        .collect();
+    let second = run();
+    for (n, m) in ["ps-app-master", "ps-runtime"].iter().zip(mtimes) {
+        assert!(second.contains(&format!("{n}: reusing {cache}/{}", hash(n))), "{second}");
+        assert_eq!(fs.status(&format!("{cache}/{}", hash(n))).unwrap().1, m, "{n} was uploaded again");
+    }
+    assert!(!second.contains("needs glibc"), "{second}");
 }

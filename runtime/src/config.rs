@@ -78,6 +78,8 @@ pub struct RuntimeConfig {
     pub stats_per_clock: bool,
     /// Snapshots and checkpoints (LazyTable §3.3); off unless `checkpoint.url` is set.
     pub checkpoint: CheckpointConfig,
+    /// Ports to listen on (`A-B`) when a process binds its own (on YARN); any free port if unset.
+    pub port_range: Option<crate::ports::PortRange>,
     /// Fault injection for tests of the test suite itself. Not serialized: a job file or `--conf`
     /// that names `fault` is refused (see [`RuntimeConfig::from_json`]), so it can only be set
     /// from Rust code, i.e. by tests.
@@ -166,6 +168,7 @@ impl Default for RuntimeConfig {
             batch_bytes: 1 << 20,
             stats_per_clock: false,
             checkpoint: CheckpointConfig::default(),
+            port_range: None,
             fault: FaultConfig::default(),
         }
     }

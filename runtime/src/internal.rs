@@ -6,5 +6,6 @@ pub use crate::secret::{
     check as check_secret, generate as generate_secret, write_new_file as write_secret_file, CREDENTIALS_ALIAS,
 };
 pub use crate::snapshot::format::crc32c;
+pub use crate::stats::MEMORY_LIMIT_ENV;
 pub use crate::stats::{merge as merge_stats, ProcessSummary};
 pub use crate::wire::{auth, frame, Msg};

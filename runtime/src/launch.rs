@@ -10,6 +10,10 @@ use crate::registry::RowTypeRegistry;
 use crate::rendezvous::{self, AmLink};
 use crate::storage;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Warn when the resident set reaches this fraction of the container's memory.
+const MEMORY_WARN_FRACTION: f64 = 0.9;
 
 /// Runs process `id` of the job described by the job config file `job` (written by
 /// `yarn-submit`), with its hostfile from the job directory or, under YARN, from the application
@@ -23,6 +27,31 @@ pub fn run_job_process(job: &Path, id: usize, rendezvous: Option<&str>) -> Resul
         l.report_failure(&format!("process {id} failed: {e}"));
     }
     r
+}
+
+/// Under YARN the NodeManager kills a container whose process outgrows `--worker-memory`, with
+/// nothing in the process's own log. This thread checks the resident set every second and warns
+/// once, naming the numbers, when it passes 90% of the limit, so the log says what is coming.
+fn watch_memory(id: usize) {
+    let Some(limit_mb) = std::env::var(crate::stats::MEMORY_LIMIT_ENV).ok().and_then(|v| v.parse::<u64>().ok()) else {
+        return;
+    };
+    let limit = limit_mb << 20;
+    let spawned = std::thread::Builder::new().name("ps-memwatch".into()).spawn(move || loop {
+        let rss = crate::stats::current_rss_bytes();
+        if rss as f64 >= limit as f64 * MEMORY_WARN_FRACTION {
+            log::warn!(
+                "process {id} uses {} MB of its container's {limit_mb} MB (--worker-memory); YARN kills a \
+                 container that exceeds it: raise --worker-memory",
+                rss >> 20
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    });
+    if let Err(e) = spawned {
+        log::warn!("not watching memory: {e}");
+    }
 }
 
 fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, link: &mut Option<AmLink>) -> Result<()> {
@@ -39,7 +68,9 @@ fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, link: &mut Optio
             let app_id = ps_yarn::proto::ContainerIdProto::application_of(&cid)
                 .ok_or_else(|| PsError::Config(format!("CONTAINER_ID '{cid}' is not a YARN container id")))?;
             let timeout = std::time::Duration::from_millis(job.runtime.connect_timeout_ms);
-            let (l, hosts, am_link) = rendezvous::join(am, &app_id, &secret, id, &host, timeout)?;
+            watch_memory(id);
+            let (l, hosts, am_link) =
+                rendezvous::join(am, &app_id, &secret, id, &host, timeout, job.runtime.port_range)?;
             let clock = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
             am_link.report_progress(clock.clone(), app.total_clocks());
             *link = Some(am_link);

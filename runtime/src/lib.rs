@@ -46,6 +46,7 @@ mod logging;
 mod mailbox;
 mod net;
 mod oplog;
+pub mod ports;
 mod process;
 mod registry;
 #[doc(hidden)]

@@ -275,7 +275,7 @@ impl AmLink {
     }
 }
 
-/// Binds a listener on port 0, reports it to the AM at `am` (application `app`) and returns it
+/// Binds a listener (any port, or one in `ports`), reports it to the AM at `am` (application `app`) and returns it
 /// with the hostfile. Retries until `timeout` if the AM drops the connection before answering
 /// (it bounds its connections; a flood of strangers may hold them for a while).
 pub fn join(
@@ -285,8 +285,9 @@ pub fn join(
     id: usize,
     host: &str,
     timeout: Duration,
+    ports: Option<crate::ports::PortRange>,
 ) -> Result<(TcpListener, Hostfile, AmLink)> {
-    let listener = TcpListener::bind(("0.0.0.0", 0)).map_err(|e| PsError::io("binding a listening port", e))?;
+    let listener = crate::ports::bind("0.0.0.0", ports)?;
     let port = listener.local_addr().map_err(|e| PsError::io("reading the bound port", e))?.port();
     let deadline = Instant::now() + timeout;
     let mut backoff = Duration::from_millis(100);

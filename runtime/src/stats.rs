@@ -87,6 +87,19 @@ pub(crate) fn peak_rss_bytes() -> u64 {
     u.ru_maxrss.max(0) as u64 * 1024 // kilobytes on Linux
 }
 
+/// Set by the application master in runtime containers: the container's memory in MB, against
+/// which `launch` compares [`current_rss_bytes`].
+pub const MEMORY_LIMIT_ENV: &str = "PS_CONTAINER_MEMORY_MB";
+
+/// This process's current resident set size in bytes (0 if unknown), from `/proc/self/statm`.
+pub(crate) fn current_rss_bytes() -> u64 {
+    let Ok(text) = std::fs::read_to_string("/proc/self/statm") else { return 0 };
+    let pages = text.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as u64;
+    pages * page
+}
+
 pub(crate) fn hist_of(staleness: &[u64]) -> (BTreeMap<i64, u64>, f64) {
     let mut h = BTreeMap::new();
     let (mut n, mut sum) = (0u64, 0f64);
@@ -272,6 +285,13 @@ mod tests {
     fn job(texts: &[String]) -> (Vec<ProcessSummary>, Vec<Value>) {
         let typed = texts.iter().map(|t| ProcessSummary::parse(t).unwrap()).collect();
         (typed, texts.iter().map(|t| serde_json::from_str(t).unwrap()).collect())
+    }
+
+    #[test]
+    fn current_rss_is_measured_and_within_the_peak() {
+        let now = current_rss_bytes();
+        assert!(now > 1 << 20, "{now}");
+        assert!(now <= peak_rss_bytes() + (1 << 20), "{now} vs peak {}", peak_rss_bytes());
     }
 
     #[test]

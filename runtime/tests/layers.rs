@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// Layers of `ps-runtime`, lowest first. Keep in sync with ARCHITECTURE.md ("Module layers").
 const LAYERS: &[&[&str]] = &[
     &["error", "clock", "hash", "logging", "stats"],
-    &["secret", "hostfile", "gen", "row", "storage", "mailbox"],
+    &["secret", "hostfile", "ports", "gen", "row", "storage", "mailbox"],
     &["wire"],
     &["config"],
     &["consistency", "oplog", "state", "input", "rendezvous"],

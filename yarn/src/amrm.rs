@@ -4,7 +4,7 @@
 
 use crate::credentials::Token;
 use crate::error::{Result, YarnError};
-use crate::ipc::IpcConnection;
+use crate::ipc::{Auth, IpcConnection};
 use crate::proto::*;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -29,7 +29,7 @@ pub fn node_key(n: &NodeIdProto) -> String {
 impl AmRmClient {
     /// Connects to the RM scheduler at `addr` with the AMRMToken.
     pub async fn connect(addr: &str, token: Token) -> Result<Self> {
-        let conn = IpcConnection::connect(addr, PROTOCOL, Some(&token)).await?;
+        let conn = IpcConnection::connect(addr, PROTOCOL, Auth::Token(&token)).await?;
         Ok(AmRmClient { addr: addr.to_string(), token, conn, response_id: 0, nm_tokens: HashMap::new() })
     }
 
@@ -79,6 +79,11 @@ impl AmRmClient {
         Ok(r)
     }
 
+    /// The SASL qop of the connection (what the RM's `hadoop.rpc.protection` led to).
+    pub fn qop(&self) -> &'static str {
+        self.conn.qop()
+    }
+
     /// Sends the same request id again (tests: the RM must answer with its cached response).
     pub fn set_response_id(&mut self, id: i32) {
         self.response_id = id;
@@ -89,7 +94,7 @@ impl AmRmClient {
 
     /// Reconnects with the current token (after the RM restarted or the connection dropped).
     pub async fn reconnect(&mut self) -> Result<()> {
-        self.conn = IpcConnection::connect(&self.addr, PROTOCOL, Some(&self.token)).await?;
+        self.conn = IpcConnection::connect(&self.addr, PROTOCOL, Auth::Token(&self.token)).await?;
         Ok(())
     }
 

@@ -122,9 +122,47 @@ impl HadoopConf {
         self.address("yarn.resourcemanager.webapp.address", 8088)
     }
 
+    /// RM client address (`yarn.resourcemanager.address`, default `<rm host>:8032`): where
+    /// applications are submitted over IPC.
+    pub fn rm_address(&self) -> Result<String> {
+        self.address("yarn.resourcemanager.address", 8032)
+    }
+
     /// RM scheduler address (`yarn.resourcemanager.scheduler.address`, default `<rm host>:8030`).
     pub fn rm_scheduler(&self) -> Result<String> {
         self.address("yarn.resourcemanager.scheduler.address", 8030)
+    }
+
+    /// The RM client addresses, in failover order: with ResourceManager HA
+    /// (`yarn.resourcemanager.ha.enabled`), one per id of `yarn.resourcemanager.ha.rm-ids`, each
+    /// `yarn.resourcemanager.address.<id>` or `yarn.resourcemanager.hostname.<id>:8032`, as
+    /// Hadoop's `HAUtil` reads them; without HA, the one address.
+    pub fn rm_addresses(&self) -> Result<Vec<String>> {
+        self.ha_addresses("yarn.resourcemanager.address", 8032)
+    }
+
+    fn ha_addresses(&self, key: &str, port: u16) -> Result<Vec<String>> {
+        if self.get("yarn.resourcemanager.ha.enabled")?.as_deref().map(str::trim) != Some("true") {
+            return Ok(vec![self.address(key, port)?]);
+        }
+        let ids = self.require("yarn.resourcemanager.ha.rm-ids")?;
+        let ids: Vec<&str> = ids.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+        if ids.is_empty() {
+            return Err(YarnError::Config("yarn.resourcemanager.ha.rm-ids lists no ResourceManager".into()));
+        }
+        ids.iter()
+            .map(|id| match self.get(&format!("{key}.{id}"))? {
+                Some(a) => Ok(a),
+                None => {
+                    let host = self.require(&format!("yarn.resourcemanager.hostname.{id}")).map_err(|_| {
+                        YarnError::Config(format!(
+                            "HA: neither {key}.{id} nor yarn.resourcemanager.hostname.{id} is set"
+                        ))
+                    })?;
+                    Ok(format!("{host}:{port}"))
+                }
+            })
+            .collect()
     }
 
     /// An RM address: `key`, or `yarn.resourcemanager.hostname` with the default port.
@@ -193,6 +231,16 @@ mod tests {
         let c = HadoopConf::load_dir(&d).unwrap();
         assert_eq!(c.rm_webapp().unwrap(), "rm1:18088");
         assert_eq!(c.rm_scheduler().unwrap(), "rm1:8030");
+        assert_eq!(c.rm_address().unwrap(), "rm1:8032");
+        assert_eq!(c.rm_addresses().unwrap(), vec!["rm1:8032".to_string()]);
+        let mut ha = c.clone();
+        ha.set("yarn.resourcemanager.ha.enabled", "true");
+        assert!(ha.rm_addresses().unwrap_err().to_string().contains("yarn.resourcemanager.ha.rm-ids"));
+        ha.set("yarn.resourcemanager.ha.rm-ids", "a, b");
+        ha.set("yarn.resourcemanager.address.a", "h1:1");
+        assert!(ha.rm_addresses().unwrap_err().to_string().contains("yarn.resourcemanager.hostname.b"));
+        ha.set("yarn.resourcemanager.hostname.b", "h2");
+        assert_eq!(ha.rm_addresses().unwrap(), vec!["h1:1".to_string(), "h2:8032".to_string()]);
         assert_eq!(c.default_fs().unwrap(), "hdfs://nn:8020");
         assert!(c.require("nope").unwrap_err().to_string().contains("nope is not set in"));
         assert_eq!(c.get("fs.defaultFS").unwrap().as_deref(), Some("hdfs://nn:8020"));

@@ -7,12 +7,22 @@ use crate::ipc::{decode_body, split_response};
 use crate::proto::*;
 use crate::sasl::{parse_challenge, DigestMd5};
 
-/// A server's SASL DIGEST-MD5 challenge.
+/// A server's SASL DIGEST-MD5 challenge; then the same bytes as a wrapped message of the
+/// security layer the challenge negotiated (integrity or privacy), which must be refused or
+/// unwrapped, never panic.
 pub fn sasl_challenge(data: &[u8]) {
     let s = String::from_utf8_lossy(data);
     let _ = parse_challenge(&s);
     if let Ok(d) = DigestMd5::for_token(b"id", b"pw", &s, "/default", "fuzz") {
         let _ = (d.response_string(), d.rspauth());
+        if let Some(mut layer) = d.layer() {
+            let _ = layer.recv.unwrap(data);
+        }
+    }
+    for qop in [crate::sasl_layer::Qop::AuthInt, crate::sasl_layer::Qop::AuthConf] {
+        if let Some(mut layer) = crate::sasl_layer::SecurityLayer::new(qop, &[7; 16], 65536) {
+            let _ = layer.recv.unwrap(data);
+        }
     }
 }
 

@@ -4,7 +4,9 @@
 //! - [`amrm`] and [`nm`]: the ApplicationMasterProtocol and ContainerManagementProtocol clients,
 //!   over a private Hadoop IPC client (`hrpc` preamble, length frames, varint-delimited headers,
 //!   call ids with out-of-order replies, ERROR vs FATAL) with SASL TOKEN / DIGEST-MD5;
-//! - [`rest`]: the ResourceManager's REST API (submission, reports, kill);
+//! - [`appclient`]: `ApplicationClientProtocol` over IPC (submission, reports, kill, listing) as
+//!   the submitting user, the default; [`rest`]: the same through the RM's REST API;
+//!   [`submit`]: what both share (the submission, the report, the [`submit::ResourceManager`] trait);
 //! - [`credentials`]: the container token file (`HDTS` versions 0 and 1 read, version 0 written);
 //! - [`proto`]: the RPC and YARN records needed, hand-written as prost messages with Hadoop's
 //!   field numbers (no generated or copied `.proto` files);
@@ -13,6 +15,7 @@
 // Public: the clients of YARN's protocols and their records. Private: the IPC/SASL machinery they
 // are built on (reached only through `amrm` and `nm`).
 pub mod amrm;
+pub mod appclient;
 pub mod conf;
 pub mod credentials;
 mod error;
@@ -23,6 +26,8 @@ pub mod nm;
 pub mod proto;
 pub mod rest;
 mod sasl;
+mod sasl_layer;
+pub mod submit;
 mod vint;
 
 pub use credentials::{Credentials, Token};

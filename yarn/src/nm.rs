@@ -4,7 +4,7 @@
 
 use crate::credentials::Token;
 use crate::error::{Result, YarnError};
-use crate::ipc::IpcConnection;
+use crate::ipc::{Auth, IpcConnection};
 use crate::proto::*;
 
 pub const PROTOCOL: &str = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB";
@@ -24,7 +24,7 @@ pub async fn start_container(
     let node =
         container.node_id.as_ref().ok_or_else(|| YarnError::Codec("allocated container without a node".into()))?;
     let addr = crate::amrm::node_key(node);
-    let conn = IpcConnection::connect(&addr, PROTOCOL, Some(nm_token)).await?;
+    let conn = IpcConnection::connect(&addr, PROTOCOL, Auth::Token(nm_token)).await?;
     let req = StartContainersRequestProto {
         start_container_request: vec![StartContainerRequestProto {
             container_launch_context: Some(clc),
@@ -45,7 +45,7 @@ pub async fn start_container(
 
 /// Stops containers on the node at `addr`.
 pub async fn stop_containers(addr: &str, nm_token: &Token, ids: Vec<ContainerIdProto>) -> Result<()> {
-    let conn = IpcConnection::connect(addr, PROTOCOL, Some(nm_token)).await?;
+    let conn = IpcConnection::connect(addr, PROTOCOL, Auth::Token(nm_token)).await?;
     let r: StopContainersResponseProto =
         conn.call("stopContainers", &StopContainersRequestProto { container_id: ids }).await?;
     match r.failed_requests.first() {
@@ -65,7 +65,7 @@ pub async fn container_statuses(
     nm_token: &Token,
     ids: Vec<ContainerIdProto>,
 ) -> Result<Vec<ContainerStatusProto>> {
-    let conn = IpcConnection::connect(addr, PROTOCOL, Some(nm_token)).await?;
+    let conn = IpcConnection::connect(addr, PROTOCOL, Auth::Token(nm_token)).await?;
     let r: GetContainerStatusesResponseProto =
         conn.call("getContainerStatuses", &GetContainerStatusesRequestProto { container_id: ids }).await?;
     Ok(r.status)

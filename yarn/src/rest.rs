@@ -1,10 +1,13 @@
 //! The ResourceManager REST API for submission (`/ws/v1/cluster/apps...`): new application,
-//! submit, state and report, kill. On insecure clusters the user goes in `?user.name=`.
+//! submit, state and report, kill (`yarn-submit --submit-via rest`). On insecure clusters the
+//! user goes in `?user.name=`, which real RMs ignore unless their web filter honours it (the
+//! default static user is `dr.who`): that is why IPC is the default path.
 //! Blocking (reqwest): call it from a plain thread, not from inside a tokio runtime.
 
 use crate::error::{Result, YarnError};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use crate::submit::ResourceManager;
+pub use crate::submit::{AppReport, LocalResource, Submission};
+use serde::Serialize;
 use std::time::Duration;
 
 pub struct RmRest {
@@ -13,62 +16,10 @@ pub struct RmRest {
     http: reqwest::blocking::Client,
 }
 
-/// What `GET /apps/{id}` reports.
-#[derive(Deserialize, Debug, Clone, Default)]
-#[serde(rename_all = "camelCase", default)]
-pub struct AppReport {
-    pub id: String,
-    pub user: String,
-    pub name: String,
-    pub queue: String,
-    pub state: String,
-    pub final_status: String,
-    pub progress: f64,
-    pub tracking_url: String,
-    pub diagnostics: String,
-}
-
-impl AppReport {
-    pub fn is_terminal(&self) -> bool {
-        matches!(self.state.as_str(), "FINISHED" | "FAILED" | "KILLED")
-    }
-    /// The only success: FINISHED with final status SUCCEEDED.
-    pub fn succeeded(&self) -> bool {
-        self.state == "FINISHED" && self.final_status == "SUCCEEDED"
-    }
-}
-
-/// A file the NodeManager downloads into the container (`size` and `timestamp` must match HDFS exactly).
-#[derive(Serialize, Debug, Clone)]
-pub struct LocalResource {
-    pub resource: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub visibility: String,
-    pub size: u64,
-    pub timestamp: u64,
-}
-
 #[derive(Serialize, Debug, Clone)]
 struct Entry<V> {
     key: String,
     value: V,
-}
-
-/// The submission: everything the RM needs to start the application master.
-#[derive(Debug, Clone, Default)]
-pub struct Submission {
-    pub app_id: String,
-    pub name: String,
-    pub app_type: String,
-    pub queue: String,
-    pub memory_mb: u64,
-    pub vcores: u32,
-    pub local_resources: BTreeMap<String, LocalResource>,
-    pub environment: BTreeMap<String, String>,
-    pub command: String,
-    /// Secrets for the AM's credentials (`Credentials.addSecretKey`), by alias.
-    pub secrets: BTreeMap<String, Vec<u8>>,
 }
 
 impl Submission {
@@ -128,9 +79,11 @@ impl RmRest {
             .unwrap_or(text);
         Err(YarnError::Io(format!("{what} at {}: HTTP {status}: {msg}", self.base)))
     }
+}
 
+impl ResourceManager for RmRest {
     /// `POST /apps/new-application`: a new application id.
-    pub fn new_application(&self) -> Result<String> {
+    fn new_application(&self) -> Result<String> {
         let r = self
             .http
             .post(self.url("/apps/new-application"))
@@ -145,7 +98,7 @@ impl RmRest {
     }
 
     /// `POST /apps`: submits (202 Accepted).
-    pub fn submit(&self, s: &Submission) -> Result<()> {
+    fn submit(&self, s: &Submission) -> Result<()> {
         let r = self
             .http
             .post(self.url("/apps"))
@@ -156,7 +109,7 @@ impl RmRest {
         Ok(())
     }
 
-    pub fn report(&self, app: &str) -> Result<AppReport> {
+    fn report(&self, app: &str) -> Result<AppReport> {
         let r = self
             .http
             .get(self.url(&format!("/apps/{app}")))
@@ -167,24 +120,16 @@ impl RmRest {
         serde_json::from_value(v["app"].clone()).map_err(|e| YarnError::Codec(format!("report of {app}: {e}")))
     }
 
-    /// `PUT /apps/{id}/state {"state":"KILLED"}`, repeated until the RM answers 200 or the
-    /// application is terminal.
-    pub fn kill(&self, app: &str) -> Result<AppReport> {
-        for _ in 0..100 {
-            let r = self
-                .http
-                .put(self.url(&format!("/apps/{app}/state")))
-                .json(&serde_json::json!({"state": "KILLED"}))
-                .send()
-                .map_err(|e| YarnError::io(format!("killing {app}"), e))?;
-            let done = r.status() == reqwest::StatusCode::OK;
-            self.check(&format!("killing {app}"), r)?;
-            let rep = self.report(app)?;
-            if done || rep.is_terminal() {
-                return Ok(rep);
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        Err(YarnError::Io(format!("{app} did not reach a final state after 20 s of kill requests")))
+    /// `PUT /apps/{id}/state {"state":"KILLED"}`: 200 once killed, 202 while in progress.
+    fn request_kill(&self, app: &str) -> Result<bool> {
+        let r = self
+            .http
+            .put(self.url(&format!("/apps/{app}/state")))
+            .json(&serde_json::json!({"state": "KILLED"}))
+            .send()
+            .map_err(|e| YarnError::io(format!("killing {app}"), e))?;
+        let done = r.status() == reqwest::StatusCode::OK;
+        self.check(&format!("killing {app}"), r)?;
+        Ok(done)
     }
 }

@@ -1,9 +1,11 @@
 //! DIGEST-MD5 (RFC 2831) as Hadoop's token SASL uses it: username = base64(token identifier),
 //! password = base64(token password), realm and nonce from the server's challenge, digest-uri
-//! `<protocol>/<serverId>` (Hadoop: `/default`). Only qop `auth` (no wrapping) is supported; a
-//! server that requires integrity or privacy gets a clear error.
+//! `<protocol>/<serverId>` (Hadoop: `/default`). The strongest qop the server offers is chosen:
+//! `auth-conf` (privacy, RC4) over `auth-int` (integrity) over `auth`; the first two switch on
+//! the security layer of [`crate::sasl_layer`].
 
 use crate::error::{Result, YarnError};
+use crate::sasl_layer::{Qop, SecurityLayer};
 use base64::Engine;
 use md5::{Digest, Md5};
 
@@ -79,41 +81,58 @@ pub struct DigestMd5 {
     pub nonce: String,
     pub cnonce: String,
     pub digest_uri: String,
+    pub qop: Qop,
+    /// The server's `maxbuf`: the largest wrapped message it accepts.
+    pub server_maxbuf: usize,
 }
 
 impl DigestMd5 {
-    fn ha1(&self) -> String {
+    /// H(A1), binary: the base of the response and of the security layer's keys.
+    fn ha1(&self) -> [u8; 16] {
         let inner = md5(&[self.username.as_bytes(), b":", self.realm.as_bytes(), b":", self.password.as_bytes()]);
-        hex::encode(md5(&[&inner, b":", self.nonce.as_bytes(), b":", self.cnonce.as_bytes()]))
+        md5(&[&inner, b":", self.nonce.as_bytes(), b":", self.cnonce.as_bytes()])
     }
 
-    fn kd(&self, a2: &str) -> String {
+    fn kd(&self, a2_head: &str) -> String {
+        // With a security layer, A2 ends with 32 zeros (RFC 2831 §2.1.2.1).
+        let a2 = match self.qop {
+            Qop::Auth => format!("{a2_head}{}", self.digest_uri),
+            _ => format!("{a2_head}{}:00000000000000000000000000000000", self.digest_uri),
+        };
         let ha2 = hex::encode(md5(&[a2.as_bytes()]));
-        let s = format!("{}:{}:00000001:{}:auth:{ha2}", self.ha1(), self.nonce, self.cnonce);
+        let s =
+            format!("{}:{}:00000001:{}:{}:{ha2}", hex::encode(self.ha1()), self.nonce, self.cnonce, self.qop.name());
         hex::encode(md5(&[s.as_bytes()]))
     }
 
     /// The `response=` value (A2 = `AUTHENTICATE:<digest-uri>`).
     pub fn response(&self) -> String {
-        self.kd(&format!("AUTHENTICATE:{}", self.digest_uri))
+        self.kd("AUTHENTICATE:")
     }
 
     /// The `rspauth=` value the server must send back (A2 = `:<digest-uri>`).
     pub fn rspauth(&self) -> String {
-        self.kd(&format!(":{}", self.digest_uri))
+        self.kd(":")
     }
 
     /// The client's digest-response string.
     pub fn response_string(&self) -> String {
+        let cipher = if self.qop == Qop::AuthConf { ",cipher=rc4" } else { "" };
         format!(
-            "charset=utf-8,username=\"{}\",realm=\"{}\",nonce=\"{}\",nc=00000001,cnonce=\"{}\",digest-uri=\"{}\",maxbuf=65536,response={},qop=auth",
+            "charset=utf-8,username=\"{}\",realm=\"{}\",nonce=\"{}\",nc=00000001,cnonce=\"{}\",digest-uri=\"{}\",maxbuf=65536,response={},qop={}{cipher}",
             self.username,
             self.realm,
             self.nonce,
             self.cnonce,
             self.digest_uri,
-            self.response()
+            self.response(),
+            self.qop.name()
         )
+    }
+
+    /// The security layer the negotiated qop needs (none for `auth`).
+    pub fn layer(&self) -> Option<SecurityLayer> {
+        SecurityLayer::new(self.qop, &self.ha1(), self.server_maxbuf)
     }
 
     /// Builds the exchange from a Hadoop token and the server's challenge.
@@ -128,11 +147,17 @@ impl DigestMd5 {
         let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
         let err = |m: String| YarnError::Sasl { server: server.to_string(), message: m };
         let qops = get("qop").unwrap_or_else(|| "auth".into());
-        if !qops.split(',').any(|q| q.trim() == "auth") {
-            return Err(err(format!(
-                "the server requires qop '{qops}' (hadoop.rpc.protection integrity/privacy); only 'auth' is supported"
-            )));
-        }
+        let ciphers = get("cipher").unwrap_or_default();
+        let has_rc4 = ciphers.split(',').any(|c| c.trim() == "rc4");
+        // Privacy needs a cipher we have; without rc4 fall back to what else is offered.
+        let qop = qops.split(',').filter_map(Qop::parse).filter(|q| *q != Qop::AuthConf || has_rc4).max();
+        let qop = qop.ok_or_else(|| {
+            err(format!("no usable qop among '{qops}' (ciphers offered for privacy: '{ciphers}'; rc4 is supported)"))
+        })?;
+        let server_maxbuf = match get("maxbuf") {
+            Some(m) => m.parse::<usize>().map_err(|_| err(format!("maxbuf '{m}' is not a number")))?,
+            None => 65536,
+        };
         if let Some(a) = get("algorithm") {
             if a != "md5-sess" {
                 return Err(err(format!("unsupported DIGEST-MD5 algorithm '{a}'")));
@@ -149,6 +174,8 @@ impl DigestMd5 {
             nonce,
             cnonce: b64.encode(c),
             digest_uri: digest_uri.to_string(),
+            qop,
+            server_maxbuf,
         })
     }
 }
@@ -166,6 +193,8 @@ mod tests {
             nonce: "OA6MG9tEQGm2hh".into(),
             cnonce: "OA6MHXh6VqTrRk".into(),
             digest_uri: "imap/elwood.innosoft.com".into(),
+            qop: Qop::Auth,
+            server_maxbuf: 65536,
         };
         assert_eq!(d.response(), "d388dad90d4bbd760a152321f2143af7");
         assert_eq!(d.rspauth(), "ea40f60335c427b5527b84dbabcdfffd");
@@ -179,8 +208,15 @@ mod tests {
         assert!(kv.contains(&("charset".into(), "utf-8".into())));
         let d = DigestMd5::for_token(b"id", b"pw", ch, "/default", "rm").unwrap();
         assert_eq!((d.username.as_str(), d.password.as_str(), d.realm.as_str()), ("aWQ=", "cHc=", "default"));
-        let e = DigestMd5::for_token(b"id", b"pw", r#"nonce="x",qop="auth-conf""#, "/default", "rm").unwrap_err();
-        assert!(e.to_string().contains("only 'auth' is supported"), "{e}");
+        assert_eq!(d.qop, Qop::AuthInt);
+        assert!(d.response_string().ends_with(",qop=auth-int"));
+        let both = r#"nonce="x",qop="auth,auth-int,auth-conf",cipher="3des,rc4,des",maxbuf=1000"#;
+        let d = DigestMd5::for_token(b"id", b"pw", both, "/default", "rm").unwrap();
+        assert_eq!((d.qop, d.server_maxbuf), (Qop::AuthConf, 1000));
+        assert!(d.response_string().ends_with(",qop=auth-conf,cipher=rc4"));
+        assert_eq!(d.layer().unwrap().max_plain, 984);
+        let e = DigestMd5::for_token(b"id", b"pw", r#"nonce="x",qop="auth-conf",cipher="3des""#, "/default", "rm");
+        assert!(e.unwrap_err().to_string().contains("no usable qop among 'auth-conf'"));
     }
 
     /// Challenges from a hostile or broken server parse without panicking (the old parser

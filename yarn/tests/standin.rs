@@ -4,10 +4,12 @@
 //! checked here against that code, not against our own.
 
 use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
+use ps_yarn::appclient::RmIpc;
 use ps_yarn::conf::HadoopConf;
 use ps_yarn::credentials::{Credentials, KIND_AMRM};
 use ps_yarn::proto::*;
-use ps_yarn::rest::{RmRest, Submission};
+use ps_yarn::rest::RmRest;
+use ps_yarn::submit::{ResourceManager, Submission};
 use ps_yarn::{nm, YarnError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -34,8 +36,8 @@ fn wait_file(p: &Path) {
 }
 
 /// Submits an "AM" that hands its token file and environment to the test and waits for `stop`.
-fn submit_probe_am(rest: &RmRest, dir: &Path) -> String {
-    let app = rest.new_application().unwrap();
+fn submit_probe_am(rm: &dyn ResourceManager, dir: &Path) -> String {
+    let app = rm.new_application().unwrap();
     let d = dir.display();
     let cmd = format!(
         "cp \"$HADOOP_TOKEN_FILE_LOCATION\" {d}/t.tmp && env > {d}/env && mv {d}/t.tmp {d}/tokens; \
@@ -49,9 +51,10 @@ fn submit_probe_am(rest: &RmRest, dir: &Path) -> String {
         memory_mb: 256,
         vcores: 1,
         command: cmd,
+        secrets: [("probe.secret".to_string(), b"s3cret".to_vec())].into(),
         ..Default::default()
     };
-    rest.submit(&s).unwrap();
+    rm.submit(&s).unwrap();
     app
 }
 
@@ -95,6 +98,14 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
 
         let mut am = AmRmClient::connect(&sched, token.clone()).await.unwrap();
         let reg = am.register("127.0.0.1", 0, "http://127.0.0.1:1/probe").await.unwrap();
+        // The scheduler port runs with hadoop.rpc.protection=privacy: every message after SASL
+        // is encrypted and MACed. A 200 KB request crosses several wrapped messages (the server's
+        // maxbuf is 64 KB) and is still read whole: the RM answers it ("already registered").
+        assert_eq!(am.qop(), "auth-conf");
+        let mut second = AmRmClient::connect(&sched, token.clone()).await.unwrap();
+        let long_url = format!("http://127.0.0.1:1/{}", "x".repeat(200_000));
+        let e = second.register("127.0.0.1", 0, &long_url).await.unwrap_err();
+        assert!(e.to_string().contains("already registered"), "{e}");
         assert!(reg.maximum_capability.unwrap().memory.unwrap() >= 256);
         // Containers come on a later heartbeat than the ask, with one NMToken per node.
         let first = am.allocate(vec![ask_anywhere(1, 256, 1, 2)], vec![], 0.1).await.unwrap();
@@ -176,4 +187,75 @@ fn rest_submission_kill_and_errors() {
         .unwrap();
     assert_eq!(anon.status().as_u16(), 403);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `ApplicationClientProtocol` over IPC against Hadoop's own IPC server and PB service wrapper: the
+/// user is the connection's (SIMPLE), the AM's credentials blob is read by Hadoop's `Credentials`,
+/// only the owner may kill, and the RM's own exceptions come back by class.
+#[test]
+fn ipc_submission_as_the_user_kill_acl_and_errors() {
+    let c = conf();
+    let addr = vec![c.rm_address().unwrap()];
+    let rm = RmIpc::connect(&addr, "tester").unwrap();
+    let dir = tmp("ipc");
+    let _stop = StopProbe(dir.clone());
+    let app = submit_probe_am(&rm, &dir);
+    wait_file(&dir.join("tokens"));
+    let creds = Credentials::read_file(&dir.join("tokens")).unwrap();
+    assert!(creds.tokens.iter().any(|(_, t)| t.kind == KIND_AMRM), "{creds:?}");
+    assert_eq!(creds.secrets, vec![("probe.secret".to_string(), b"s3cret".to_vec())]);
+    let env = std::fs::read_to_string(dir.join("env")).unwrap();
+    assert!(env.lines().any(|l| l == "USER=tester"), "{env}");
+    let rep = rm.report(&app).unwrap();
+    assert_eq!((rep.id.as_str(), rep.user.as_str(), rep.state.as_str()), (app.as_str(), "tester", "RUNNING"));
+    assert_eq!((rep.name.as_str(), rep.queue.as_str()), ("probe", "default"));
+    let mine = rm.applications(&["tester".into()], &["RUNNING"], &["PS-TEST".into()]).unwrap();
+    assert!(mine.iter().any(|a| a.id == app), "{mine:?}");
+    assert!(rm.applications(&["nobody".into()], &[], &[]).unwrap().is_empty());
+    assert!(rm.applications(&[], &["SLEEPING"], &[]).unwrap_err().to_string().contains("SLEEPING"));
+    // Another user may not kill it (ClientRMService's ACL check).
+    let other = RmIpc::connect(&addr, "mallory").unwrap();
+    let e = other.kill(&app).unwrap_err();
+    // On the wire, as from the real RM: a YarnException whose message names the cause's class.
+    assert_eq!(e.remote_class(), Some("org.apache.hadoop.yarn.exceptions.YarnException"), "{e}");
+    assert!(e.to_string().contains("AccessControlException: User mallory cannot perform operation MODIFY_APP"), "{e}");
+    let rep = rm.kill(&app).unwrap();
+    assert_eq!((rep.state.as_str(), rep.final_status.as_str()), ("KILLED", "KILLED"));
+    let e = rm.report("application_1_9999").unwrap_err();
+    assert_eq!(e.remote_class(), Some("org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"), "{e}");
+    assert!(e.to_string().contains("doesn't exist in RM"), "{e}");
+    // Submitting the same application twice is refused; the connection stays usable.
+    let s = Submission { app_id: app.clone(), command: "true".into(), ..Default::default() };
+    assert!(rm.submit(&s).unwrap_err().to_string().contains("already present"));
+    assert_eq!(rm.report(&app).unwrap().state, "KILLED");
+    // A closed port: the error says which address and what it is.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let e = RmIpc::connect(&[dead.to_string()], "tester").err().expect("nothing listens there");
+    assert!(e.to_string().contains(&dead.to_string()) && e.to_string().contains("yarn.resourcemanager.address"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// ResourceManager HA on the client side: with `yarn.resourcemanager.ha.rm-ids` the client tries
+/// the RMs in order, moving past one whose port is closed (a standby RM runs no client service)
+/// and one that answers Hadoop's `StandbyException` (an RM in transition), to the active one.
+#[test]
+fn ipc_client_fails_over_to_the_active_resourcemanager() {
+    let mut c = conf();
+    let active = c.rm_address().unwrap();
+    let standby = c.get("psyarn.standby.address").unwrap().expect("the stand-in's standby port");
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    c.set("yarn.resourcemanager.ha.enabled", "true");
+    c.set("yarn.resourcemanager.ha.rm-ids", "rm1,rm2,rm3");
+    for (id, a) in [("rm1", &dead), ("rm2", &standby), ("rm3", &active)] {
+        c.set(&format!("yarn.resourcemanager.address.{id}"), a);
+    }
+    let addrs = c.rm_addresses().unwrap();
+    assert_eq!(addrs, vec![dead.clone(), standby.clone(), active.clone()]);
+    let rm = RmIpc::connect(&addrs, "tester").unwrap();
+    let app = rm.new_application().unwrap();
+    assert_eq!(rm.report(&app).unwrap().state, "NEW");
+    // Only the standby: every attempt fails, and the error is the RM's StandbyException.
+    let only = RmIpc::connect(&[standby], "tester").unwrap();
+    let e = only.new_application().unwrap_err();
+    assert_eq!(e.remote_class(), Some("org.apache.hadoop.ipc.StandbyException"), "{e}");
 }

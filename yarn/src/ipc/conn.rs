@@ -6,6 +6,7 @@ use crate::credentials::Token;
 use crate::error::{Result, YarnError};
 use crate::proto::*;
 use crate::sasl::DigestMd5;
+use crate::sasl_layer::{Half, SecurityLayer};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use prost::Message;
@@ -25,9 +26,15 @@ pub struct IpcConnection {
     client_id: [u8; 16],
     next_id: AtomicI32,
     pending: Pending,
-    sink: tokio::sync::Mutex<Sink>,
+    /// The sink and, with qop integrity/privacy, the sending half of the security layer (both
+    /// used under one lock, so wrapped messages leave in sequence-number order).
+    sink: tokio::sync::Mutex<(Sink, Option<Half>)>,
     /// Set once the connection failed; later calls fail at once with it.
     closed: Arc<Mutex<Option<YarnError>>>,
+    /// Largest plaintext per wrapped message (with a security layer).
+    max_plain: usize,
+    /// The negotiated SASL qop (`auth`, `auth-int`, `auth-conf`), or `none` without SASL.
+    qop: &'static str,
 }
 
 fn codec() -> LengthDelimitedCodec {
@@ -42,27 +49,48 @@ fn fatal(server: &str, h: &RpcResponseHeaderProto) -> YarnError {
     }
 }
 
+/// How a connection authenticates.
+#[derive(Clone, Copy, Debug)]
+pub enum Auth<'a> {
+    /// SASL TOKEN / DIGEST-MD5 with a token (AM to RM, AM to NM).
+    Token(&'a Token),
+    /// No SASL: the connection context names the user (`SIMPLE`, insecure clusters only). The
+    /// server takes it on trust, as Hadoop's own clients do when security is off.
+    Simple { user: &'a str },
+}
+
 impl IpcConnection {
-    /// Connects to `addr` for `protocol` (e.g. `org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB`),
-    /// authenticating with `token` through SASL TOKEN / DIGEST-MD5 (or none, if `token` is `None`).
-    pub async fn connect(addr: &str, protocol: &str, token: Option<&Token>) -> Result<Self> {
+    /// Connects to `addr` for `protocol` (e.g. `org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB`).
+    pub async fn connect(addr: &str, protocol: &str, auth: Auth<'_>) -> Result<Self> {
         let stream = TcpStream::connect(addr).await.map_err(|e| YarnError::io(format!("connecting to {addr}"), e))?;
         stream.set_nodelay(true).ok();
         let mut framed = Framed::new(stream, codec());
         framed
             .get_mut()
-            .write_all_preamble(&preamble(token.is_some()))
+            .write_all_preamble(&preamble(matches!(auth, Auth::Token(_))))
             .await
             .map_err(|e| YarnError::io(format!("writing the preamble to {addr}"), e))?;
-        if let Some(t) = token {
-            sasl(&mut framed, addr, t).await?;
-        }
-        let ctx = IpcConnectionContextProto { user_info: None, protocol: Some(protocol.to_string()) };
-        framed
-            .send(packet(&[&request_header(CALL_CONTEXT, &[]), &ctx]))
+        // With a token the connection itself establishes the user, so the context names none.
+        let (user_info, layer) = match auth {
+            Auth::Token(t) => (None, sasl(&mut framed, addr, t).await?),
+            Auth::Simple { user } => {
+                (Some(UserInformationProto { effective_user: Some(user.into()), real_user: None }), None)
+            }
+        };
+        let qop = match (&auth, &layer) {
+            (Auth::Simple { .. }, _) => "none",
+            (_, Some(l)) => l.qop.name(),
+            (_, None) => "auth",
+        };
+        let (mut send_half, mut recv_half, max_plain) = match layer {
+            Some(SecurityLayer { send, recv, max_plain, .. }) => (Some(send), Some(recv), max_plain),
+            None => (None, None, 0),
+        };
+        let ctx = IpcConnectionContextProto { user_info, protocol: Some(protocol.to_string()) };
+        let (mut sink, mut stream) = framed.split();
+        send_frame(&mut sink, &mut send_half, max_plain, packet(&[&request_header(CALL_CONTEXT, &[]), &ctx]))
             .await
             .map_err(|e| YarnError::io(format!("sending the connection context to {addr}"), e))?;
-        let (sink, mut stream) = framed.split();
         let pending: Pending = Arc::default();
         let closed: Arc<Mutex<Option<YarnError>>> = Arc::default();
         let (p, c, server) = (pending.clone(), closed.clone(), addr.to_string());
@@ -73,11 +101,28 @@ impl IpcConnection {
                     let _ = tx.send(Err(e.clone()));
                 }
             };
+            // With a security layer, the frames come wrapped: unwrapped bytes collect here and
+            // are cut into the inner frames (4-byte length + payload) they carry.
+            let mut unwrapped = bytes::BytesMut::new();
+            let mut inner: std::collections::VecDeque<Bytes> = Default::default();
             loop {
-                let frame = match stream.next().await {
-                    Some(Ok(f)) => f.freeze(),
-                    Some(Err(e)) => return fail_all(YarnError::io(format!("reading from {server}"), e)),
-                    None => return fail_all(YarnError::Io(format!("{server} closed the connection"))),
+                let frame = match inner.pop_front() {
+                    Some(f) => f,
+                    None => {
+                        let outer = match stream.next().await {
+                            Some(Ok(f)) => f.freeze(),
+                            Some(Err(e)) => return fail_all(YarnError::io(format!("reading from {server}"), e)),
+                            None => return fail_all(YarnError::Io(format!("{server} closed the connection"))),
+                        };
+                        let Some(half) = &mut recv_half else {
+                            inner.push_back(outer);
+                            continue;
+                        };
+                        match unwrap_frame(half, &outer, &mut unwrapped, &mut inner) {
+                            Ok(()) => continue,
+                            Err(e) => return fail_all(YarnError::Io(format!("from {server}: {e}"))),
+                        }
+                    }
                 };
                 let (h, _) = match split_response(&frame) {
                     Ok(x) => x,
@@ -105,9 +150,16 @@ impl IpcConnection {
             client_id: *uuid::Uuid::new_v4().as_bytes(),
             next_id: AtomicI32::new(0),
             pending,
-            sink: tokio::sync::Mutex::new(sink),
+            sink: tokio::sync::Mutex::new((sink, send_half)),
             closed,
+            max_plain,
+            qop,
         })
+    }
+
+    /// The negotiated SASL qop: `auth`, `auth-int` or `auth-conf` (`none` for SIMPLE).
+    pub fn qop(&self) -> &'static str {
+        self.qop
     }
 
     /// Calls `method` and decodes its response. Several calls may be in flight at once.
@@ -124,7 +176,11 @@ impl IpcConnection {
             client_protocol_version: 1,
         };
         let frame = packet(&[&request_header(id, &self.client_id), &rh, req]);
-        let sent = self.sink.lock().await.send(frame).await;
+        let sent = {
+            let mut guard = self.sink.lock().await;
+            let (sink, half) = &mut *guard;
+            send_frame(sink, half, self.max_plain, frame).await
+        };
         if let Err(e) = sent {
             self.pending.lock().unwrap_or_else(|x| x.into_inner()).remove(&id);
             return Err(YarnError::io(format!("sending {method} to {}", self.server), e));
@@ -143,6 +199,53 @@ impl IpcConnection {
         }
         decode_body(body, method)
     }
+}
+
+/// Sends one frame; with a security layer, as SASL WRAP messages carrying its bytes (length
+/// prefix included) in pieces of at most `max_plain`, as Hadoop's `WrappedOutputStream` does.
+async fn send_frame(sink: &mut Sink, half: &mut Option<Half>, max_plain: usize, frame: Bytes) -> std::io::Result<()> {
+    let Some(half) = half else { return sink.send(frame).await };
+    let mut plain = Vec::with_capacity(frame.len() + 4);
+    plain.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+    plain.extend_from_slice(&frame);
+    for chunk in plain.chunks(max_plain) {
+        let msg = RpcSaslProto { state: SASL_WRAP, token: Some(half.wrap(chunk)), ..Default::default() };
+        sink.feed(packet(&[&request_header(CALL_SASL, &[]), &msg])).await?;
+    }
+    sink.flush().await
+}
+
+/// Unwraps one SASL WRAP frame from the server and queues the complete inner frames it finishes.
+fn unwrap_frame(
+    half: &mut Half,
+    outer: &[u8],
+    buf: &mut bytes::BytesMut,
+    out: &mut std::collections::VecDeque<Bytes>,
+) -> Result<()> {
+    let (h, body) = split_response(outer)?;
+    if h.call_id as i32 != CALL_SASL {
+        return Err(YarnError::Codec(format!(
+            "an unwrapped frame (call {}) on a wrapped connection",
+            h.call_id as i32
+        )));
+    }
+    let msg: RpcSaslProto = decode_body(body, "SASL WRAP")?;
+    if msg.state != SASL_WRAP {
+        return Err(YarnError::Codec(format!("SASL state {} where WRAP was expected", msg.state)));
+    }
+    buf.extend_from_slice(&half.unwrap(msg.token.as_deref().unwrap_or_default())?);
+    while buf.len() >= 4 {
+        let n = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        if n > MAX_FRAME {
+            return Err(YarnError::Codec(format!("a wrapped frame of {n} bytes exceeds {MAX_FRAME}")));
+        }
+        if buf.len() < 4 + n {
+            break;
+        }
+        let _ = buf.split_to(4);
+        out.push_back(buf.split_to(n).freeze());
+    }
+    Ok(())
 }
 
 trait PreambleWrite {
@@ -178,7 +281,11 @@ async fn sasl_round(
 
 /// NEGOTIATE → (server offers TOKEN/DIGEST-MD5 with its challenge) → INITIATE with our response
 /// → SUCCESS carrying `rspauth`, which we verify (the server proves it knows the password too).
-async fn sasl(framed: &mut Framed<TcpStream, LengthDelimitedCodec>, server: &str, token: &Token) -> Result<()> {
+async fn sasl(
+    framed: &mut Framed<TcpStream, LengthDelimitedCodec>,
+    server: &str,
+    token: &Token,
+) -> Result<Option<SecurityLayer>> {
     let err = |m: String| YarnError::Sasl { server: server.into(), message: m };
     let neg = sasl_round(framed, server, RpcSaslProto { state: SASL_NEGOTIATE, ..Default::default() }).await?;
     if neg.state != SASL_NEGOTIATE {
@@ -229,5 +336,8 @@ async fn sasl(framed: &mut Framed<TcpStream, LengthDelimitedCodec>, server: &str
     if rsp.strip_prefix("rspauth=") != Some(d.rspauth().as_str()) {
         return Err(err(format!("the server's rspauth does not match ({rsp}): it does not know the token's password")));
     }
-    Ok(())
+    if d.qop != crate::sasl_layer::Qop::Auth {
+        log::debug!("{server}: SASL qop {} (hadoop.rpc.protection)", d.qop.name());
+    }
+    Ok(d.layer())
 }

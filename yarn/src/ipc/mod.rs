@@ -5,7 +5,7 @@
 
 mod conn;
 
-pub use conn::IpcConnection;
+pub use conn::{Auth, IpcConnection};
 
 use crate::error::{Result, YarnError};
 use crate::proto::{RpcRequestHeaderProto, RpcResponseHeaderProto};

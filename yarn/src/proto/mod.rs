@@ -3,8 +3,10 @@
 //! `yarn_protos.proto`, `yarn_service_protos.proto`). Only the fields this project uses or must
 //! tolerate are declared; unknown fields are skipped by prost when decoding.
 
+pub mod client;
 pub mod records;
 pub mod rpc;
 
+pub use client::*;
 pub use records::*;
 pub use rpc::*;

@@ -200,6 +200,26 @@ pub struct UrlProto {
     pub user_info: Option<String>,
 }
 
+impl UrlProto {
+    /// `scheme://host[:port]/path` as the record (port -1 when absent, as Hadoop's `URL.fromURI`).
+    pub fn from_url(url: &str) -> crate::Result<Self> {
+        let bad = |why: &str| crate::YarnError::Config(format!("{url:?} is not a URL for a local resource: {why}"));
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
+        let (auth, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let (host, port) = match auth.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p.parse::<i32>().map_err(|_| bad("bad port"))?),
+            None => (auth.to_string(), -1),
+        };
+        Ok(UrlProto {
+            scheme: Some(scheme.into()),
+            host: Some(host),
+            port: Some(port),
+            file: Some(path.to_string()),
+            user_info: None,
+        })
+    }
+}
+
 pub const ARCHIVE: i32 = 1;
 pub const FILE: i32 = 2;
 pub const PUBLIC: i32 = 1;

@@ -44,17 +44,29 @@ public final class Main {
     Configuration serverConf = new Configuration(conf);
     serverConf.set(CommonConfigurationKeysPublic.HADOOP_SECURITY_AUTHENTICATION, "TOKEN");
     Rm rm = new Rm(root, confDir.getAbsolutePath(), conf);
-    rm.start(serverConf, "127.0.0.1");
+    // Each token-authenticated server gets its own hadoop.rpc.protection, so every job exercises
+    // all three SASL qops: the scheduler port privacy (auth-conf), node 0 integrity (auth-int),
+    // the other nodes authentication (auth).
+    rm.start(withProtection(serverConf, "privacy"), "127.0.0.1");
     org.apache.hadoop.yarn.server.security.MasterKeyData nmKey = rm.nmTokens.key();
     for (int i = 0; i < n; i++) {
-      rm.nodes.add(new Node(rm, i, serverConf, conf, rm.containerTokens, nmKey, root));
+      Configuration nodeConf = withProtection(serverConf, i == 0 ? "integrity" : "authentication");
+      rm.nodes.add(new Node(rm, i, nodeConf, conf, rm.containerTokens, nmKey, root));
     }
     Rest rest = new Rest(rm, "127.0.0.1");
+    // The client port authenticates as an insecure cluster's does (SIMPLE), with the HDFS conf's settings.
+    Clients clients = new Clients(rm, conf, "127.0.0.1", false);
+    String client = "127.0.0.1:" + clients.server.getListenerAddress().getPort();
+    // For HA tests: a client port that answers StandbyException (not a key Hadoop reads).
+    Clients standby = new Clients(rm, conf, "127.0.0.1", true);
+    String standbyAddr = "127.0.0.1:" + standby.server.getListenerAddress().getPort();
     String sched = "127.0.0.1:" + rm.server.getListenerAddress().getPort();
     String web = "127.0.0.1:" + rest.http.getAddress().getPort();
     try (PrintWriter w = new PrintWriter(new FileWriter(new File(confDir, "yarn-site.xml")))) {
       w.println("<configuration>");
       w.println(prop("yarn.resourcemanager.hostname", "127.0.0.1"));
+      w.println(prop("yarn.resourcemanager.address", client));
+      w.println(prop("psyarn.standby.address", standbyAddr));
       w.println(prop("yarn.resourcemanager.scheduler.address", sched));
       w.println(prop("yarn.resourcemanager.webapp.address", web));
       w.println("</configuration>");
@@ -63,7 +75,7 @@ public final class Main {
         java.nio.file.StandardCopyOption.REPLACE_EXISTING);
     java.nio.file.Files.copy(new File(hdfsConf, "hdfs-site.xml").toPath(), new File(confDir, "hdfs-site.xml").toPath(),
         java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-    rm.log("ready: scheduler " + sched + ", web " + web + ", " + n + " nodes");
+    rm.log("ready: client " + client + ", scheduler " + sched + ", web " + web + ", " + n + " nodes");
     System.out.println("READY " + sched + " " + web);
     System.out.flush();
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -72,6 +84,12 @@ public final class Main {
       }
     }));
     Thread.currentThread().join();
+  }
+
+  private static Configuration withProtection(Configuration base, String qop) {
+    Configuration c = new Configuration(base);
+    c.set(CommonConfigurationKeysPublic.HADOOP_RPC_PROTECTION, qop);
+    return c;
   }
 
   private static String prop(String k, String v) {

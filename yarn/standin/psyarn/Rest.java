@@ -176,14 +176,7 @@ final class Rest {
     List<String> cmds = Collections.singletonList(spec.path("commands").path("command").getTextValue());
     ContainerLaunchContext clc = ContainerLaunchContext.newInstance(res, env, cmds, null, credentials(spec), null);
     rm.log("submit " + a.id + " by " + user + ": " + cmds);
-    try {
-      rm.submit(a, clc);
-    } catch (Exception e) {
-      a.state = "FAILED";
-      a.finalStatus = "FAILED";
-      a.diagnostics = "AM container failed to launch: " + e;
-      rm.log("submit failed: " + e);
-    }
+    rm.submitOrFail(a, clc);
     x.getResponseHeaders().set("Location", "/ws/v1/cluster/apps/" + a.id);
     send(x, 202, null);
   }

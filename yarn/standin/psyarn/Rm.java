@@ -145,6 +145,18 @@ final class Rm implements ApplicationMasterProtocol {
     n.launch(a.amContainer, clc, a.user, env);
   }
 
+  /** Submits; a launch that fails marks the application FAILED, as the real RM reports it. */
+  void submitOrFail(App a, ContainerLaunchContext clc) {
+    try {
+      submit(a, clc);
+    } catch (Exception e) {
+      a.state = "FAILED";
+      a.finalStatus = "FAILED";
+      a.diagnostics = "AM container failed to launch: " + e;
+      log("submit failed: " + e);
+    }
+  }
+
   /** A container ended (on any node): the AM's own ends the attempt, others are reported. */
   synchronized void containerDone(ContainerId cid, ContainerStatus st) {
     App a = apps.get(cid.getApplicationAttemptId().getApplicationId());
