@@ -16,8 +16,8 @@ use ps_runtime::Hostfile;
 use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
 use ps_yarn::conf::HadoopConf;
 use ps_yarn::credentials::{Credentials, KIND_AMRM};
+use ps_yarn::nm;
 use ps_yarn::proto::*;
-use ps_yarn::{nm, YarnError};
 use rendezvous::{lock, Shared, SharedRef};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -91,8 +91,6 @@ struct Am {
     shared: SharedRef,
     /// Allocated containers by process index.
     procs: Vec<ContainerProto>,
-    /// What register sent (host, rpc port, tracking URL), for re-registering on resync.
-    reg: (String, i32, String),
 }
 
 impl Am {
@@ -103,8 +101,7 @@ impl Am {
             Some(AM_SHUTDOWN) => Err(AmError::Shutdown),
             Some(AM_RESYNC) => {
                 log::warn!("the ResourceManager asked for a resync; registering again");
-                let (h, p, t) = self.reg.clone();
-                self.rm.register(&h, p, &t).await.map_err(AmError::Reregister)?;
+                self.rm.reregister().await.map_err(AmError::Reregister)?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -152,9 +149,7 @@ impl Am {
                 .await
                 .map_err(AmError::Rm)?;
             if self.on_command(r.a_m_command).await? {
-                // The new registration starts from nothing: ask again for what is missing.
-                let missing = (n - self.procs.len()) as i32;
-                asks = vec![ask_anywhere(1, self.args.worker_memory, self.args.worker_vcores, missing)];
+                // The client re-sends what is still outstanding on the next heartbeat.
                 continue;
             }
             for c in r.allocated_containers {
@@ -282,11 +277,11 @@ async fn run(args: Args) -> Result<()> {
     };
     tokio::spawn(rendezvous::serve(listener, rcfg, shared.clone(), hello_tx, hosts_rx));
 
-    let mut rm =
-        AmRmClient::connect(&conf.rm_scheduler().map_err(AmError::HadoopConf)?, amrm).await.map_err(AmError::Rm)?;
+    let schedulers = conf.rm_schedulers().map_err(AmError::HadoopConf)?;
+    let max_wait = conf.rm_connect_max_wait().map_err(AmError::HadoopConf)?;
+    let mut rm = AmRmClient::connect(&schedulers, amrm, max_wait).await.map_err(AmError::Rm)?;
     rm.register(&host, port as i32, &tracking).await.map_err(AmError::Rm)?;
-    let reg = (host.clone(), port as i32, tracking.clone());
-    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new(), reg };
+    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new() };
     let outcome =
         drive(&mut am, &resources, creds.without_kind(KIND_AMRM).to_bytes(), &am_addr, &mut hello_rx, &hosts_tx).await;
     let (status, diag) = match &outcome {
@@ -378,15 +373,9 @@ async fn drive(
             am.set_status("running");
         }
         let progress = lock(&am.shared).fraction(n);
-        let r = match am.rm.allocate(vec![], vec![], progress).await {
-            Ok(r) => r,
-            Err(YarnError::Io(e)) => {
-                log::warn!("heartbeat failed ({e}); reconnecting");
-                am.rm.reconnect().await.map_err(AmError::Rm)?;
-                continue;
-            }
-            Err(e) => return Err(AmError::Heartbeat(e)),
-        };
+        // Connection errors and RM failovers are retried inside, for up to
+        // yarn.resourcemanager.connect.max-wait.ms: an error here is final.
+        let r = am.rm.allocate(vec![], vec![], progress).await.map_err(AmError::Heartbeat)?;
         am.on_command(r.a_m_command).await?;
         for s in r.completed_container_statuses {
             let Some(i) = am.index_of(&s.container_id) else { continue };

@@ -398,6 +398,49 @@ fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
 /// are expanded as Hadoop expands them: the RM addresses are written as
 /// `${yarn.resourcemanager.hostname}:PORT`, as in Hadoop's own defaults. This job goes through
 /// the REST API (`--submit-via rest`), the others through IPC, the default.
+/// The stand-in's test control (not a Hadoop API): `name=NAME` arms the next application of that
+/// name to fail over to the other ResourceManager right after its first ask; `app=ID` moves a
+/// running application now.
+fn standin_failover(query: &str) {
+    let conf = std::env::var("PS_YARN_CONF").expect("PS_YARN_CONF (scripts/test.sh)");
+    let web = ps_yarn::conf::HadoopConf::load_dir(std::path::Path::new(&conf)).unwrap().rm_webapp().unwrap();
+    let r = reqwest::blocking::Client::new().put(format!("http://{web}/ws/v1/psyarn/failover?{query}")).send().unwrap();
+    assert!(r.status().is_success(), "{}", r.text().unwrap_or_default());
+}
+
+/// ResourceManager HA (the stand-in's rm1 and rm2): the job moves to the other RM twice, right
+/// after its AM's first ask (no container allocated yet, so the AM must re-send its asks to the
+/// new RM) and again while its processes run. The AM fails over, registers again each time, and
+/// the job ends SUCCEEDED.
+#[test]
+fn job_survives_resourcemanager_failovers() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = format!("ps-ha-{}", std::process::id());
+    standin_failover(&format!("name={name}"));
+    let args = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--name", &name]);
+    let args = [args, s(&["demo", "--clocks", "150", "--delay-ms", "20"])].concat();
+    let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(&args));
+    wait_for(&rx, ": RUNNING", &mut log);
+    let t0 = Instant::now();
+    while runtime_pids(&app).len() < 2 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the runtime processes of {app} never appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    standin_failover(&format!("app={app}"));
+    let status = wait_within(child, JOB_LIMIT, "yarn-submit across RM failovers");
+    log.extend(rx.iter());
+    let text = log.join("\n");
+    assert!(status.success() && text.contains("SUCCEEDED"), "{text}");
+    let logs = PathBuf::from(std::env::var("PS_YARN_DIR").expect("PS_YARN_DIR")).join("userlogs").join(&app);
+    let am_log: String = std::fs::read_dir(&logs)
+        .unwrap()
+        .flatten()
+        .filter_map(|c| std::fs::read_to_string(c.path().join("app-master.err")).ok())
+        .collect();
+    assert_eq!(am_log.matches("registered again with the ResourceManager").count(), 2, "{am_log}");
+    assert!(am_log.contains("re-sending 2 outstanding container(s)"), "{am_log}");
+}
+
 #[test]
 fn conf_dir_with_variables_in_site_files_submits() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -408,7 +451,7 @@ fn conf_dir_with_variables_in_site_files_submits() {
         let text = std::fs::read_to_string(from.join(f)).unwrap_or_default();
         let text = if f == "yarn-site.xml" {
             let host = "<value>127.0.0.1:";
-            assert_eq!(text.matches(host).count(), 4, "the stand-in's addresses: {text}");
+            assert!(text.matches(host).count() >= 4, "the stand-in's addresses: {text}");
             text.replace(host, "<value>${yarn.resourcemanager.hostname}:")
         } else {
             text

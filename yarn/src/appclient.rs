@@ -6,6 +6,7 @@
 
 use crate::credentials::Credentials;
 use crate::error::{Result, YarnError};
+use crate::failover::{worth_failover, Limit, Rotation};
 use crate::ipc::{Auth, IpcConnection};
 use crate::proto::*;
 use crate::submit::{format_app_id, parse_app_id, AppReport, ResourceManager, Submission};
@@ -21,16 +22,6 @@ pub struct RmIpc {
     rt: tokio::runtime::Runtime,
     /// The open connection and the index of its RM.
     conn: Mutex<Option<(usize, IpcConnection)>>,
-}
-
-/// Whether another RM (or a new connection) may succeed where this failed: a connection that
-/// failed or dropped, or a standby RM (HA), as Hadoop's `RMProxy` failover policy treats them.
-fn worth_failover(e: &YarnError) -> bool {
-    match e {
-        YarnError::Io(_) | YarnError::Fatal { .. } => true,
-        YarnError::Remote { class, .. } => class.ends_with("StandbyException"),
-        _ => false,
-    }
 }
 
 impl RmIpc {
@@ -68,43 +59,43 @@ impl RmIpc {
         })
     }
 
-    /// One call, failing over between the RMs: a connection error or a standby RM moves on to
-    /// the next one; after each full round the wait doubles (0.2 s up to 3.2 s), for up to four
-    /// rounds (an RM failover takes seconds). A remote error of the active RM is final.
+    /// One call, failing over between the RMs ([`Rotation`]): a connection error or a standby RM
+    /// moves on to the next one, for up to four rounds (an RM failover takes seconds). A remote
+    /// error of the active RM is final.
     fn call<Req: Message, Resp: Message + Default>(&self, method: &str, req: &Req) -> Result<Resp> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let n = self.addrs.len();
-        let mut next = guard.as_ref().map_or(0, |(i, _)| *i);
-        let mut backoff = std::time::Duration::from_millis(200);
-        let mut last = None;
-        for attempt in 0..4 * n.max(2) {
-            if attempt > 0 && next == 0 {
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(std::time::Duration::from_millis(3200));
-            }
-            if guard.is_none() {
-                match self.open(next) {
-                    Ok(c) => *guard = Some((next, c)),
-                    Err(e) => {
-                        log::debug!("{method}: {e}; trying the next ResourceManager");
-                        last = Some(e);
-                        next = (next + 1) % n;
+        let start = guard.as_ref().map_or(0, |(i, _)| *i);
+        let mut rot = Rotation::new(self.addrs.len(), start, Limit::Rounds(4));
+        loop {
+            let i = rot.current();
+            let e = match guard.take() {
+                Some((j, conn)) if j == i => match self.rt.block_on(conn.call(method, req)) {
+                    Err(e) if worth_failover(&e) => {
+                        log::info!("{method} on {}: {e}; trying the next ResourceManager", self.addrs[i]);
+                        e
+                    }
+                    r => {
+                        *guard = Some((j, conn));
+                        return r;
+                    }
+                },
+                _ => match self.open(i) {
+                    Ok(c) => {
+                        *guard = Some((i, c));
                         continue;
                     }
-                }
-            }
-            let (i, conn) = guard.as_ref().expect("just opened");
-            match self.rt.block_on(conn.call(method, req)) {
-                Err(e) if worth_failover(&e) => {
-                    log::info!("{method} on {}: {e}; trying the next ResourceManager", self.addrs[*i]);
-                    next = (i + 1) % n;
-                    *guard = None;
-                    last = Some(e);
-                }
-                r => return r,
+                    Err(e) if worth_failover(&e) => {
+                        log::debug!("{method}: {e}; trying the next ResourceManager");
+                        e
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            match rot.advance() {
+                Some(wait) => std::thread::sleep(wait),
+                None => return Err(e),
             }
         }
-        Err(last.expect("at least one attempt was made"))
     }
 
     /// Applications of `users` (all if empty) in `states` (names as `RUNNING`; all if empty).

@@ -141,6 +141,26 @@ impl HadoopConf {
         self.ha_addresses("yarn.resourcemanager.address", 8032)
     }
 
+    /// The RM scheduler addresses in failover order, as [`Self::rm_addresses`]
+    /// (`yarn.resourcemanager.scheduler.address.<id>` or `hostname.<id>:8030`).
+    pub fn rm_schedulers(&self) -> Result<Vec<String>> {
+        self.ha_addresses("yarn.resourcemanager.scheduler.address", 8030)
+    }
+
+    /// How long an AM keeps trying to reach a ResourceManager before it gives up
+    /// (`yarn.resourcemanager.connect.max-wait.ms`, Hadoop's default 15 minutes).
+    pub fn rm_connect_max_wait(&self) -> Result<std::time::Duration> {
+        const KEY: &str = "yarn.resourcemanager.connect.max-wait.ms";
+        match self.get(KEY)? {
+            None => Ok(std::time::Duration::from_secs(900)),
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .map(std::time::Duration::from_millis)
+                .map_err(|_| YarnError::Config(format!("{KEY} = {v:?} is not a number of milliseconds"))),
+        }
+    }
+
     fn ha_addresses(&self, key: &str, port: u16) -> Result<Vec<String>> {
         if self.get("yarn.resourcemanager.ha.enabled")?.as_deref().map(str::trim) != Some("true") {
             return Ok(vec![self.address(key, port)?]);
@@ -241,6 +261,11 @@ mod tests {
         assert!(ha.rm_addresses().unwrap_err().to_string().contains("yarn.resourcemanager.hostname.b"));
         ha.set("yarn.resourcemanager.hostname.b", "h2");
         assert_eq!(ha.rm_addresses().unwrap(), vec!["h1:1".to_string(), "h2:8032".to_string()]);
+        ha.set("yarn.resourcemanager.scheduler.address.a", "h1:2");
+        assert_eq!(ha.rm_schedulers().unwrap(), vec!["h1:2".to_string(), "h2:8030".to_string()]);
+        assert_eq!(ha.rm_connect_max_wait().unwrap().as_secs(), 900);
+        ha.set("yarn.resourcemanager.connect.max-wait.ms", "15s");
+        assert!(ha.rm_connect_max_wait().unwrap_err().to_string().contains("connect.max-wait.ms"));
         assert_eq!(c.default_fs().unwrap(), "hdfs://nn:8020");
         assert!(c.require("nope").unwrap_err().to_string().contains("nope is not set in"));
         assert_eq!(c.get("fs.defaultFS").unwrap().as_deref(), Some("hdfs://nn:8020"));

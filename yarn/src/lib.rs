@@ -19,6 +19,7 @@ pub mod appclient;
 pub mod conf;
 pub mod credentials;
 mod error;
+pub mod failover;
 #[doc(hidden)]
 pub mod fuzzing;
 mod ipc;

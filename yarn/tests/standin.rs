@@ -71,6 +71,15 @@ impl Drop for StopProbe {
     }
 }
 
+/// The stand-in's test control (not a Hadoop API): `app=ID` moves a running application to the
+/// other ResourceManager now.
+async fn standin_failover(web: &str, query: &str) {
+    let url = format!("http://{web}/ws/v1/psyarn/failover?{query}");
+    let r =
+        tokio::task::spawn_blocking(move || reqwest::blocking::Client::new().put(&url).send()).await.unwrap().unwrap();
+    assert!(r.status().is_success(), "{}", r.text().unwrap_or_default());
+}
+
 #[test]
 fn am_and_nm_protocols_against_hadoops_own_servers() {
     let c = conf();
@@ -86,23 +95,27 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
     }
     let creds = Credentials::read_file(&dir.join("tokens")).unwrap();
     let token = creds.find_kind(KIND_AMRM).expect("AMRMToken in the container's token file").clone();
-    let sched = c.rm_scheduler().unwrap();
+    // rm1 and rm2 (the stand-in's yarn-site.xml enables ResourceManager HA).
+    let sched = c.rm_schedulers().unwrap();
+    assert_eq!(sched.len(), 2, "{sched:?}");
+    let wait = Duration::from_secs(20);
+    let web = c.rm_webapp().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     // Bounded: a stand-in that stops answering fails the test instead of hanging it.
     let exchange = async {
         // Wrong password: Hadoop's SASL server refuses with a FATAL reply.
         let mut bad = token.clone();
         bad.password[0] ^= 1;
-        let e = AmRmClient::connect(&sched, bad).await.err().expect("a wrong password must fail");
+        let e = AmRmClient::connect(&sched, bad, wait).await.err().expect("a wrong password must fail");
         assert!(matches!(e, YarnError::Fatal { .. }) && e.to_string().contains("DIGEST-MD5"), "{e}");
 
-        let mut am = AmRmClient::connect(&sched, token.clone()).await.unwrap();
+        let mut am = AmRmClient::connect(&sched, token.clone(), wait).await.unwrap();
         let reg = am.register("127.0.0.1", 0, "http://127.0.0.1:1/probe").await.unwrap();
         // The scheduler port runs with hadoop.rpc.protection=privacy: every message after SASL
         // is encrypted and MACed. A 200 KB request crosses several wrapped messages (the server's
         // maxbuf is 64 KB) and is still read whole: the RM answers it ("already registered").
         assert_eq!(am.qop(), "auth-conf");
-        let mut second = AmRmClient::connect(&sched, token.clone()).await.unwrap();
+        let mut second = AmRmClient::connect(&sched, token.clone(), wait).await.unwrap();
         let long_url = format!("http://127.0.0.1:1/{}", "x".repeat(200_000));
         let e = second.register("127.0.0.1", 0, &long_url).await.unwrap_err();
         assert!(e.to_string().contains("already registered"), "{e}");
@@ -157,7 +170,29 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
             done.iter().find(|s| s.container_id == c.id).and_then(|s| s.exit_status).expect("status reported")
         };
         assert_eq!((exit_of(a), exit_of(b)), (0, 7));
+
+        // HA: the application moves to rm2 while an ask is outstanding. rm1 answers
+        // StandbyException, the client fails over, rm2 answers ApplicationMasterNotRegistered,
+        // the client registers again and re-sends the ask, which rm2 then serves.
+        assert_eq!(am.address(), sched[0]);
+        let r = am.allocate(vec![ask_anywhere(2, 256, 1, 1)], vec![], 0.6).await.unwrap();
+        assert!(r.allocated_containers.is_empty());
+        standin_failover(&web, &format!("app={app}")).await;
+        let mut more = Vec::new();
+        for _ in 0..50 {
+            more.extend(am.allocate(vec![], vec![], 0.7).await.unwrap().allocated_containers);
+            if !more.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(more.len(), 1, "the re-sent ask is served once by rm2");
+        assert_eq!((am.address(), am.reregistrations), (sched[1].as_str(), 1));
+        // Back to rm1 before unregistering: finish registers again there first.
+        am.allocate(vec![], vec![more[0].id.clone().unwrap()], 0.8).await.unwrap();
+        standin_failover(&web, &format!("app={app}")).await;
         am.finish(APP_SUCCEEDED, "probe done", "").await.unwrap();
+        assert_eq!((am.address(), am.reregistrations), (sched[0].as_str(), 2));
     };
     rt.block_on(async { tokio::time::timeout(Duration::from_secs(120), exchange).await })
         .expect("the AM/NM protocol exchange did not finish within 120 s");

@@ -8,7 +8,7 @@ import org.apache.hadoop.fs.CommonConfigurationKeysPublic;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 
 /**
- * A YARN stand-in for tests: one ResourceManager and N NodeManagers in one JVM on 127.0.0.1, built
+ * A YARN stand-in for tests: a ResourceManager (two for HA) and N NodeManagers in one JVM on 127.0.0.1, built
  * on Hadoop 2.7.3's own IPC server, SASL, token identifiers and secret managers, PB service
  * wrappers and FSDownload. Only the scheduling (hand out containers, run them as local processes)
  * is ours. Usage: Main STATE_DIR NODES HDFS_CONF_DIR. Writes STATE_DIR/conf/{core,yarn}-site.xml,
@@ -57,10 +57,13 @@ public final class Main {
     // The client port authenticates as an insecure cluster's does (SIMPLE), with the HDFS conf's settings.
     Clients clients = new Clients(rm, conf, "127.0.0.1", false);
     String client = "127.0.0.1:" + clients.server.getListenerAddress().getPort();
+    Clients clients2 = new Clients(rm, conf, "127.0.0.1", false);
+    String client2 = "127.0.0.1:" + clients2.server.getListenerAddress().getPort();
     // For HA tests: a client port that answers StandbyException (not a key Hadoop reads).
     Clients standby = new Clients(rm, conf, "127.0.0.1", true);
     String standbyAddr = "127.0.0.1:" + standby.server.getListenerAddress().getPort();
-    String sched = "127.0.0.1:" + rm.server.getListenerAddress().getPort();
+    String sched = "127.0.0.1:" + rm.schedulers[0].server.getListenerAddress().getPort();
+    String sched2 = "127.0.0.1:" + rm.schedulers[1].server.getListenerAddress().getPort();
     String web = "127.0.0.1:" + rest.http.getAddress().getPort();
     try (PrintWriter w = new PrintWriter(new FileWriter(new File(confDir, "yarn-site.xml")))) {
       w.println("<configuration>");
@@ -69,6 +72,14 @@ public final class Main {
       w.println(prop("psyarn.standby.address", standbyAddr));
       w.println(prop("yarn.resourcemanager.scheduler.address", sched));
       w.println(prop("yarn.resourcemanager.webapp.address", web));
+      // ResourceManager HA, as a cluster's yarn-site.xml sets it: two RMs sharing the
+      // applications; a failover moves one application between them (see Rm.failover).
+      w.println(prop("yarn.resourcemanager.ha.enabled", "true"));
+      w.println(prop("yarn.resourcemanager.ha.rm-ids", "rm1,rm2"));
+      w.println(prop("yarn.resourcemanager.address.rm1", client));
+      w.println(prop("yarn.resourcemanager.address.rm2", client2));
+      w.println(prop("yarn.resourcemanager.scheduler.address.rm1", sched));
+      w.println(prop("yarn.resourcemanager.scheduler.address.rm2", sched2));
       w.println("</configuration>");
     }
     java.nio.file.Files.copy(new File(hdfsConf, "core-site.xml").toPath(), new File(confDir, "core-site.xml").toPath(),

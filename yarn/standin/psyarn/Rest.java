@@ -24,6 +24,7 @@ final class Rest {
     this.rm = rm;
     http = HttpServer.create(new InetSocketAddress(host, 0), 16);
     http.createContext("/ws/v1/cluster/apps", this::handle);
+    http.createContext("/ws/v1/psyarn/failover", this::failover);
     http.start();
   }
 
@@ -100,6 +101,35 @@ final class Rest {
       }
     } catch (Exception e) {
       rm.log("REST error: " + e);
+      send(x, 400, error(e.toString()));
+    }
+  }
+
+  /**
+   * Test control, not a Hadoop API: `PUT /ws/v1/psyarn/failover?app=ID` moves a running
+   * application to the other RM now; `PUT ...?name=NAME` arms the next application submitted
+   * under that name to fail over right after its first allocate that carries asks.
+   */
+  private void failover(HttpExchange x) throws IOException {
+    try {
+      String q = x.getRequestURI().getQuery() == null ? "" : x.getRequestURI().getQuery();
+      if (!x.getRequestMethod().equals("PUT")) {
+        send(x, 405, error("PUT only"));
+      } else if (q.startsWith("app=")) {
+        Rm.App a = rm.apps.get(ConverterUtils.toApplicationId(q.substring(4)));
+        if (a == null) {
+          send(x, 404, error("no application " + q.substring(4)));
+          return;
+        }
+        rm.failover(a);
+        send(x, 200, Collections.singletonMap("activeRm", "rm" + (a.activeRm + 1)));
+      } else if (q.startsWith("name=")) {
+        rm.failoverOnAsk.add(java.net.URLDecoder.decode(q.substring(5), "UTF-8"));
+        send(x, 200, Collections.singletonMap("armed", q.substring(5)));
+      } else {
+        send(x, 400, error("give app=ID or name=NAME"));
+      }
+    } catch (Exception e) {
       send(x, 400, error(e.toString()));
     }
   }

@@ -3,32 +3,29 @@ package psyarn;
 import java.io.File;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.*;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.io.DataOutputBuffer;
 import org.apache.hadoop.io.Text;
-import org.apache.hadoop.ipc.Server;
 import org.apache.hadoop.security.Credentials;
 import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.security.token.TokenIdentifier;
-import org.apache.hadoop.yarn.api.ApplicationMasterProtocol;
 import org.apache.hadoop.yarn.api.protocolrecords.*;
 import org.apache.hadoop.yarn.api.records.*;
 import org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException;
 import org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException;
 import org.apache.hadoop.yarn.exceptions.YarnException;
-import org.apache.hadoop.yarn.ipc.YarnRPC;
 import org.apache.hadoop.yarn.security.AMRMTokenIdentifier;
 
 /**
- * The ResourceManager part: applications, the ApplicationMasterProtocol server (AMRMToken SASL,
- * strict response ids, asks as totals, containers on a later heartbeat, NMTokens once per node,
- * unregister on the second finish call) and a scheduler handing out containers round-robin.
+ * The ResourceManager part: applications, ApplicationMasterProtocol (AMRMToken SASL, strict
+ * response ids, asks as totals, containers on a later heartbeat, NMTokens once per node,
+ * unregister on the second finish call) served by two RMs for HA ({@link Scheduler}), and a
+ * scheduler handing out containers round-robin.
  */
-final class Rm implements ApplicationMasterProtocol {
+final class Rm {
   final long clusterTs = System.currentTimeMillis();
   final Tokens.AmRm amrm = new Tokens.AmRm();
   final Tokens.Containers containerTokens;
@@ -40,7 +37,10 @@ final class Rm implements ApplicationMasterProtocol {
   private final PrintStream log;
   private int nextApp = 1;
   private int rr = 0;
-  Server server;
+  /** rm1 and rm2. */
+  final Scheduler[] schedulers = new Scheduler[2];
+  /** Names of applications to fail over right after their first ask (tests, see Rest). */
+  final Set<String> failoverOnAsk = ConcurrentHashMap.newKeySet();
 
   /** One application (single attempt). */
   static final class App {
@@ -62,6 +62,10 @@ final class Rm implements ApplicationMasterProtocol {
     final List<ContainerStatus> completed = new ArrayList<>();
     final Set<ContainerId> released = new HashSet<>();
     ContainerId amContainer;
+    /** The RM (0 = rm1, 1 = rm2) serving this application; the other answers StandbyException. */
+    int activeRm;
+    boolean failoverOnFirstAsk;
+    int failovers;
   }
 
   Rm(File root, String confDir, Configuration conf) {
@@ -89,9 +93,33 @@ final class Rm implements ApplicationMasterProtocol {
   }
 
   void start(Configuration serverConf, String host) {
-    server = YarnRPC.create(serverConf).getServer(ApplicationMasterProtocol.class, this,
-        new InetSocketAddress(host, 0), serverConf, amrm, 4);
-    server.start();
+    for (int i = 0; i < schedulers.length; i++) {
+      schedulers[i] = new Scheduler(this, i, serverConf, host);
+    }
+  }
+
+  /**
+   * Moves `a` to the other RM, as an HA failover with work-preserving recovery does: running
+   * containers stay, but the new RM knows no registration, response id or outstanding ask, so
+   * the AM must register again and re-send its asks (AMRMClientImpl's contract).
+   */
+  synchronized void failover(App a) {
+    a.activeRm = 1 - a.activeRm;
+    a.failovers++;
+    a.registered = false;
+    a.last = null;
+    a.lastResponseId = 0;
+    a.asks.clear();
+    log("failover of " + a.attempt + " to rm" + (a.activeRm + 1));
+  }
+
+  /** The caller's application, if `index` is the RM serving it (else StandbyException). */
+  private App active(int index) throws YarnException, IOException {
+    App a = caller();
+    if (a.activeRm != index) {
+      throw new org.apache.hadoop.ipc.StandbyException("ResourceManager rm" + (index + 1) + " is in standby state");
+    }
+    return a;
   }
 
   synchronized ApplicationId newApp() {
@@ -120,6 +148,7 @@ final class Rm implements ApplicationMasterProtocol {
   synchronized void submit(App a, ContainerLaunchContext clc) throws Exception {
     a.submitted = System.currentTimeMillis();
     a.state = "ACCEPTED";
+    a.failoverOnFirstAsk = failoverOnAsk.remove(a.name);
     amrm.live.add(a.attempt);
     AMRMTokenIdentifier tid = new AMRMTokenIdentifier(a.attempt, 1);
     org.apache.hadoop.security.token.Token<AMRMTokenIdentifier> tok =
@@ -207,10 +236,9 @@ final class Rm implements ApplicationMasterProtocol {
     killAll(a, true);
   }
 
-  @Override
-  public synchronized RegisterApplicationMasterResponse registerApplicationMaster(
-      RegisterApplicationMasterRequest req) throws YarnException, IOException {
-    App a = caller();
+  synchronized RegisterApplicationMasterResponse register(int index, RegisterApplicationMasterRequest req)
+      throws YarnException, IOException {
+    App a = active(index);
     if (a.registered) {
       throw new InvalidApplicationMasterRequestException("Application Master is already registered : " + a.id);
     }
@@ -225,9 +253,8 @@ final class Rm implements ApplicationMasterProtocol {
     return r;
   }
 
-  @Override
-  public synchronized AllocateResponse allocate(AllocateRequest req) throws YarnException, IOException {
-    App a = caller();
+  synchronized AllocateResponse allocate(int index, AllocateRequest req) throws YarnException, IOException {
+    App a = active(index);
     if (!a.registered) {
       throw new ApplicationMasterNotRegisteredException("AM is not registered for known application attempt: " + a.attempt);
     }
@@ -280,13 +307,21 @@ final class Rm implements ApplicationMasterProtocol {
         Resource.newInstance(8192 * nodes.size(), 8 * nodes.size()), null, nodes.size(), null, tokens);
     a.lastResponseId += 1;
     a.last = resp;
+    if (a.failoverOnFirstAsk && !req.getAskList().isEmpty()) {
+      // The asks were taken; the RM that took them goes away before serving them.
+      a.failoverOnFirstAsk = false;
+      failover(a);
+    }
     return resp;
   }
 
-  @Override
-  public synchronized FinishApplicationMasterResponse finishApplicationMaster(FinishApplicationMasterRequest req)
+  synchronized FinishApplicationMasterResponse finish(int index, FinishApplicationMasterRequest req)
       throws YarnException, IOException {
-    App a = caller();
+    App a = active(index);
+    if (!a.registered) {
+      throw new ApplicationMasterNotRegisteredException("Application Master is trying to unregister before registering for: "
+          + a.attempt);
+    }
     a.diagnostics = req.getDiagnostics() == null ? "" : req.getDiagnostics();
     a.finalStatus = req.getFinalApplicationStatus().toString();
     if (req.getTrackingUrl() != null && !req.getTrackingUrl().isEmpty()) {
