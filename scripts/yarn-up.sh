@@ -26,7 +26,21 @@ fi
 if [ -f "$STATE/run/standin.pid" ] && kill -0 "$(cat "$STATE/run/standin.pid")" 2>/dev/null; then
   echo "yarn-up.sh: already running ($STATE)"; cat "$STATE/env"; exit 0
 fi
-rm -rf "$STATE" && mkdir -p "$STATE/run"
+rm -rf "$STATE" && mkdir -p "$STATE/run" "$STATE/ssl"
+# A test CA and a server certificate it signed for 127.0.0.1, for the RM's HTTPS endpoints
+# (yarn.http.policy=HTTPS_ONLY). Clients trust ssl/ca.pem through SSL_CERT_FILE.
+(
+  cd "$STATE/ssl"
+  kt() { keytool -storetype PKCS12 -storepass psyarn-test -keyalg RSA -keysize 2048 -validity 30 "$@" >/dev/null 2>&1; }
+  kt -genkeypair -keystore ca.p12 -alias ca -dname "CN=psyarn test CA" -ext bc:c
+  keytool -exportcert -keystore ca.p12 -storepass psyarn-test -alias ca -rfc -file ca.pem >/dev/null 2>&1
+  kt -genkeypair -keystore rm.p12 -alias rm -dname "CN=127.0.0.1"
+  keytool -certreq -keystore rm.p12 -storepass psyarn-test -alias rm -file rm.csr >/dev/null 2>&1
+  keytool -gencert -keystore ca.p12 -storepass psyarn-test -alias ca -infile rm.csr -outfile rm.pem -rfc \
+    -validity 30 -ext SAN=ip:127.0.0.1,dns:localhost -ext EKU=serverAuth >/dev/null 2>&1
+  keytool -importcert -keystore rm.p12 -storepass psyarn-test -alias ca -file ca.pem -noprompt >/dev/null 2>&1
+  keytool -importcert -keystore rm.p12 -storepass psyarn-test -alias rm -file rm.pem >/dev/null 2>&1
+) || { echo "yarn-up.sh: making the test TLS certificates with keytool failed" >&2; exit 1; }
 (exec java -Xmx384m -XX:TieredStopAtLevel=1 -cp "$CLASSES:$JARS:$JARS/*" psyarn.Main "$STATE" "$NODES" "$HDFS_CONF") \
   >"$STATE/standin.out" 2>&1 &
 echo $! > "$STATE/run/standin.pid"

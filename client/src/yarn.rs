@@ -59,7 +59,7 @@ fn cluster(conf_dir: Option<&Path>, via: SubmitVia) -> Result<(HadoopConf, Box<d
             Box::new(RmIpc::connect(&addrs, &user()).map_err(ClientError::Rm)?)
         }
         SubmitVia::Rest => Box::new(
-            RmRest::new(&conf.rm_webapp().map_err(ClientError::HadoopConf)?, &user()).map_err(ClientError::Rm)?,
+            RmRest::new(&conf.rm_web_urls().map_err(ClientError::HadoopConf)?, &user()).map_err(ClientError::Rm)?,
         ),
     };
     Ok((conf, rm))

@@ -397,7 +397,9 @@ fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
 /// `--conf-dir` replaces `HADOOP_CONF_DIR` (here pointing nowhere), and the site files' values
 /// are expanded as Hadoop expands them: the RM addresses are written as
 /// `${yarn.resourcemanager.hostname}:PORT`, as in Hadoop's own defaults. This job goes through
-/// the REST API (`--submit-via rest`), the others through IPC, the default.
+/// the REST API (`--submit-via rest`), the others through IPC, the default, and the conf sets
+/// `yarn.http.policy=HTTPS_ONLY`: the client uses the RM's HTTPS address and trusts the
+/// stand-in's test CA only through `SSL_CERT_FILE`.
 /// The stand-in's test control (not a Hadoop API): `name=NAME` arms the next application of that
 /// name to fail over to the other ResourceManager right after its first ask; `app=ID` moves a
 /// running application now.
@@ -452,22 +454,39 @@ fn conf_dir_with_variables_in_site_files_submits() {
         let text = if f == "yarn-site.xml" {
             let host = "<value>127.0.0.1:";
             assert!(text.matches(host).count() >= 4, "the stand-in's addresses: {text}");
+            let https = "<property><name>yarn.http.policy</name><value>HTTPS_ONLY</value></property>";
             text.replace(host, "<value>${yarn.resourcemanager.hostname}:")
+                .replace("</configuration>", &format!("{https}</configuration>"))
         } else {
             text
         };
         std::fs::write(dir.join(f), text).unwrap();
     }
     let conf = ["--conf-dir", dir.to_str().unwrap(), "--submit-via", "rest"];
+    let ca = PathBuf::from(std::env::var("PS_YARN_DIR").expect("PS_YARN_DIR")).join("ssl/ca.pem");
+    // Without the CA the RM's certificate is not trusted, and the error says what to do.
+    let untrusted = output(
+        submit()
+            .env("HADOOP_CONF_DIR", "/nonexistent")
+            .env("SSL_CERT_FILE", "/dev/null")
+            .args(["status", "application_1_1"])
+            .args(conf),
+    );
+    let text = String::from_utf8_lossy(&untrusted.stderr);
+    assert!(!untrusted.status.success() && text.contains("https://") && text.contains("SSL_CERT_FILE"), "{text}");
     let args = s(&["--master", "yarn", "--workers", "1", "--threads", "1"]);
-    let o =
-        output(submit().env("HADOOP_CONF_DIR", "/nonexistent").args(conf).args(&args).args(["demo", "--clocks", "20"]));
+    let submit = || {
+        let mut c = submit();
+        c.env("HADOOP_CONF_DIR", "/nonexistent").env("SSL_CERT_FILE", &ca);
+        c
+    };
+    let o = output(submit().args(conf).args(&args).args(["demo", "--clocks", "20"]));
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "yarn-submit failed:\n{stdout}\n{stderr}");
     assert!(stderr.contains("FINISHED") && stderr.contains("SUCCEEDED"), "{stderr}");
     // status takes the same options.
     let app = stdout.lines().find_map(|l| l.strip_prefix("application id: ")).expect("an application id").to_string();
-    let st = output(submit().env("HADOOP_CONF_DIR", "/nonexistent").args(["status", &app]).args(conf));
+    let st = output(submit().args(["status", &app]).args(conf));
     let rep: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     assert_eq!((rep["state"].as_str(), rep["finalStatus"].as_str()), (Some("FINISHED"), Some("SUCCEEDED")));
     std::fs::remove_dir_all(&dir).ok();

@@ -122,6 +122,32 @@ impl HadoopConf {
         self.address("yarn.resourcemanager.webapp.address", 8088)
     }
 
+    /// Whether the RM's web services are served over HTTPS only (`yarn.http.policy`:
+    /// `HTTP_ONLY`, Hadoop's default, `HTTPS_ONLY`, or `HTTP_AND_HTTPS`, where HTTP is used).
+    pub fn https_only(&self) -> Result<bool> {
+        const KEY: &str = "yarn.http.policy";
+        match self.get(KEY)?.as_deref().map(str::trim) {
+            None | Some("HTTP_ONLY") | Some("HTTP_AND_HTTPS") => Ok(false),
+            Some("HTTPS_ONLY") => Ok(true),
+            Some(v) => {
+                Err(YarnError::Config(format!("{KEY} = {v:?}: expected HTTP_ONLY, HTTPS_ONLY or HTTP_AND_HTTPS")))
+            }
+        }
+    }
+
+    /// The RMs' web base URLs in failover order, as [`Self::rm_addresses`]: with
+    /// `yarn.http.policy=HTTPS_ONLY`, `https://` and `yarn.resourcemanager.webapp.https.address`
+    /// (default `<rm host>:8090`), else `http://` and `yarn.resourcemanager.webapp.address`
+    /// (default `<rm host>:8088`); per RM id with HA.
+    pub fn rm_web_urls(&self) -> Result<Vec<String>> {
+        let (scheme, key, port) = if self.https_only()? {
+            ("https", "yarn.resourcemanager.webapp.https.address", 8090)
+        } else {
+            ("http", "yarn.resourcemanager.webapp.address", 8088)
+        };
+        Ok(self.ha_addresses(key, port)?.into_iter().map(|a| format!("{scheme}://{a}")).collect())
+    }
+
     /// RM client address (`yarn.resourcemanager.address`, default `<rm host>:8032`): where
     /// applications are submitted over IPC.
     pub fn rm_address(&self) -> Result<String> {
@@ -264,6 +290,15 @@ mod tests {
         ha.set("yarn.resourcemanager.scheduler.address.a", "h1:2");
         assert_eq!(ha.rm_schedulers().unwrap(), vec!["h1:2".to_string(), "h2:8030".to_string()]);
         assert_eq!(ha.rm_connect_max_wait().unwrap().as_secs(), 900);
+        assert!(ha.rm_web_urls().unwrap_err().to_string().contains("yarn.resourcemanager.hostname.a"));
+        ha.set("yarn.resourcemanager.hostname.a", "h1");
+        assert_eq!(ha.rm_web_urls().unwrap(), vec!["http://h1:8088".to_string(), "http://h2:8088".to_string()]);
+        ha.set("yarn.http.policy", "HTTPS_ONLY");
+        ha.set("yarn.resourcemanager.webapp.https.address.b", "h2:9443");
+        assert_eq!(ha.rm_web_urls().unwrap(), vec!["https://h1:8090".to_string(), "https://h2:9443".to_string()]);
+        ha.set("yarn.http.policy", "HTTPS");
+        assert!(ha.rm_web_urls().unwrap_err().to_string().contains("yarn.http.policy"));
+        assert_eq!(c.rm_web_urls().unwrap(), vec!["http://rm1:18088".to_string()]);
         ha.set("yarn.resourcemanager.connect.max-wait.ms", "15s");
         assert!(ha.rm_connect_max_wait().unwrap_err().to_string().contains("connect.max-wait.ms"));
         assert_eq!(c.default_fs().unwrap(), "hdfs://nn:8020");

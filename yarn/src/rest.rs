@@ -5,13 +5,18 @@
 //! Blocking (reqwest): call it from a plain thread, not from inside a tokio runtime.
 
 use crate::error::{Result, YarnError};
+use crate::failover::{Limit, Rotation};
 use crate::submit::ResourceManager;
 pub use crate::submit::{AppReport, LocalResource, Submission};
 use serde::Serialize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 pub struct RmRest {
-    base: String,
+    /// `<scheme>://host:port/ws/v1/cluster` of each RM, in failover order.
+    bases: Vec<String>,
+    /// The RM that answered last.
+    current: AtomicUsize,
     user: String,
     http: reqwest::blocking::Client,
 }
@@ -53,20 +58,59 @@ impl Submission {
 }
 
 impl RmRest {
-    /// `webapp` is `host:port` (`yarn.resourcemanager.webapp.address`).
-    pub fn new(webapp: &str, user: &str) -> Result<Self> {
+    /// `web_urls` are the RMs' web base URLs (`http://host:port` or `https://host:port`, see
+    /// `HadoopConf::rm_web_urls`), in failover order. HTTPS trusts the system's certificate
+    /// store, or the PEM file named by `SSL_CERT_FILE`.
+    pub fn new(web_urls: &[String], user: &str) -> Result<Self> {
+        if web_urls.is_empty() {
+            return Err(YarnError::Config("no ResourceManager web address".into()));
+        }
         let http = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| YarnError::io("creating the HTTP client", e))?;
-        Ok(RmRest { base: format!("http://{webapp}/ws/v1/cluster"), user: user.to_string(), http })
+        let bases = web_urls.iter().map(|u| format!("{}/ws/v1/cluster", u.trim_end_matches('/'))).collect();
+        Ok(RmRest { bases, current: AtomicUsize::new(0), user: user.to_string(), http })
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}?user.name={}", self.base, self.user)
+    fn url(&self, base: &str, path: &str) -> String {
+        format!("{base}{path}?user.name={}", self.user)
     }
 
-    fn check(&self, what: &str, r: reqwest::blocking::Response) -> Result<reqwest::blocking::Response> {
+    /// Sends the request `build` makes for an RM's base URL, moving on to the next RM when one
+    /// cannot be reached (a standby RM's web server redirects to the active one, and the
+    /// redirect is followed). `what` says what was being done, for the error.
+    fn send(
+        &self,
+        what: &str,
+        build: impl Fn(&str) -> reqwest::blocking::RequestBuilder,
+    ) -> Result<reqwest::blocking::Response> {
+        let mut rot = Rotation::new(self.bases.len(), self.current.load(Ordering::Relaxed), Limit::Rounds(2));
+        loop {
+            let base = &self.bases[rot.current()];
+            match build(base).send() {
+                Ok(r) => {
+                    self.current.store(rot.current(), Ordering::Relaxed);
+                    return self.check(what, base, r);
+                }
+                Err(e) => {
+                    let msg = chain(&e);
+                    let err = YarnError::Io(format!("{what} at {base}: {msg}"));
+                    // An untrusted certificate is the same on every RM.
+                    if !e.is_connect() || msg.contains("certificate") {
+                        return Err(err);
+                    }
+                    log::debug!("{err}; trying the next ResourceManager");
+                    match rot.advance() {
+                        Some(wait) => std::thread::sleep(wait),
+                        None => return Err(err),
+                    }
+                }
+            }
+        }
+    }
+
+    fn check(&self, what: &str, base: &str, r: reqwest::blocking::Response) -> Result<reqwest::blocking::Response> {
         let status = r.status();
         if status.is_success() {
             return Ok(r);
@@ -77,20 +121,33 @@ impl RmRest {
             .ok()
             .and_then(|v| v["RemoteException"]["message"].as_str().map(String::from))
             .unwrap_or(text);
-        Err(YarnError::Io(format!("{what} at {}: HTTP {status}: {msg}", self.base)))
+        Err(YarnError::Io(format!("{what} at {base}: HTTP {status}: {msg}")))
     }
+}
+
+/// An HTTP error with its causes (reqwest's own message omits them), and what to do when the
+/// RM's certificate is not trusted.
+fn chain(e: &reqwest::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = std::error::Error::source(e);
+    while let Some(c) = cur {
+        s = format!("{s}: {c}");
+        cur = c.source();
+    }
+    if s.contains("certificate") || s.contains("UnknownIssuer") {
+        s.push_str(
+            " (the ResourceManager's HTTPS certificate is not trusted: add the cluster's CA to the \
+             system trust store, or set SSL_CERT_FILE to a PEM file holding it)",
+        );
+    }
+    s
 }
 
 impl ResourceManager for RmRest {
     /// `POST /apps/new-application`: a new application id.
     fn new_application(&self) -> Result<String> {
-        let r = self
-            .http
-            .post(self.url("/apps/new-application"))
-            .send()
-            .map_err(|e| YarnError::io(format!("asking {} for a new application", self.base), e))?;
-        let v: serde_json::Value =
-            self.check("new-application", r)?.json().map_err(|e| YarnError::Codec(format!("new-application: {e}")))?;
+        let r = self.send("asking for a new application", |b| self.http.post(self.url(b, "/apps/new-application")))?;
+        let v: serde_json::Value = r.json().map_err(|e| YarnError::Codec(format!("new-application: {e}")))?;
         v["application-id"]
             .as_str()
             .map(String::from)
@@ -99,37 +156,22 @@ impl ResourceManager for RmRest {
 
     /// `POST /apps`: submits (202 Accepted).
     fn submit(&self, s: &Submission) -> Result<()> {
-        let r = self
-            .http
-            .post(self.url("/apps"))
-            .json(&s.body())
-            .send()
-            .map_err(|e| YarnError::io(format!("submitting {} to {}", s.app_id, self.base), e))?;
-        self.check(&format!("submitting {}", s.app_id), r)?;
+        let body = s.body();
+        self.send(&format!("submitting {}", s.app_id), |b| self.http.post(self.url(b, "/apps")).json(&body))?;
         Ok(())
     }
 
     fn report(&self, app: &str) -> Result<AppReport> {
-        let r = self
-            .http
-            .get(self.url(&format!("/apps/{app}")))
-            .send()
-            .map_err(|e| YarnError::io(format!("getting the report of {app}"), e))?;
-        let v: serde_json::Value =
-            self.check(&format!("report of {app}"), r)?.json().map_err(|e| YarnError::Codec(format!("{app}: {e}")))?;
+        let path = format!("/apps/{app}");
+        let r = self.send(&format!("getting the report of {app}"), |b| self.http.get(self.url(b, &path)))?;
+        let v: serde_json::Value = r.json().map_err(|e| YarnError::Codec(format!("{app}: {e}")))?;
         serde_json::from_value(v["app"].clone()).map_err(|e| YarnError::Codec(format!("report of {app}: {e}")))
     }
 
     /// `PUT /apps/{id}/state {"state":"KILLED"}`: 200 once killed, 202 while in progress.
     fn request_kill(&self, app: &str) -> Result<bool> {
-        let r = self
-            .http
-            .put(self.url(&format!("/apps/{app}/state")))
-            .json(&serde_json::json!({"state": "KILLED"}))
-            .send()
-            .map_err(|e| YarnError::io(format!("killing {app}"), e))?;
-        let done = r.status() == reqwest::StatusCode::OK;
-        self.check(&format!("killing {app}"), r)?;
-        Ok(done)
+        let (path, body) = (format!("/apps/{app}/state"), serde_json::json!({"state": "KILLED"}));
+        let r = self.send(&format!("killing {app}"), |b| self.http.put(self.url(b, &path)).json(&body))?;
+        Ok(r.status() == reqwest::StatusCode::OK)
     }
 }

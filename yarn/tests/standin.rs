@@ -83,7 +83,7 @@ async fn standin_failover(web: &str, query: &str) {
 #[test]
 fn am_and_nm_protocols_against_hadoops_own_servers() {
     let c = conf();
-    let rest = RmRest::new(&c.rm_webapp().unwrap(), "tester").unwrap();
+    let rest = RmRest::new(&c.rm_web_urls().unwrap(), "tester").unwrap();
     let dir = tmp("am");
     let _stop = StopProbe(dir.clone());
     let app = submit_probe_am(&rest, &dir);
@@ -206,7 +206,10 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
 #[test]
 fn rest_submission_kill_and_errors() {
     let c = conf();
-    let rest = RmRest::new(&c.rm_webapp().unwrap(), "tester").unwrap();
+    // The first RM's web port is closed (a dead RM): the client moves on to the next.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let urls = [vec![format!("http://{dead}")], c.rm_web_urls().unwrap()].concat();
+    let rest = RmRest::new(&urls, "tester").unwrap();
     let dir = tmp("kill");
     let app = submit_probe_am(&rest, &dir);
     wait_file(&dir.join("tokens"));

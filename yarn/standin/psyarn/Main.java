@@ -53,7 +53,8 @@ public final class Main {
       Configuration nodeConf = withProtection(serverConf, i == 0 ? "integrity" : "authentication");
       rm.nodes.add(new Node(rm, i, nodeConf, conf, rm.containerTokens, nmKey, root));
     }
-    Rest rest = new Rest(rm, "127.0.0.1");
+    File keystore = new File(root, "ssl/rm.p12");
+    Rest rest = new Rest(rm, "127.0.0.1", keystore.exists() ? keystore : null, "psyarn-test".toCharArray());
     // The client port authenticates as an insecure cluster's does (SIMPLE), with the HDFS conf's settings.
     Clients clients = new Clients(rm, conf, "127.0.0.1", false);
     String client = "127.0.0.1:" + clients.server.getListenerAddress().getPort();
@@ -80,6 +81,15 @@ public final class Main {
       w.println(prop("yarn.resourcemanager.address.rm2", client2));
       w.println(prop("yarn.resourcemanager.scheduler.address.rm1", sched));
       w.println(prop("yarn.resourcemanager.scheduler.address.rm2", sched2));
+      w.println(prop("yarn.resourcemanager.webapp.address.rm1", web));
+      w.println(prop("yarn.resourcemanager.webapp.address.rm2", web));
+      if (rest.https != null) {
+        // Used by clients only with yarn.http.policy=HTTPS_ONLY (tests set it in a copy).
+        String webs = "127.0.0.1:" + rest.https.getAddress().getPort();
+        w.println(prop("yarn.resourcemanager.webapp.https.address", webs));
+        w.println(prop("yarn.resourcemanager.webapp.https.address.rm1", webs));
+        w.println(prop("yarn.resourcemanager.webapp.https.address.rm2", webs));
+      }
       w.println("</configuration>");
     }
     java.nio.file.Files.copy(new File(hdfsConf, "core-site.xml").toPath(), new File(confDir, "core-site.xml").toPath(),

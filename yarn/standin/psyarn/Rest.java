@@ -2,6 +2,12 @@ package psyarn;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
+import java.io.File;
+import java.security.KeyStore;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -14,18 +20,46 @@ import org.codehaus.jackson.JsonNode;
 import org.codehaus.jackson.map.ObjectMapper;
 import org.codehaus.jackson.node.ObjectNode;
 
-/** The RM REST endpoints a client submits with (`/ws/v1/cluster/apps...`), as the real RM answers them. */
+/**
+ * The RM REST endpoints a client submits with (`/ws/v1/cluster/apps...`), as the real RM answers
+ * them, over HTTP and, with a keystore, HTTPS.
+ */
 final class Rest {
   private final Rm rm;
   private final ObjectMapper json = new ObjectMapper();
   final HttpServer http;
+  /** The same endpoints over TLS (yarn.http.policy=HTTPS_ONLY), when a keystore is given. */
+  final HttpsServer https;
 
-  Rest(Rm rm, String host) throws IOException {
+  /**
+   * `keystore`: a PKCS12 file with the server's key and certificate chain (scripts/yarn-up.sh
+   * makes one with keytool, signed by a test CA), or null for HTTP only.
+   */
+  Rest(Rm rm, String host, File keystore, char[] password) throws Exception {
     this.rm = rm;
     http = HttpServer.create(new InetSocketAddress(host, 0), 16);
-    http.createContext("/ws/v1/cluster/apps", this::handle);
-    http.createContext("/ws/v1/psyarn/failover", this::failover);
-    http.start();
+    serve(http);
+    if (keystore == null) {
+      https = null;
+      return;
+    }
+    KeyStore ks = KeyStore.getInstance("PKCS12");
+    try (java.io.InputStream in = new java.io.FileInputStream(keystore)) {
+      ks.load(in, password);
+    }
+    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+    kmf.init(ks, password);
+    SSLContext tls = SSLContext.getInstance("TLS");
+    tls.init(kmf.getKeyManagers(), null, null);
+    https = HttpsServer.create(new InetSocketAddress(host, 0), 16);
+    https.setHttpsConfigurator(new HttpsConfigurator(tls));
+    serve(https);
+  }
+
+  private void serve(HttpServer s) {
+    s.createContext("/ws/v1/cluster/apps", this::handle);
+    s.createContext("/ws/v1/psyarn/failover", this::failover);
+    s.start();
   }
 
   private void send(HttpExchange x, int code, Object body) throws IOException {
