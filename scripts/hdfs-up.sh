@@ -4,6 +4,10 @@
 # Prints and writes `export HDFS_URL=hdfs://127.0.0.1:PORT` (and HADOOP_CONF_DIR) to
 # $PS_HDFS_DIR/env; stop it with scripts/hdfs-down.sh. Needs Java (8+) and python3.
 #   PS_HDFS_DIR  state directory (default data/hdfs); jars are cached in data/hadoop-2.7.3.
+#   PS_HDFS_SECURE=1  secure mode (Kerberos) against the test KDC of scripts/kdc-up.sh (KRB5_CONFIG
+#     and PS_KDC_DIR from its env): principals nn/ and dn/localhost@PS.TEST mapped to the HDFS
+#     superuser `hdfs`, block access tokens on, and Hadoop's ignore.secure.ports.for.testing
+#     instead of privileged DataNode ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -44,12 +48,24 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 NN=$(free_port); NNH=$(free_port); SNN=$(free_port); DN=$(free_port); DNH=$(free_port); DNI=$(free_port)
 rm -rf "$STATE"
 mkdir -p "$STATE"/{conf,name,data,logs,run}
-cat > "$STATE/conf/core-site.xml" <<XML
-<configuration>
-  <property><name>fs.defaultFS</name><value>hdfs://127.0.0.1:$NN</value></property>
-</configuration>
-XML
 prop() { printf '  <property><name>%s</name><value>%s</value></property>\n' "$1" "$2"; }
+SECURE=${PS_HDFS_SECURE:-0}
+if [ "$SECURE" = 1 ]; then
+  [ -n "${KRB5_CONFIG:-}" ] && [ -n "${PS_KDC_DIR:-}" ] || { echo "hdfs-up.sh: PS_HDFS_SECURE=1 needs KRB5_CONFIG and PS_KDC_DIR (scripts/kdc-up.sh)" >&2; exit 1; }
+  KT=$PS_KDC_DIR/keytabs/hdfs.keytab
+fi
+{
+  echo "<configuration>"
+  prop fs.defaultFS "hdfs://127.0.0.1:$NN"
+  if [ "$SECURE" = 1 ]; then
+    prop hadoop.security.authentication kerberos
+    prop hadoop.rpc.protection authentication
+    # The daemons' principals are the HDFS superuser `hdfs`; users map to their own names.
+    prop hadoop.security.auth_to_local 'RULE:[2:$1@$0]([nd]n@PS.TEST)s/.*/hdfs/
+DEFAULT'
+  fi
+  echo "</configuration>"
+} > "$STATE/conf/core-site.xml"
 {
   echo "<configuration>"
   prop dfs.replication 1
@@ -67,6 +83,17 @@ prop() { printf '  <property><name>%s</name><value>%s</value></property>\n' "$1"
   prop dfs.namenode.safemode.threshold-pct 0
   prop dfs.namenode.safemode.extension 0
   prop dfs.webhdfs.enabled false
+  if [ "$SECURE" = 1 ]; then
+    prop dfs.block.access.token.enable true
+    prop dfs.namenode.kerberos.principal nn/localhost@PS.TEST
+    prop dfs.namenode.keytab.file "$KT"
+    prop dfs.datanode.kerberos.principal dn/localhost@PS.TEST
+    prop dfs.datanode.keytab.file "$KT"
+    prop dfs.web.authentication.kerberos.principal HTTP/localhost@PS.TEST
+    prop dfs.web.authentication.kerberos.keytab "$KT"
+    prop dfs.namenode.kerberos.internal.spnego.principal HTTP/localhost@PS.TEST
+    prop ignore.secure.ports.for.testing true
+  fi
   echo "</configuration>"
 } > "$STATE/conf/hdfs-site.xml"
 cat > "$STATE/conf/log4j.properties" <<'LOG'
@@ -79,7 +106,12 @@ LOG
 
 CP="$STATE/conf:$JARS:$JARS/*"
 # `exec` so that the recorded PID is the JVM's own, not a subshell's.
-jvm() { exec java -Xmx512m -Dhadoop.log.dir="$STATE/logs" -Dhadoop.log.file="$1.log" -cp "$CP" "${@:2}"; }
+KRB_OPTS=()
+# Hadoop 2.7 reaches into the JDK's Kerberos internals by reflection; Java 9+ must allow it.
+[ "$SECURE" = 1 ] && KRB_OPTS=(-Djava.security.krb5.conf="$KRB5_CONFIG" -Dsun.security.krb5.disableReferrals=true
+  --add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
+  --add-exports=java.security.jgss/sun.security.jgss=ALL-UNNAMED --add-exports=java.base/sun.net.dns=ALL-UNNAMED)
+jvm() { exec java -Xmx512m "${KRB_OPTS[@]}" -Dhadoop.log.dir="$STATE/logs" -Dhadoop.log.file="$1.log" -cp "$CP" "${@:2}"; }
 (jvm format org.apache.hadoop.hdfs.server.namenode.NameNode -format -nonInteractive -force) >/dev/null 2>&1
 (jvm namenode org.apache.hadoop.hdfs.server.namenode.NameNode) >"$STATE/logs/namenode.out" 2>&1 &
 echo $! > "$STATE/run/namenode.pid"

@@ -2,7 +2,9 @@
 # Runs the whole test suite from a fresh clone: formatting, lints, build, unit, property and
 # end-to-end tests (multi-process jobs on 127.0.0.1), including tests against a real single-node
 # HDFS (scripts/hdfs-up.sh; needs Java) and against the YARN stand-in built on Hadoop's own server
-# code (scripts/yarn-up.sh; needs a JDK), both started and stopped here, then a short pass of
+# code (scripts/yarn-up.sh; needs a JDK), and against a Kerberos KDC with a secure HDFS
+# (scripts/kdc-up.sh, installing Debian's krb5 packages when missing), all started and stopped
+# here, then a short pass of
 # every fuzz target (scripts/fuzz.sh). Also builds the portable dist/ binaries (scripts/package.sh:
 # zig from PyPI, cargo-zigbuild from crates.io) and checks their glibc version. CI runs exactly this.
 set -euo pipefail
@@ -15,7 +17,14 @@ cargo build --release --workspace
 scripts/package.sh
 export PS_HDFS_DIR=${PS_HDFS_DIR:-$(pwd)/data/hdfs-test}
 export PS_YARN_DIR=${PS_YARN_DIR:-$(pwd)/data/yarn-test}
-trap 'scripts/yarn-down.sh >/dev/null 2>&1 || true; scripts/hdfs-down.sh >/dev/null 2>&1 || true' EXIT
+export PS_KDC_DIR=${PS_KDC_DIR:-$(pwd)/data/kdc-test}
+SECURE_HDFS_DIR=${PS_SECURE_HDFS_DIR:-$(pwd)/data/hdfs-secure-test}
+trap 'scripts/yarn-down.sh >/dev/null 2>&1 || true; scripts/hdfs-down.sh >/dev/null 2>&1 || true
+      PS_HDFS_DIR=$SECURE_HDFS_DIR scripts/hdfs-down.sh >/dev/null 2>&1 || true; scripts/kdc-down.sh >/dev/null 2>&1 || true' EXIT
+# A Kerberos KDC (Debian's MIT krb5) and a second, secure HDFS that uses it (tests: secure_hdfs).
+eval "$(scripts/kdc-up.sh | grep '^export ')"
+PS_SECURE_HDFS_CONF=$(PS_HDFS_DIR=$SECURE_HDFS_DIR PS_HDFS_SECURE=1 scripts/hdfs-up.sh | sed -n 's/^export HADOOP_CONF_DIR=//p')
+export PS_SECURE_HDFS_CONF
 eval "$(scripts/hdfs-up.sh | grep '^export ')"
 # The stand-in's conf dir (core/hdfs/yarn-site.xml) is for the YARN tests; the rest keep HDFS's.
 PS_YARN_CONF=$(scripts/yarn-up.sh "$HADOOP_CONF_DIR" | sed -n 's/^export HADOOP_CONF_DIR=//p')

@@ -76,6 +76,13 @@ pub enum ClientError {
     },
     #[error("{0}")]
     Storage(#[source] PsError),
+    #[error("{flag} {url}: {source}")]
+    Reach {
+        flag: &'static str,
+        url: String,
+        #[source]
+        source: PsError,
+    },
 
     // The YARN cluster: its configuration and the ResourceManager (IPC or REST).
     #[error("HADOOP_CONF_DIR is not set: point it at the cluster's configuration (yarn-site.xml, core-site.xml)")]

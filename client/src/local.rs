@@ -171,6 +171,10 @@ pub fn run(cli: &Cli) -> i32 {
             return 2;
         }
     };
+    if let Err(e) = reach_cluster_storage(cli) {
+        log::error!("{e}");
+        return 1;
+    }
     log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
     let (tx, rx) = mpsc::channel();
     let procs = match launch(&bin, &job, &tx) {
@@ -196,6 +200,22 @@ pub fn run(cli: &Cli) -> i32 {
         let _ = std::fs::remove_dir_all(&job.dir);
     }
     code
+}
+
+/// Reaches every cluster file system the job names before any process starts, so that a missing
+/// Kerberos ticket or an unreachable NameNode is reported once, at once, naming the flag.
+fn reach_cluster_storage(cli: &Cli) -> Result<()> {
+    let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
+    let built = apps::build(app, app_args).map_err(ClientError::App)?;
+    let checkpoint = cli.checkpoint.iter().map(|c| ("--checkpoint", c.clone()));
+    for (flag, url) in built.locations().into_iter().chain(checkpoint) {
+        if url.starts_with("hdfs://") || url.starts_with("viewfs://") {
+            ps_runtime::storage::storage_for(&url)
+                .and_then(|st| st.exists(&url))
+                .map_err(|source| ClientError::Reach { flag, url: url.clone(), source })?;
+        }
+    }
+    Ok(())
 }
 
 /// The job's running processes: their pids, the threads relaying their output, and the failure

@@ -102,6 +102,13 @@ pub struct Cli {
     /// YARN: the application name (default ps-<app>).
     #[arg(long)]
     pub name: Option<String>,
+    /// Secure (Kerberos) HDFS: log in as this principal from --keytab instead of using the
+    /// ticket cache, for scheduled jobs that outlive a `kinit` ticket. Local mode only for now.
+    #[arg(long, value_name = "P", requires = "keytab")]
+    pub principal: Option<String>,
+    /// The keytab file holding --principal's keys.
+    #[arg(long, value_name = "FILE", requires = "principal")]
+    pub keytab: Option<std::path::PathBuf>,
     /// The application (demo) followed by its own options.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP [APP ARGS]")]
     pub app: Vec<String>,
@@ -175,6 +182,30 @@ impl Cli {
     }
 }
 
+/// `--principal`/`--keytab`: every HDFS client of this job (here and in the processes it
+/// starts, which inherit the environment) logs in from the keytab, through hdfs-native's own
+/// keytab support. The keytab must be readable; it is never copied.
+fn kerberos_login(cli: &Cli) -> Result<(), i32> {
+    let (Some(principal), Some(keytab)) = (&cli.principal, &cli.keytab) else { return Ok(()) };
+    if cli.master == "yarn" {
+        log::error!(
+            "--principal/--keytab: Kerberos on YARN (delegation tokens for the containers) is not supported yet; \
+             run on a secure cluster's gateway in local mode, or on an insecure YARN cluster"
+        );
+        return Err(2);
+    }
+    if let Err(e) = std::fs::File::open(keytab) {
+        log::error!("--keytab {}: {e}", keytab.display());
+        return Err(2);
+    }
+    let keytab = std::fs::canonicalize(keytab).unwrap_or_else(|_| keytab.clone());
+    // Before any other thread exists: nothing reads the environment concurrently.
+    std::env::set_var(ps_runtime::storage::KERBEROS_PRINCIPAL_ENV, principal);
+    std::env::set_var(ps_runtime::storage::KERBEROS_KEYTAB_ENV, &keytab);
+    log::info!("HDFS: logging in as {principal} from {}", keytab.display());
+    Ok(())
+}
+
 fn main() {
     local::init_logging();
     // `yarn-submit status APP_ID` and `yarn-submit kill APP_ID` (with their own options).
@@ -183,6 +214,9 @@ fn main() {
         std::process::exit(yarn::command(&yarn::AppCommand::parse()));
     }
     let cli = Cli::parse();
+    if let Err(code) = kerberos_login(&cli) {
+        std::process::exit(code);
+    }
     let code = if cli.master == "local" || cli.master.starts_with("local[") {
         local::run(&cli)
     } else if cli.master == "yarn" {

@@ -1,5 +1,5 @@
-//! ResourceManager HA failover, shared by the client ([`crate::appclient`]) and the AM
-//! ([`crate::amrm`]): which errors move on to the next RM, and in what order and with what waits
+//! ResourceManager HA failover, shared by the client (`appclient`) and the AM
+//! (`amrm`): which errors move on to the next RM, and in what order and with what waits
 //! the RMs are tried, as Hadoop's `RMProxy` / `RMFailoverProxyProvider` do it.
 
 use crate::error::YarnError;

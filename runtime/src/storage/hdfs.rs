@@ -39,7 +39,22 @@ pub struct HdfsFs {
 }
 
 fn err(what: impl std::fmt::Display, e: impl std::fmt::Display) -> PsError {
-    PsError::Io(format!("HDFS {what}: {e}"))
+    let e = e.to_string();
+    match kerberos_hint(&e) {
+        Some(hint) => PsError::Io(format!("HDFS {what}: {hint} ({e})")),
+        None => PsError::Io(format!("HDFS {what}: {e}")),
+    }
+}
+
+/// What to do about a Kerberos failure of a secure cluster, in words, before GSSAPI's own.
+fn kerberos_hint(e: &str) -> Option<&'static str> {
+    if e.contains("GSS_S_NO_CRED") || e.contains("No Kerberos credentials") {
+        Some("no Kerberos ticket for this secure cluster: run `kinit` first (or give yarn-submit --principal and --keytab)")
+    } else if e.contains("GSS_S_CREDENTIALS_EXPIRED") || e.contains("Ticket expired") {
+        Some("the Kerberos ticket has expired: run `kinit` again")
+    } else {
+        None
+    }
 }
 
 impl HdfsFs {
@@ -50,6 +65,13 @@ impl HdfsFs {
         let mut b = ClientBuilder::new();
         if !authority.is_empty() {
             b = b.with_url(format!("hdfs://{authority}"));
+        }
+        // `yarn-submit --principal/--keytab` (secure clusters): a keytab login instead of the
+        // ticket cache, in every process of the job.
+        if let (Ok(p), Ok(k)) =
+            (std::env::var(super::KERBEROS_PRINCIPAL_ENV), std::env::var(super::KERBEROS_KEYTAB_ENV))
+        {
+            b = b.with_kerberos_principal(p).with_kerberos_keytab(k);
         }
         let rt = io_runtime()?;
         let client = {

@@ -9,6 +9,11 @@ mod local;
 pub use hdfs::HdfsFs;
 pub use local::LocalFs;
 
+/// Secure HDFS: when both are set (by `yarn-submit --principal/--keytab`), every HDFS client logs
+/// in as this principal from this keytab instead of using the Kerberos ticket cache.
+pub const KERBEROS_PRINCIPAL_ENV: &str = "PS_KERBEROS_PRINCIPAL";
+pub const KERBEROS_KEYTAB_ENV: &str = "PS_KERBEROS_KEYTAB";
+
 use crate::error::{PsError, Result};
 use std::io::Read;
 use std::sync::Arc;

@@ -1,0 +1,154 @@
+//! Local jobs on a secure (Kerberos) HDFS: the real Hadoop 2.7.3 NameNode and DataNode in secure
+//! mode (`PS_SECURE_HDFS_CONF`) and an MIT KDC (`PS_KDC_DIR`, `KRB5_CONFIG`), both started by the
+//! test command (scripts/kdc-up.sh, scripts/hdfs-up.sh with PS_HDFS_SECURE=1). hdfs-native does
+//! the GSSAPI authentication; these tests check what `yarn-submit` makes of it.
+
+mod common;
+
+use common::{bin, output};
+use std::ops::AsyncFnOnce;
+use std::path::Path;
+use std::process::Command;
+
+const REALM: &str = "PS.TEST";
+
+fn env(k: &str) -> String {
+    std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: run through scripts/test.sh"))
+}
+
+fn keytab(name: &str) -> String {
+    format!("{}/keytabs/{name}.keytab", env("PS_KDC_DIR"))
+}
+
+fn default_fs() -> String {
+    let conf = ps_yarn::conf::HadoopConf::load_dir(std::path::Path::new(&env("PS_SECURE_HDFS_CONF"))).unwrap();
+    conf.default_fs().unwrap().trim_end_matches('/').to_string()
+}
+
+/// Runs `f` with an HDFS client logged in from `principal`'s keytab.
+fn as_principal<T>(principal: &str, kt: &str, f: impl AsyncFnOnce(hdfs_native::Client) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let client = {
+        let _g = rt.enter();
+        hdfs_native::ClientBuilder::new()
+            .with_url(default_fs())
+            .with_config_dir(env("PS_SECURE_HDFS_CONF"))
+            .with_kerberos_principal(principal)
+            .with_kerberos_keytab(kt)
+            .build()
+            .unwrap()
+    };
+    rt.block_on(f(client))
+}
+
+/// As the HDFS superuser (the NameNode's principal): a private home directory for `user`.
+fn home(user: &str) -> String {
+    // Tests run in parallel: one makes the directory and hands it over before another uses it.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = format!("/user/{user}");
+    let owner = user.to_string();
+    as_principal(&format!("nn/localhost@{REALM}"), &keytab("hdfs"), async move |c| {
+        c.mkdirs("/user", 0o755, true).await.unwrap();
+        c.set_permission("/user", 0o755).await.unwrap();
+        c.mkdirs(&dir, 0o700, true).await.unwrap();
+        c.set_owner(&dir, Some(&owner), None).await.unwrap();
+        c.set_permission(&dir, 0o700).await.unwrap();
+    });
+    format!("{}/user/{user}", default_fs())
+}
+
+/// Ratings written by alice into her home directory; returns the input URL.
+fn alice_input(tag: &str) -> String {
+    let base = home("alice");
+    let local = std::env::temp_dir().join(format!("ps-secure-{tag}-{}.tsv", std::process::id()));
+    let gen = Command::new(bin("ps-runtime"))
+        .args(["gen", "ratings", "--ratings", "20000", "--users", "500", "--items", "200", "--rank", "4", "--out"])
+        .arg(&local)
+        .status()
+        .unwrap();
+    assert!(gen.success());
+    let data = std::fs::read(&local).unwrap();
+    std::fs::remove_file(&local).ok();
+    let path = format!("/user/alice/secure-{tag}-{}/r.tsv", std::process::id());
+    let p = path.clone();
+    as_principal(&format!("alice@{REALM}"), &keytab("alice"), async move |c| {
+        let mut w = c.create(&p, hdfs_native::WriteOptions::default().create_parent(true)).await.unwrap();
+        w.write_bytes(bytes::Bytes::from(data)).await.unwrap();
+        w.close().await.unwrap();
+    });
+    format!("{}{path}", base.trim_end_matches("/user/alice"))
+}
+
+/// `yarn-submit --master local[2]` against the secure HDFS, with `ccache` as the ticket cache.
+fn local_job(ccache: &Path, extra: &[&str], input: &str, output_url: &str) -> std::process::Output {
+    let mut c = Command::new(bin("yarn-submit"));
+    c.env("HADOOP_CONF_DIR", env("PS_SECURE_HDFS_CONF"))
+        .env("KRB5CCNAME", format!("FILE:{}", ccache.display()))
+        .env_remove("HADOOP_USER_NAME")
+        .env_remove("PS_KERBEROS_PRINCIPAL")
+        .env_remove("PS_KERBEROS_KEYTAB")
+        .args(["--master", "local[2]", "--threads", "1"])
+        .args(extra)
+        .args(["mf", "--input", input, "--output", output_url, "--passes", "2", "--rank", "4"]);
+    output(&mut c)
+}
+
+fn owner_of(url: &str) -> String {
+    let path = url.trim_start_matches(&default_fs()).to_string();
+    as_principal(&format!("alice@{REALM}"), &keytab("alice"), async move |c| {
+        c.get_file_info(&path).await.unwrap().owner
+    })
+}
+
+#[test]
+fn a_local_job_runs_with_a_kinit_ticket_and_writes_as_that_user() {
+    let input = alice_input("ticket");
+    let out = input.replace("/r.tsv", "/out");
+    let dir = std::env::temp_dir().join(format!("ps-secure-cc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ccache = dir.join("alice");
+    let kinit = Command::new("kinit")
+        .env("KRB5CCNAME", format!("FILE:{}", ccache.display()))
+        .args(["-kt", &keytab("alice"), &format!("alice@{REALM}")])
+        .status()
+        .expect("kinit (krb5-user)");
+    assert!(kinit.success());
+    let o = local_job(&ccache, &[], &input, &out);
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    assert_eq!(owner_of(&format!("{out}/_SUCCESS")), "alice");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn without_a_ticket_the_job_stops_before_starting_saying_to_run_kinit() {
+    let input = alice_input("noticket");
+    let none = std::env::temp_dir().join(format!("ps-secure-none-{}", std::process::id()));
+    let o = local_job(&none, &[], &input, &input.replace("/r.tsv", "/out"));
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{text}");
+    assert!(text.contains("--input") && text.contains("run `kinit`"), "{text}");
+    assert!(!text.contains("starting 2 processes"), "no process may start: {text}");
+}
+
+#[test]
+fn principal_and_keytab_log_in_without_a_ticket_and_permissions_hold() {
+    let input = alice_input("keytab");
+    let none = std::env::temp_dir().join(format!("ps-secure-kt-{}", std::process::id()));
+    let alice = ["--principal", "alice@PS.TEST", "--keytab"];
+    let o =
+        local_job(&none, &[&alice[..], &[keytab("alice").as_str()]].concat(), &input, &input.replace("/r.tsv", "/out"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // bob is authenticated too, but alice's home directory is hers alone.
+    let bob = ["--principal", "bob@PS.TEST", "--keytab"];
+    let bob_out = format!("{}/out-{}", home("bob"), std::process::id());
+    let o = local_job(&none, &[&bob[..], &[keytab("bob").as_str()]].concat(), &input, &bob_out);
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{text}");
+    assert!(text.contains("--input") && text.contains("Permission denied") && text.contains("user=bob"), "{text}");
+    // A keytab that does not exist is refused before anything runs.
+    let o = local_job(&none, &["--principal", "bob@PS.TEST", "--keytab", "/nonexistent.keytab"], &input, &bob_out);
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && text.contains("--keytab /nonexistent.keytab"), "{text}");
+}
