@@ -152,3 +152,42 @@ fn principal_and_keytab_log_in_without_a_ticket_and_permissions_hold() {
     let text = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && text.contains("--keytab /nonexistent.keytab"), "{text}");
 }
+
+/// What YARN containers get on a secure cluster: no ticket, only an HDFS delegation token that
+/// the gateway fetched over Kerberos (our GSSAPI SASL against the real NameNode), in the
+/// credentials file named by `HADOOP_TOKEN_FILE_LOCATION`. hdfs-native authenticates with it.
+#[test]
+fn a_delegation_token_alone_lets_a_job_read_and_write_as_its_owner() {
+    use ps_yarn::credentials::{Credentials, KIND_HDFS};
+    use ps_yarn::gssapi::Login;
+    let input = alice_input("token");
+    let nn = default_fs().trim_start_matches("hdfs://").to_string();
+    let login = Login::Keytab { principal: format!("alice@{REALM}"), keytab: keytab("alice") };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let token = rt
+        .block_on(ps_yarn::hdfs_token::fetch(&nn, &format!("rm/localhost@{REALM}"), &login))
+        .expect("a delegation token over Kerberos");
+    assert_eq!(token.kind, KIND_HDFS);
+    assert_eq!(token.service, nn, "the service is the NameNode's ip:port");
+    let dir = std::env::temp_dir().join(format!("ps-secure-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("container_tokens");
+    let creds = Credentials { tokens: vec![(token.service.clone(), token)], secrets: vec![] };
+    std::fs::write(&file, creds.to_bytes()).unwrap();
+    let out = input.replace("/r.tsv", "/out");
+    let mut c = Command::new(bin("yarn-submit"));
+    c.env("HADOOP_CONF_DIR", env("PS_SECURE_HDFS_CONF"))
+        .env("KRB5CCNAME", format!("FILE:{}/no-ticket", dir.display()))
+        .env("HADOOP_TOKEN_FILE_LOCATION", &file)
+        .env_remove("HADOOP_USER_NAME")
+        .args(["--master", "local[2]", "--threads", "1"])
+        .args(["mf", "--input", &input, "--output", &out, "--passes", "2", "--rank", "4"]);
+    let o = output(&mut c);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(owner_of(&format!("{out}/_SUCCESS")), "alice");
+    // A wrong keytab cannot get a token, and says who could not log in.
+    let bad = Login::Keytab { principal: format!("alice@{REALM}"), keytab: keytab("bob") };
+    let e = rt.block_on(ps_yarn::hdfs_token::fetch(&nn, "rm", &bad)).unwrap_err();
+    assert!(e.to_string().contains("alice@PS.TEST"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -22,6 +22,8 @@ mod error;
 pub mod failover;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gssapi;
+pub mod hdfs_token;
 mod ipc;
 pub mod nm;
 pub mod proto;
