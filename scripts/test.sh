@@ -19,12 +19,16 @@ export PS_HDFS_DIR=${PS_HDFS_DIR:-$(pwd)/data/hdfs-test}
 export PS_YARN_DIR=${PS_YARN_DIR:-$(pwd)/data/yarn-test}
 export PS_KDC_DIR=${PS_KDC_DIR:-$(pwd)/data/kdc-test}
 SECURE_HDFS_DIR=${PS_SECURE_HDFS_DIR:-$(pwd)/data/hdfs-secure-test}
+SECURE_YARN_DIR=${PS_SECURE_YARN_DIR:-$(pwd)/data/yarn-secure-test}
 trap 'scripts/yarn-down.sh >/dev/null 2>&1 || true; scripts/hdfs-down.sh >/dev/null 2>&1 || true
+      PS_YARN_DIR=$SECURE_YARN_DIR scripts/yarn-down.sh >/dev/null 2>&1 || true
       PS_HDFS_DIR=$SECURE_HDFS_DIR scripts/hdfs-down.sh >/dev/null 2>&1 || true; scripts/kdc-down.sh >/dev/null 2>&1 || true' EXIT
-# A Kerberos KDC (Debian's MIT krb5) and a second, secure HDFS that uses it (tests: secure_hdfs).
+# A Kerberos KDC (Debian's MIT krb5), a second, secure HDFS that uses it and a secure YARN
+# stand-in on that HDFS (tests: secure_hdfs).
 eval "$(scripts/kdc-up.sh | grep '^export ')"
 PS_SECURE_HDFS_CONF=$(PS_HDFS_DIR=$SECURE_HDFS_DIR PS_HDFS_SECURE=1 scripts/hdfs-up.sh | sed -n 's/^export HADOOP_CONF_DIR=//p')
-export PS_SECURE_HDFS_CONF
+PS_SECURE_YARN_CONF=$(PS_YARN_DIR=$SECURE_YARN_DIR scripts/yarn-up.sh "$PS_SECURE_HDFS_CONF" | sed -n 's/^export HADOOP_CONF_DIR=//p')
+export PS_SECURE_HDFS_CONF PS_SECURE_YARN_CONF
 eval "$(scripts/hdfs-up.sh | grep '^export ')"
 # The stand-in's conf dir (core/hdfs/yarn-site.xml) is for the YARN tests; the rest keep HDFS's.
 PS_YARN_CONF=$(scripts/yarn-up.sh "$HADOOP_CONF_DIR" | sed -n 's/^export HADOOP_CONF_DIR=//p')

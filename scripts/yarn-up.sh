@@ -4,6 +4,9 @@
 # 127.0.0.1 with free ports. Needs a running HDFS (scripts/hdfs-up.sh): pass its HADOOP_CONF_DIR.
 # Writes $PS_YARN_DIR/env with HADOOP_CONF_DIR (core/hdfs/yarn-site.xml); stop with yarn-down.sh.
 #   PS_YARN_DIR  state directory (default data/yarn);  PS_YARN_NODES  NodeManagers (default 2)
+#   A secure HDFS conf (hadoop.security.authentication=kerberos) makes a secure stand-in: its RM
+#   logs in as rm/localhost@PS.TEST from $PS_KDC_DIR/keytabs/rm.keytab (scripts/kdc-up.sh) and
+#   its client port takes Kerberos.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -41,7 +44,16 @@ rm -rf "$STATE" && mkdir -p "$STATE/run" "$STATE/ssl"
   keytool -importcert -keystore rm.p12 -storepass psyarn-test -alias ca -file ca.pem -noprompt >/dev/null 2>&1
   keytool -importcert -keystore rm.p12 -storepass psyarn-test -alias rm -file rm.pem >/dev/null 2>&1
 ) || { echo "yarn-up.sh: making the test TLS certificates with keytool failed" >&2; exit 1; }
-(exec java -Xmx384m -XX:TieredStopAtLevel=1 -cp "$CLASSES:$JARS:$JARS/*" psyarn.Main "$STATE" "$NODES" "$HDFS_CONF") \
+KRB_OPTS=()
+if grep -q '<name>hadoop.security.authentication</name><value>kerberos</value>' "$HDFS_CONF/core-site.xml"; then
+  [ -n "${KRB5_CONFIG:-}" ] && [ -n "${PS_KDC_DIR:-}" ] || { echo "yarn-up.sh: a secure HDFS needs KRB5_CONFIG and PS_KDC_DIR (scripts/kdc-up.sh)" >&2; exit 1; }
+  # Hadoop 2.7 reaches into the JDK's Kerberos internals by reflection; Java 9+ must allow it.
+  KRB_OPTS=(-Djava.security.krb5.conf="$KRB5_CONFIG" -Dpsyarn.rm.principal=rm/localhost@PS.TEST
+    -Dpsyarn.rm.keytab="$PS_KDC_DIR/keytabs/rm.keytab"
+    --add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
+    --add-exports=java.security.jgss/sun.security.jgss=ALL-UNNAMED)
+fi
+(exec java -Xmx384m -XX:TieredStopAtLevel=1 "${KRB_OPTS[@]}" -cp "$CLASSES:$JARS:$JARS/*" psyarn.Main "$STATE" "$NODES" "$HDFS_CONF") \
   >"$STATE/standin.out" 2>&1 &
 echo $! > "$STATE/run/standin.pid"
 for _ in $(seq 1 120); do

@@ -91,6 +91,14 @@ pub enum ClientError {
     NoResourceManager { dir: String, key: &'static str },
     #[error("{0}")]
     HadoopConf(#[source] YarnError),
+    #[error("--submit-via rest: this is a Kerberos cluster, whose REST API needs SPNEGO (not supported); use --submit-via ipc")]
+    RestOnKerberos,
+    #[error("getting an HDFS delegation token for the job from {nn}: {source}")]
+    DelegationToken {
+        nn: String,
+        #[source]
+        source: YarnError,
+    },
     #[error("{0}")]
     Rm(#[source] YarnError),
 

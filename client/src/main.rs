@@ -102,8 +102,9 @@ pub struct Cli {
     /// YARN: the application name (default ps-<app>).
     #[arg(long)]
     pub name: Option<String>,
-    /// Secure (Kerberos) HDFS: log in as this principal from --keytab instead of using the
-    /// ticket cache, for scheduled jobs that outlive a `kinit` ticket. Local mode only for now.
+    /// Secure (Kerberos) clusters: log in as this principal from --keytab instead of using the
+    /// ticket cache, for scheduled jobs that outlive a `kinit` ticket. On YARN the keytab stays
+    /// here: the containers get delegation tokens.
     #[arg(long, value_name = "P", requires = "keytab")]
     pub principal: Option<String>,
     /// The keytab file holding --principal's keys.
@@ -182,18 +183,11 @@ impl Cli {
     }
 }
 
-/// `--principal`/`--keytab`: every HDFS client of this job (here and in the processes it
-/// starts, which inherit the environment) logs in from the keytab, through hdfs-native's own
-/// keytab support. The keytab must be readable; it is never copied.
+/// `--principal`/`--keytab`: every HDFS client of this job (here and, locally, in the processes
+/// it starts, which inherit the environment) logs in from the keytab, through hdfs-native's own
+/// keytab support. The keytab must be readable; it is never copied or shipped.
 fn kerberos_login(cli: &Cli) -> Result<(), i32> {
     let (Some(principal), Some(keytab)) = (&cli.principal, &cli.keytab) else { return Ok(()) };
-    if cli.master == "yarn" {
-        log::error!(
-            "--principal/--keytab: Kerberos on YARN (delegation tokens for the containers) is not supported yet; \
-             run on a secure cluster's gateway in local mode, or on an insecure YARN cluster"
-        );
-        return Err(2);
-    }
     if let Err(e) = std::fs::File::open(keytab) {
         log::error!("--keytab {}: {e}", keytab.display());
         return Err(2);

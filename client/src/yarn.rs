@@ -12,8 +12,11 @@ use crate::Cli;
 use ps_runtime::internal::{generate_secret, CREDENTIALS_ALIAS};
 use ps_runtime::storage::storage_for;
 use ps_runtime::{apps, JobConfig};
-use ps_yarn::appclient::RmIpc;
+use ps_yarn::appclient::{Caller, RmIpc};
 use ps_yarn::conf::HadoopConf;
+use ps_yarn::credentials::Token;
+use ps_yarn::gssapi::Login;
+use ps_yarn::hdfs_token;
 use ps_yarn::rest::RmRest;
 use ps_yarn::submit::{AppReport, ResourceManager, Submission};
 use std::collections::BTreeMap;
@@ -37,8 +40,16 @@ pub enum SubmitVia {
     Rest,
 }
 
+/// How this client logs in to a Kerberos cluster: `--principal`/`--keytab`, else the ticket cache.
+fn login(cli: Option<&Cli>) -> Login {
+    match cli.and_then(|c| c.principal.clone().zip(c.keytab.clone())) {
+        Some((principal, keytab)) => Login::Keytab { principal, keytab: keytab.to_string_lossy().into_owned() },
+        None => Login::TicketCache,
+    }
+}
+
 /// The cluster from `--conf-dir`, else `HADOOP_CONF_DIR`; the error says what to set.
-fn cluster(conf_dir: Option<&Path>, via: SubmitVia) -> Result<(HadoopConf, Box<dyn ResourceManager>)> {
+fn cluster(conf_dir: Option<&Path>, via: SubmitVia, login: &Login) -> Result<(HadoopConf, Box<dyn ResourceManager>)> {
     let conf = match conf_dir {
         Some(d) => HadoopConf::load_dir(d),
         None => HadoopConf::from_env(),
@@ -53,10 +64,13 @@ fn cluster(conf_dir: Option<&Path>, via: SubmitVia) -> Result<(HadoopConf, Box<d
     if !has(key)? && !has("yarn.resourcemanager.hostname")? && !has("yarn.resourcemanager.ha.rm-ids")? {
         return Err(ClientError::NoResourceManager { dir: dir.display().to_string(), key });
     }
+    let secure = conf.kerberos().map_err(ClientError::HadoopConf)?;
     let rm: Box<dyn ResourceManager> = match via {
+        SubmitVia::Rest if secure => return Err(ClientError::RestOnKerberos),
         SubmitVia::Ipc => {
             let addrs = conf.rm_addresses().map_err(ClientError::HadoopConf)?;
-            Box::new(RmIpc::connect(&addrs, &user()).map_err(ClientError::Rm)?)
+            let caller = if secure { Caller::Kerberos(login.clone()) } else { Caller::User(user()) };
+            Box::new(RmIpc::connect_as(&addrs, caller).map_err(ClientError::Rm)?)
         }
         SubmitVia::Rest => Box::new(
             RmRest::new(&conf.rm_web_urls().map_err(ClientError::HadoopConf)?, &user()).map_err(ClientError::Rm)?,
@@ -96,12 +110,16 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     if n == 0 {
         return Err(ClientError::NoWorkers);
     }
-    let (conf, rm) = cluster(cli.conf_dir.as_deref(), cli.submit_via)?;
+    let login = login(Some(cli));
+    let (conf, rm) = cluster(cli.conf_dir.as_deref(), cli.submit_via, &login)?;
     let fs = conf.default_fs().map_err(ClientError::HadoopConf)?.trim_end_matches('/').to_string();
+    // A secure cluster: the containers get an HDFS delegation token (renewed by the RM), never a
+    // ticket or keytab, and the user is the Kerberos principal's.
+    let secure = conf.kerberos().map_err(ClientError::HadoopConf)?;
+    let (user, tokens) = if secure { delegation(&conf, &fs, &login)? } else { (user(), Vec::new()) };
     let (am_bin, rt_bin) = (app_master_bin()?, runtime_bin(cli)?);
     let app_id = rm.new_application().map_err(ClientError::Rm)?;
     println!("application id: {app_id}");
-    let user = user();
     let staging = format!("{fs}/user/{user}/.ps-staging/{app_id}");
     log::info!("staging {} to {staging}", [&am_bin, &rt_bin].map(|p| p.display().to_string()).join(", "));
     for b in [&am_bin, &rt_bin] {
@@ -127,7 +145,10 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     let job_bytes = serde_json::to_vec_pretty(&job).map_err(ClientError::Encode)?;
     stage(&format!("{staging}/job.json"), &job_bytes, "APPLICATION")?;
     let mut environment = BTreeMap::new();
-    environment.insert("HADOOP_USER_NAME".to_string(), user.clone());
+    if !secure {
+        // With a token, the token names the user; a different name would be impersonation.
+        environment.insert("HADOOP_USER_NAME".to_string(), user.clone());
+    }
     if let Ok(l) = std::env::var("PS_LOG") {
         environment.insert("PS_LOG".into(), l);
     }
@@ -152,6 +173,7 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         // The job secret travels in the AM's credentials, which YARN hands to the AM container
         // only (and the AM to its runtime containers); it is never a file on HDFS.
         secrets: BTreeMap::from([(CREDENTIALS_ALIAS.to_string(), generate_secret().to_vec())]),
+        tokens,
     };
     rm.submit(&sub).map_err(ClientError::Rm)?;
     let rep = follow(rm.as_ref(), &app_id)?;
@@ -171,6 +193,24 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         }
     }
     Ok(code)
+}
+
+/// The user (the principal's short name) and an HDFS delegation token for the default file
+/// system, renewable by the ResourceManager.
+fn delegation(conf: &HadoopConf, fs: &str, login: &Login) -> Result<(String, Vec<(String, Token)>)> {
+    let nn = fs.strip_prefix("hdfs://").unwrap_or(fs).to_string();
+    let renewer = conf.rm_principal().map_err(ClientError::HadoopConf)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ClientError::DelegationToken { nn: nn.clone(), source: ps_yarn::YarnError::io("a runtime", e) })?;
+    let token = rt
+        .block_on(hdfs_token::fetch(&nn, &renewer, login))
+        .map_err(|source| ClientError::DelegationToken { nn: nn.clone(), source })?;
+    let owner = hdfs_token::owner(&token).map_err(|source| ClientError::DelegationToken { nn: nn.clone(), source })?;
+    let user = hdfs_token::short_name(&owner).to_string();
+    log::info!("Kerberos: submitting as {owner}; HDFS delegation token for {} renewable by {renewer}", token.service);
+    Ok((user, vec![(token.service.clone(), token)]))
 }
 
 /// Polls the application report, printing state changes and progress, until it ends.
@@ -217,7 +257,7 @@ pub struct AppCommand {
 
 pub fn command(c: &AppCommand) -> i32 {
     let (cmd, app_id) = (c.cmd.as_str(), c.app_id.as_str());
-    let r = cluster(c.conf_dir.as_deref(), c.submit_via).and_then(|(_, rm)| match cmd {
+    let r = cluster(c.conf_dir.as_deref(), c.submit_via, &login(None)).and_then(|(_, rm)| match cmd {
         "status" => rm.report(app_id).map_err(ClientError::Rm),
         _ => rm.kill(app_id).map_err(ClientError::Rm),
     });

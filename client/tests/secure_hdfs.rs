@@ -191,3 +191,68 @@ fn a_delegation_token_alone_lets_a_job_read_and_write_as_its_owner() {
     assert!(e.to_string().contains("alice@PS.TEST"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `yarn-submit --master yarn` with a Kerberos ticket; `PS_RUNTIME_BIN`/`PS_APP_MASTER_BIN` as
+/// the other YARN tests.
+fn yarn_job(ccache: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = Command::new(bin("yarn-submit"));
+    c.env("HADOOP_CONF_DIR", env("PS_SECURE_YARN_CONF"))
+        .env("KRB5CCNAME", format!("FILE:{}", ccache.display()))
+        .env("PS_RUNTIME_BIN", bin("ps-runtime"))
+        .env("PS_APP_MASTER_BIN", bin("ps-app-master"))
+        .env_remove("HADOOP_USER_NAME")
+        .env_remove("PS_KERBEROS_PRINCIPAL")
+        .env_remove("PS_KERBEROS_KEYTAB")
+        .args(["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"])
+        .args(args);
+    output(&mut c)
+}
+
+fn kinit(dir: &Path, user: &str) -> std::path::PathBuf {
+    let cc = dir.join(user);
+    let st = Command::new("kinit")
+        .env("KRB5CCNAME", format!("FILE:{}", cc.display()))
+        .args(["-kt", &keytab(user), &format!("{user}@{REALM}")])
+        .status()
+        .expect("kinit (krb5-user)");
+    assert!(st.success());
+    cc
+}
+
+/// The secure stand-in (`PS_SECURE_YARN_CONF`: its RM client port takes Kerberos) on the secure
+/// HDFS. The client authenticates to the RM and the NameNode with alice's ticket and ships an
+/// HDFS delegation token; the containers run without any ticket (the stand-in points their
+/// KRB5CCNAME nowhere), so the job's reads and writes as alice prove the token path. bob's job,
+/// with bob's token, cannot read alice's staging directory. Without a ticket nothing is submitted.
+#[test]
+fn a_yarn_job_on_the_secure_cluster_runs_on_delegation_tokens_only() {
+    let input = alice_input("yarn");
+    let out = input.replace("/r.tsv", "/out");
+    let dir = std::env::temp_dir().join(format!("ps-secure-yarn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let alice = kinit(&dir, "alice");
+    let o = yarn_job(
+        &alice,
+        &["--keep-staging", "mf", "--input", &input, "--output", &out, "--passes", "2", "--rank", "4"],
+    );
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("submitting as alice@PS.TEST"), "{stderr}");
+    assert_eq!(owner_of(&format!("{out}/_SUCCESS")), "alice");
+    let app = stdout.lines().find_map(|l| l.strip_prefix("application id: ")).expect("an application id").to_string();
+    let staged = format!("{}/user/alice/.ps-staging/{app}/job.json", default_fs());
+    assert_eq!(owner_of(&staged), "alice");
+
+    home("bob");
+    let bob = kinit(&dir, "bob");
+    let o = yarn_job(&bob, &["mf", "--input", &staged, "--passes", "1", "--rank", "4"]);
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{text}");
+    assert!(text.contains("Permission denied") && text.contains("user=bob"), "{text}");
+
+    let o = yarn_job(&dir.join("nobody"), &["mf", "--input", &input, "--passes", "1"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success() && stderr.contains("run `kinit`"), "{stderr}");
+    assert!(!stdout.contains("application id"), "nothing may be submitted: {stdout}");
+    std::fs::remove_dir_all(&dir).ok();
+}

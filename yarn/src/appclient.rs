@@ -7,6 +7,7 @@
 use crate::credentials::Credentials;
 use crate::error::{Result, YarnError};
 use crate::failover::{worth_failover, Limit, Rotation};
+use crate::gssapi::Login;
 use crate::ipc::{Auth, IpcConnection};
 use crate::proto::*;
 use crate::submit::{format_app_id, parse_app_id, AppReport, ResourceManager, Submission};
@@ -15,10 +16,19 @@ use std::sync::Mutex;
 
 pub const PROTOCOL: &str = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB";
 
+/// Who calls the ResourceManager.
+#[derive(Clone, Debug)]
+pub enum Caller {
+    /// An insecure cluster: the user named in the connection (SIMPLE).
+    User(String),
+    /// A secure cluster: the Kerberos principal of the ticket cache or keytab.
+    Kerberos(Login),
+}
+
 pub struct RmIpc {
     /// The ResourceManagers in failover order (one without HA).
     addrs: Vec<String>,
-    user: String,
+    caller: Caller,
     rt: tokio::runtime::Runtime,
     /// The open connection and the index of its RM.
     conn: Mutex<Option<(usize, IpcConnection)>>,
@@ -28,6 +38,11 @@ impl RmIpc {
     /// Connects as `user` (SIMPLE authentication) to the first of `addrs` (`host:port`, in
     /// failover order) that answers.
     pub fn connect(addrs: &[String], user: &str) -> Result<Self> {
+        Self::connect_as(addrs, Caller::User(user.to_string()))
+    }
+
+    /// Connects as `caller` to the first of `addrs` that answers.
+    pub fn connect_as(addrs: &[String], caller: Caller) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -35,7 +50,7 @@ impl RmIpc {
         if addrs.is_empty() {
             return Err(YarnError::Config("no ResourceManager address".into()));
         }
-        let c = RmIpc { addrs: addrs.to_vec(), user: user.to_string(), rt, conn: Mutex::new(None) };
+        let c = RmIpc { addrs: addrs.to_vec(), caller, rt, conn: Mutex::new(None) };
         let mut last = None;
         for i in 0..addrs.len() {
             match c.open(i) {
@@ -50,7 +65,11 @@ impl RmIpc {
     }
 
     fn open(&self, i: usize) -> Result<IpcConnection> {
-        let (addr, auth) = (&self.addrs[i], Auth::Simple { user: &self.user });
+        let addr = &self.addrs[i];
+        let auth = match &self.caller {
+            Caller::User(user) => Auth::Simple { user },
+            Caller::Kerberos(login) => Auth::Kerberos(login),
+        };
         self.rt.block_on(IpcConnection::connect(addr, PROTOCOL, auth)).map_err(|e| match e {
             YarnError::Io(m) => {
                 YarnError::Io(format!("{m} (the ResourceManager's client port, yarn.resourcemanager.address)"))
@@ -162,7 +181,7 @@ fn submission_context(s: &Submission) -> Result<ApplicationSubmissionContextProt
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-    let creds = Credentials { tokens: Vec::new(), secrets: s.secrets.clone().into_iter().collect() };
+    let creds = Credentials { tokens: s.tokens.clone(), secrets: s.secrets.clone().into_iter().collect() };
     Ok(ApplicationSubmissionContextProto {
         application_id: Some(parse_app_id(&s.app_id)?),
         application_name: Some(s.name.clone()),
@@ -220,6 +239,7 @@ impl ResourceManager for RmIpc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::credentials::Token;
     use crate::submit::LocalResource;
     use std::collections::BTreeMap;
 
@@ -245,6 +265,10 @@ mod tests {
             environment: BTreeMap::from([("A".to_string(), "b".to_string())]),
             command: "./ps-app-master".into(),
             secrets: BTreeMap::from([("job".to_string(), vec![1, 2, 3])]),
+            tokens: vec![(
+                "10.0.0.1:8020".into(),
+                Token { kind: "HDFS_DELEGATION_TOKEN".into(), ..Default::default() },
+            )],
         };
         let c = submission_context(&s).unwrap();
         assert_eq!(c.application_id, Some(ApplicationIdProto { id: Some(3), cluster_timestamp: Some(17) }));
@@ -258,6 +282,7 @@ mod tests {
         );
         let creds = Credentials::parse(&spec.tokens.unwrap()).unwrap();
         assert_eq!(creds.secrets, vec![("job".to_string(), vec![1, 2, 3])]);
+        assert_eq!(creds.tokens, s.tokens, "the delegation tokens travel in the AM's credentials");
         assert_eq!(spec.command, vec!["./ps-app-master".to_string()]);
         let mut bad = s.clone();
         bad.local_resources.get_mut("ps-app-master").unwrap().visibility = "SHARED".into();

@@ -221,6 +221,24 @@ impl HadoopConf {
         }
     }
 
+    /// Whether the cluster is secure (`hadoop.security.authentication=kerberos`).
+    pub fn kerberos(&self) -> Result<bool> {
+        Ok(self.get("hadoop.security.authentication")?.as_deref().map(str::trim) == Some("kerberos"))
+    }
+
+    /// The ResourceManager's Kerberos principal (`yarn.resourcemanager.principal`), with `_HOST`
+    /// replaced by the first RM's host name as Hadoop's `SecurityUtil` does: the renewer of the
+    /// job's delegation tokens.
+    pub fn rm_principal(&self) -> Result<String> {
+        let p = self.require("yarn.resourcemanager.principal")?;
+        if !p.contains("_HOST") {
+            return Ok(p);
+        }
+        let first = self.rm_addresses()?.into_iter().next().unwrap_or_default();
+        let host = first.rsplit_once(':').map_or(first.as_str(), |(h, _)| h).to_lowercase();
+        Ok(p.replace("_HOST", &host))
+    }
+
     /// `fs.defaultFS` (required for staging uploads).
     pub fn default_fs(&self) -> Result<String> {
         self.require("fs.defaultFS")
@@ -299,6 +317,12 @@ mod tests {
         ha.set("yarn.http.policy", "HTTPS");
         assert!(ha.rm_web_urls().unwrap_err().to_string().contains("yarn.http.policy"));
         assert_eq!(c.rm_web_urls().unwrap(), vec!["http://rm1:18088".to_string()]);
+        assert!(!ha.kerberos().unwrap());
+        ha.set("hadoop.security.authentication", "kerberos");
+        assert!(ha.kerberos().unwrap());
+        assert!(ha.rm_principal().unwrap_err().to_string().contains("yarn.resourcemanager.principal"));
+        ha.set("yarn.resourcemanager.principal", "rm/_HOST@EXAMPLE.COM");
+        assert_eq!(ha.rm_principal().unwrap(), "rm/h1@EXAMPLE.COM");
         ha.set("yarn.resourcemanager.connect.max-wait.ms", "15s");
         assert!(ha.rm_connect_max_wait().unwrap_err().to_string().contains("connect.max-wait.ms"));
         assert_eq!(c.default_fs().unwrap(), "hdfs://nn:8020");

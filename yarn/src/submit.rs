@@ -59,6 +59,8 @@ pub struct Submission {
     pub command: String,
     /// Secrets for the AM's credentials (`Credentials.addSecretKey`), by alias.
     pub secrets: BTreeMap<String, Vec<u8>>,
+    /// Tokens for the AM's credentials (secure clusters: HDFS delegation tokens), by alias.
+    pub tokens: Vec<(String, crate::credentials::Token)>,
 }
 
 /// Submitting, following and killing applications, whichever way the RM is reached.

@@ -40,6 +40,17 @@ public final class Main {
     Configuration conf = new YarnConfiguration();
     conf.addResource(new org.apache.hadoop.fs.Path(new File(hdfsConf, "core-site.xml").getAbsolutePath()));
     conf.addResource(new org.apache.hadoop.fs.Path(new File(hdfsConf, "hdfs-site.xml").getAbsolutePath()));
+    // A secure HDFS (hadoop.security.authentication=kerberos): the RM logs in from its keytab
+    // (system properties psyarn.rm.principal and psyarn.rm.keytab) and its client port takes
+    // Kerberos, as a secure cluster's does.
+    boolean secure = "kerberos".equals(conf.get(CommonConfigurationKeysPublic.HADOOP_SECURITY_AUTHENTICATION));
+    String rmPrincipal = System.getProperty("psyarn.rm.principal");
+    if (secure) {
+      conf.set(YarnConfiguration.RM_PRINCIPAL, rmPrincipal);
+      org.apache.hadoop.security.UserGroupInformation.setConfiguration(conf);
+      org.apache.hadoop.security.UserGroupInformation.loginUserFromKeytab(rmPrincipal,
+          System.getProperty("psyarn.rm.keytab"));
+    }
     // What the real RM and NM do: their RPC servers accept token authentication only.
     Configuration serverConf = new Configuration(conf);
     serverConf.set(CommonConfigurationKeysPublic.HADOOP_SECURITY_AUTHENTICATION, "TOKEN");
@@ -55,7 +66,7 @@ public final class Main {
     }
     File keystore = new File(root, "ssl/rm.p12");
     Rest rest = new Rest(rm, "127.0.0.1", keystore.exists() ? keystore : null, "psyarn-test".toCharArray());
-    // The client port authenticates as an insecure cluster's does (SIMPLE), with the HDFS conf's settings.
+    // The client port authenticates as the HDFS conf says: SIMPLE on an insecure cluster, Kerberos on a secure one.
     Clients clients = new Clients(rm, conf, "127.0.0.1", false);
     String client = "127.0.0.1:" + clients.server.getListenerAddress().getPort();
     Clients clients2 = new Clients(rm, conf, "127.0.0.1", false);
@@ -75,6 +86,9 @@ public final class Main {
       w.println(prop("yarn.resourcemanager.webapp.address", web));
       // ResourceManager HA, as a cluster's yarn-site.xml sets it: two RMs sharing the
       // applications; a failover moves one application between them (see Rm.failover).
+      if (secure) {
+        w.println(prop("yarn.resourcemanager.principal", rmPrincipal));
+      }
       w.println(prop("yarn.resourcemanager.ha.enabled", "true"));
       w.println(prop("yarn.resourcemanager.ha.rm-ids", "rm1,rm2"));
       w.println(prop("yarn.resourcemanager.address.rm1", client));

@@ -125,18 +125,22 @@ final class Node implements ContainerManagementProtocol {
     logs.mkdirs();
     FileContext fc = FileContext.getLocalFSFileContext(conf);
     new File(root, "cache/" + cid).mkdirs();
-    for (Map.Entry<String, LocalResource> e : clc.getLocalResources().entrySet()) {
-      Path dest = new Path(new File(root, "cache/" + cid + "/" + e.getKey()).getAbsolutePath());
-      Path got = new FSDownload(fc, UserGroupInformation.createRemoteUser(user), conf, dest, e.getValue()).call();
-      Files.createSymbolicLink(new File(dir, e.getKey()).toPath(), new File(got.toUri().getPath()).toPath());
-    }
-    File tokens = new File(dir, "container_tokens");
     Credentials creds = new Credentials();
     if (clc.getTokens() != null) {
       DataInputByteBuffer in = new DataInputByteBuffer();
       in.reset(clc.getTokens().duplicate());
       creds.readTokenStorageStream(in);
     }
+    // As the real NM's localizer: the application's user, holding the application's tokens (on a
+    // secure cluster, its HDFS delegation token is the only way in).
+    UserGroupInformation ugi = UserGroupInformation.createRemoteUser(user);
+    ugi.addCredentials(creds);
+    for (Map.Entry<String, LocalResource> e : clc.getLocalResources().entrySet()) {
+      Path dest = new Path(new File(root, "cache/" + cid + "/" + e.getKey()).getAbsolutePath());
+      Path got = new FSDownload(fc, ugi, conf, dest, e.getValue()).call();
+      Files.createSymbolicLink(new File(dir, e.getKey()).toPath(), new File(got.toUri().getPath()).toPath());
+    }
+    File tokens = new File(dir, "container_tokens");
     // file:// explicitly: the configuration's default file system is HDFS.
     creds.writeTokenStorageFile(new Path("file://" + tokens.getAbsolutePath()), conf);
     java.nio.file.Files.setPosixFilePermissions(tokens.toPath(),
@@ -154,6 +158,10 @@ final class Node implements ContainerManagementProtocol {
     env.put("PWD", dir.getAbsolutePath());
     env.put("HADOOP_TOKEN_FILE_LOCATION", tokens.getAbsolutePath());
     env.put("HADOOP_CONF_DIR", rm.confDir());
+    if (UserGroupInformation.isSecurityEnabled()) {
+      // No Kerberos ticket reaches a container: only the application's tokens do.
+      env.put("KRB5CCNAME", "FILE:" + new File(dir, "no-ticket").getAbsolutePath());
+    }
     StringBuilder cmd = new StringBuilder();
     for (String c : clc.getCommands()) {
       cmd.append(c).append(' ');
