@@ -59,7 +59,8 @@ fi
   prop fs.defaultFS "hdfs://127.0.0.1:$NN"
   if [ "$SECURE" = 1 ]; then
     prop hadoop.security.authentication kerberos
-    prop hadoop.rpc.protection authentication
+    # Every RPC sealed (GSSAPI or DIGEST-MD5 privacy), as hardened clusters run it.
+    prop hadoop.rpc.protection privacy
     # The daemons' principals are the HDFS superuser `hdfs`; users map to their own names.
     prop hadoop.security.auth_to_local 'RULE:[2:$1@$0]([nd]n@PS.TEST)s/.*/hdfs/
 DEFAULT'

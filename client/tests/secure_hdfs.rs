@@ -238,6 +238,8 @@ fn a_yarn_job_on_the_secure_cluster_runs_on_delegation_tokens_only() {
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("submitting as alice@PS.TEST"), "{stderr}");
+    // The secure HDFS runs hadoop.rpc.protection=privacy: GSSAPI sealed every message.
+    assert!(stderr.contains("Kerberos authenticated, qop auth-conf"), "{stderr}");
     assert_eq!(owner_of(&format!("{out}/_SUCCESS")), "alice");
     let app = stdout.lines().find_map(|l| l.strip_prefix("application id: ")).expect("an application id").to_string();
     let staged = format!("{}/user/alice/.ps-staging/{app}/job.json", default_fs());

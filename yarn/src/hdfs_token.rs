@@ -26,6 +26,7 @@ pub struct GetDelegationTokenResponseProto {
 /// A delegation token from the NameNode at `addr` (`host:port`), authenticating with `login`.
 pub async fn fetch(addr: &str, renewer: &str, login: &Login) -> Result<Token> {
     let conn = IpcConnection::connect(addr, PROTOCOL, Auth::Kerberos(login)).await?;
+    log::info!("NameNode {addr}: Kerberos authenticated, qop {} (hadoop.rpc.protection)", conn.qop());
     let req = GetDelegationTokenRequestProto { renewer: renewer.to_string() };
     let r: GetDelegationTokenResponseProto = conn.call("getDelegationToken", &req).await?;
     let mut t = r.token.ok_or_else(|| {

@@ -5,9 +5,11 @@
 //! `[cipher](msg ‖ HMAC(Ki, seq ‖ msg)[..10]) ‖ 0x0001 ‖ seq`.
 
 use crate::error::{Result, YarnError};
+use crate::gssapi::Context;
 use hmac::{KeyInit, Mac};
 use md5::{Digest, Md5};
 use rc4::{Rc4, StreamCipher};
+use std::sync::{Arc, Mutex};
 
 /// What a negotiated qop asks of every message after authentication.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -53,11 +55,19 @@ fn mac(ki: &[u8; 16], seq: u32, msg: &[u8]) -> [u8; MAC_LEN] {
     out
 }
 
-/// One direction of the layer.
-pub struct Half {
+/// One direction of a DIGEST-MD5 layer.
+pub struct DigestHalf {
     ki: [u8; 16],
     cipher: Option<Rc4>,
     seq: u32,
+}
+
+/// One direction of the layer: DIGEST-MD5's own (tokens), or GSSAPI's wrap and unwrap
+/// (Kerberos; both directions share the one security context, which is not safe to use from
+/// two threads at once, hence the lock).
+pub enum Half {
+    Digest(Box<DigestHalf>),
+    Gss { ctx: Arc<Mutex<Context>>, confidential: bool },
 }
 
 /// The two halves: `send` wraps what we write, `recv` unwraps what the server wrote.
@@ -79,22 +89,53 @@ impl SecurityLayer {
         };
         (qop != Qop::Auth).then(|| SecurityLayer {
             qop,
-            send: Half {
+            send: Half::Digest(Box::new(DigestHalf {
                 ki: key("Digest session key to client-to-server signing key magic constant"),
                 cipher: seal("Digest H(A1) to client-to-server sealing key magic constant"),
                 seq: 0,
-            },
-            recv: Half {
+            })),
+            recv: Half::Digest(Box::new(DigestHalf {
                 ki: key("Digest session key to server-to-client signing key magic constant"),
                 cipher: seal("Digest H(A1) to server-to-client sealing key magic constant"),
                 seq: 0,
-            },
+            })),
             max_plain: server_maxbuf.saturating_sub(TRAILER).max(1),
         })
+    }
+
+    /// The GSSAPI layer of an established Kerberos context (RFC 4752): `AuthInt` signs every
+    /// message, `AuthConf` also seals it. The Kerberos wrap token adds at most about 60 bytes
+    /// (AES); 128 are kept free of the server's `maxbuf`.
+    pub fn gss(ctx: Context, qop: Qop, server_maxbuf: usize) -> Self {
+        let ctx = Arc::new(Mutex::new(ctx));
+        let confidential = qop == Qop::AuthConf;
+        SecurityLayer {
+            qop,
+            send: Half::Gss { ctx: ctx.clone(), confidential },
+            recv: Half::Gss { ctx, confidential },
+            max_plain: server_maxbuf.saturating_sub(128).max(1),
+        }
     }
 }
 
 impl Half {
+    pub fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
+        match self {
+            Half::Digest(d) => Ok(d.wrap(msg)),
+            Half::Gss { ctx, confidential } => ctx.lock().unwrap_or_else(|e| e.into_inner()).wrap(msg, *confidential),
+        }
+    }
+
+    /// Checks and strips one wrapped message. Never panics on what the network sent.
+    pub fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>> {
+        match self {
+            Half::Digest(d) => d.unwrap(token),
+            Half::Gss { ctx, .. } => ctx.lock().unwrap_or_else(|e| e.into_inner()).unwrap(token),
+        }
+    }
+}
+
+impl DigestHalf {
     pub fn wrap(&mut self, msg: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(msg.len() + TRAILER);
         out.extend_from_slice(msg);
@@ -156,22 +197,22 @@ mod tests {
             assert_eq!(c.max_plain, 84);
             for i in 0..3u8 {
                 let msg = vec![i; 20 + i as usize];
-                let w = c.send.wrap(&msg);
+                let w = c.send.wrap(&msg).unwrap();
                 assert_eq!(w.len(), msg.len() + 16);
                 // Integrity sends the message in the clear; privacy does not.
                 assert_eq!(&w[..msg.len()] == msg.as_slice(), qop == Qop::AuthInt);
                 assert_eq!(&w[w.len() - 4..], &(i as u32).to_be_bytes());
                 assert_eq!(s.recv.unwrap(&w).unwrap(), msg);
-                let back = s.send.wrap(b"reply");
+                let back = s.send.wrap(b"reply").unwrap();
                 assert_eq!(c.recv.unwrap(&back).unwrap(), b"reply");
             }
-            let mut w = c.send.wrap(b"payload");
+            let mut w = c.send.wrap(b"payload").unwrap();
             w[1] ^= 1;
             assert!(s.recv.unwrap(&w).unwrap_err().to_string().contains("MAC"), "{qop:?}");
             // A replayed or skipped message is refused by its sequence number.
             let (mut c, mut s) = pair(qop);
-            let w0 = c.send.wrap(b"a");
-            let w1 = c.send.wrap(b"b");
+            let w0 = c.send.wrap(b"a").unwrap();
+            let w1 = c.send.wrap(b"b").unwrap();
             assert!(s.recv.unwrap(&w1).unwrap_err().to_string().contains("sequence number 1, expected 0"));
             assert_eq!(s.recv.unwrap(&w0).unwrap(), b"a");
             for short in [&[][..], &[0; 15]] {

@@ -7,7 +7,7 @@ use crate::error::{Result, YarnError};
 use crate::gssapi::{Context, Login};
 use crate::proto::*;
 use crate::sasl::DigestMd5;
-use crate::sasl_layer::{Half, SecurityLayer};
+use crate::sasl_layer::{Half, Qop, SecurityLayer};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use prost::Message;
@@ -214,7 +214,8 @@ async fn send_frame(sink: &mut Sink, half: &mut Option<Half>, max_plain: usize, 
     plain.extend_from_slice(&(frame.len() as u32).to_be_bytes());
     plain.extend_from_slice(&frame);
     for chunk in plain.chunks(max_plain) {
-        let msg = RpcSaslProto { state: SASL_WRAP, token: Some(half.wrap(chunk)), ..Default::default() };
+        let token = half.wrap(chunk).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let msg = RpcSaslProto { state: SASL_WRAP, token: Some(token), ..Default::default() };
         sink.feed(packet(&[&request_header(CALL_SASL, &[]), &msg])).await?;
     }
     sink.flush().await
@@ -367,13 +368,22 @@ async fn sasl_kerberos(
     let mut chosen = auth.clone();
     chosen.challenge = None;
     let mut msg = RpcSaslProto { state: SASL_INITIATE, auths: vec![chosen], token: Some(first), ..Default::default() };
+    let mut layer = None;
     for _ in 0..16 {
         let r = sasl_round(framed, server, msg).await?;
         let token = r.token.unwrap_or_default();
         let out = match r.state {
-            SASL_SUCCESS if gss.established() => return Ok(None),
+            SASL_SUCCESS if gss.established() => {
+                return Ok(
+                    layer.and_then(|(qop, maxbuf)| (qop != Qop::Auth).then(|| SecurityLayer::gss(gss, qop, maxbuf)))
+                );
+            }
             SASL_CHALLENGE if !gss.established() => gss.step(Some(&token))?,
-            SASL_CHALLENGE => security_layer_reply(&mut gss, &token).map_err(err)?,
+            SASL_CHALLENGE => {
+                let (reply, qop, maxbuf) = security_layer_reply(&mut gss, &token).map_err(err)?;
+                layer = Some((qop, maxbuf));
+                reply
+            }
             s => return Err(err(format!("unexpected SASL state {s} during Kerberos authentication"))),
         };
         msg = RpcSaslProto { state: SASL_RESPONSE, token: Some(out), ..Default::default() };
@@ -381,19 +391,27 @@ async fn sasl_kerberos(
     Err(err("Kerberos authentication did not finish in 16 rounds".into()))
 }
 
-/// RFC 4752's last step: the server offers security layers (a bit mask) and its buffer size,
-/// wrapped; we choose "none" (`hadoop.rpc.protection=authentication`).
-fn security_layer_reply(gss: &mut Context, challenge: &[u8]) -> std::result::Result<Vec<u8>, String> {
+/// Our receive buffer, announced to the server (it wraps at most this much per message).
+const GSS_MAXBUF: u32 = 1 << 16;
+
+/// RFC 4752's last step: the server offers security layers (bits: 1 none, 2 integrity,
+/// 4 privacy, as `hadoop.rpc.protection` allows) and its buffer size, wrapped; we choose the
+/// strongest offered, as with DIGEST-MD5, and announce ours.
+fn security_layer_reply(gss: &mut Context, challenge: &[u8]) -> std::result::Result<(Vec<u8>, Qop, usize), String> {
     let offer = gss.unwrap(challenge).map_err(|e| e.to_string())?;
     if offer.len() != 4 {
         return Err(format!("a GSSAPI security-layer offer of {} bytes (4 expected)", offer.len()));
     }
-    if offer[0] & 1 == 0 {
-        return Err(format!(
-            "the server requires a Kerberos security layer (mask {:#x}: hadoop.rpc.protection integrity or privacy), \
-             which is not supported yet with Kerberos",
-            offer[0]
-        ));
-    }
-    gss.wrap(&[1, 0, 0, 0], false).map_err(|e| e.to_string())
+    let (bit, qop) = match offer[0] {
+        m if m & 4 != 0 => (4u8, Qop::AuthConf),
+        m if m & 2 != 0 => (2, Qop::AuthInt),
+        m if m & 1 != 0 => (1, Qop::Auth),
+        m => return Err(format!("the server offers no security layer we know (mask {m:#x})")),
+    };
+    let server_maxbuf = u32::from_be_bytes([0, offer[1], offer[2], offer[3]]) as usize;
+    let ours = if bit == 1 { 0 } else { GSS_MAXBUF };
+    let mut reply = vec![bit];
+    reply.extend_from_slice(&ours.to_be_bytes()[1..]);
+    let wrapped = gss.wrap(&reply, false).map_err(|e| e.to_string())?;
+    Ok((wrapped, qop, server_maxbuf))
 }
