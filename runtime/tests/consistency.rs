@@ -183,9 +183,12 @@ fn global_barrier_makes_all_updates_visible() {
 }
 
 /// ESSP vs SSP (pull, as in the ESSP paper's baseline) on the same balanced workload: pushes keep
-/// caches fresher (higher mean observed staleness, i.e. closer to -1) and far fewer reads block.
+/// caches filled, so far fewer reads block. The mean clock differential (data age minus reader
+/// clock) is printed but not compared: ESSP workers that block less run ahead to the edge of the
+/// slack window, which lowers it (a clean-clone CI run saw ESSP -2.71 against SSP -2.50), so it
+/// is not a measure of freshness; issue 15 asks for the delivery lag, which is.
 #[test]
-fn essp_is_fresher_and_blocks_less_than_ssp() {
+fn essp_blocks_less_than_ssp() {
     let args = "--clocks 40 --delay-ms 3 --shared-rows 4";
     let _alone = MACHINE.write().unwrap_or_else(|e| e.into_inner());
     let ssp = common::run_cluster(3, &cfg(Consistency::Ssp, 3, 2, PrefetchPolicy::Off), |_| demo(args));
@@ -194,6 +197,5 @@ fn essp_is_fresher_and_blocks_less_than_ssp() {
     let (essp_mean, essp_blocked, n2) = summary(&essp);
     assert_eq!(n1, n2, "same workload, same number of reads");
     eprintln!("ssp: mean staleness {ssp_mean:.3}, blocked {ssp_blocked}; essp: {essp_mean:.3}, {essp_blocked}");
-    assert!(essp_mean > ssp_mean, "ESSP mean staleness {essp_mean} not fresher than SSP {ssp_mean}");
     assert!(essp_blocked < ssp_blocked, "ESSP blocked {essp_blocked} times, SSP {ssp_blocked}");
 }
