@@ -154,11 +154,6 @@ impl HadoopConf {
         self.address("yarn.resourcemanager.address", 8032)
     }
 
-    /// RM scheduler address (`yarn.resourcemanager.scheduler.address`, default `<rm host>:8030`).
-    pub fn rm_scheduler(&self) -> Result<String> {
-        self.address("yarn.resourcemanager.scheduler.address", 8030)
-    }
-
     /// The RM client addresses, in failover order: with ResourceManager HA
     /// (`yarn.resourcemanager.ha.enabled`), one per id of `yarn.resourcemanager.ha.rm-ids`, each
     /// `yarn.resourcemanager.address.<id>` or `yarn.resourcemanager.hostname.<id>:8032`, as
@@ -167,7 +162,8 @@ impl HadoopConf {
         self.ha_addresses("yarn.resourcemanager.address", 8032)
     }
 
-    /// The RM scheduler addresses in failover order, as [`Self::rm_addresses`]
+    /// The RM scheduler addresses in failover order, as [`Self::rm_addresses`]: without HA
+    /// `yarn.resourcemanager.scheduler.address` (default `<rm host>:8030`), with HA one per id
     /// (`yarn.resourcemanager.scheduler.address.<id>` or `hostname.<id>:8030`).
     pub fn rm_schedulers(&self) -> Result<Vec<String>> {
         self.ha_addresses("yarn.resourcemanager.scheduler.address", 8030)
@@ -294,7 +290,7 @@ mod tests {
         std::fs::write(d.join("core-site.xml"), "<configuration><property><name>fs.defaultFS</name><value>hdfs://nn:8020</value></property></configuration>").unwrap();
         let c = HadoopConf::load_dir(&d).unwrap();
         assert_eq!(c.rm_webapp().unwrap(), "rm1:18088");
-        assert_eq!(c.rm_scheduler().unwrap(), "rm1:8030");
+        assert_eq!(c.rm_schedulers().unwrap(), vec!["rm1:8030".to_string()]);
         assert_eq!(c.rm_address().unwrap(), "rm1:8032");
         assert_eq!(c.rm_addresses().unwrap(), vec!["rm1:8032".to_string()]);
         let mut ha = c.clone();
@@ -357,7 +353,7 @@ mod tests {
         ]);
         let get = |k: &str| c.get(k).unwrap().unwrap();
         assert_eq!(c.rm_webapp().unwrap(), "rm1:18088");
-        assert_eq!(c.rm_scheduler().unwrap(), "rm1:8030");
+        assert_eq!(c.rm_schedulers().unwrap(), vec!["rm1:8030".to_string()]);
         assert_eq!(get("a"), "xCy");
         assert_eq!(get("unknown"), "${no.such.key}/z");
         assert_eq!(get("self"), "<${self}>");
