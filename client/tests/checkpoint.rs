@@ -157,8 +157,10 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
         }
         assert_eq!(rows, 2000, "every user row is in snapshot {t}");
     }
-    // Offline evaluation of the end-of-job snapshot agrees with the job's own final RMSE (which
-    // each worker measured before the other workers' last-clock updates were visible).
+    // Offline evaluation of the end-of-job snapshot agrees with the job's own final held-out RMSE
+    // (which each worker measured before the other workers' last-clock updates were visible).
+    // The job's training RMSE is LIBMF's: the errors its SGD steps saw during the last clocks,
+    // each before its step, so the finished model's exact training RMSE is a little lower.
     let ev = output(Command::new(bin("ps-runtime")).args([
         "snapshot",
         "eval-mf",
@@ -173,7 +175,8 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
     assert!(ev.status.success(), "{}", String::from_utf8_lossy(&ev.stderr));
     let v: Value = serde_json::from_slice(&ev.stdout).unwrap();
     let (train, test) = final_objective(&stats);
-    assert!((v["train_rmse"].as_f64().unwrap() - train).abs() < 0.02 * train, "offline {v} vs job {train}");
+    let offline = v["train_rmse"].as_f64().unwrap();
+    assert!(offline < train && offline > 0.95 * train, "offline {v} vs job {train}");
     assert!((v["test_rmse"].as_f64().unwrap() - test).abs() < 0.02 * test, "offline {v} vs job {test}");
     // The dump tool prints every row: 2000 users + 400 items + mean + owner/objective rows.
     let dump = output(Command::new(bin("ps-runtime")).args(["snapshot", "dump", &ck, "--table", "1"]));

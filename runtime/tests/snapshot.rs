@@ -271,7 +271,8 @@ fn every_app_resumes_exactly_with_one_thread_and_bsp() {
     let mut cfg = RuntimeConfig { consistency: Consistency::Bsp, staleness: 0, threads: 1, ..Default::default() };
     cfg.checkpoint.every = 4;
     for (app, args) in [
-        ("mf", format!("--input {r} --passes 6 --clocks-per-pass 3 --rank 4")),
+        // Two samples: the training errors summed between them cross a checkpoint.
+        ("mf", format!("--input {r} --passes 6 --clocks-per-pass 3 --rank 4 --samples 2")),
         // Two blocks per pass: a checkpoint falls inside a pass.
         ("lda", format!("--input {c} --topics 5 --passes 6 --clocks-per-pass 2")),
         ("pagerank", format!("--input {g} --passes 20 --block 64")),
