@@ -2,7 +2,7 @@
 //! (no parameter server), sharing the apps' numerical kernels. Used by `ps-bench apps` to price the
 //! parameter server, and as the single-process reference runs of the experiments.
 
-use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
+use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
 use super::lda_tokens::Block;
 use super::mf::{dot, sgd_update};
 use super::pagerank::Csr;
@@ -113,16 +113,16 @@ pub fn lda(
     }
     s.docs.count(&block);
     s.set_totals(&nk);
-    let ll = |s: &Sampler, c: &LocalCounts| {
-        s.doc_loglik() + c.0.iter().map(|r| word_loglik(r, beta)).sum::<f64>() + topic_loglik(&s.nk, s.vbeta)
+    let ll = |s: &mut Sampler, c: &LocalCounts| {
+        s.doc_loglik() + c.0.iter().map(|r| s.word_loglik(r)).sum::<f64>() + topic_loglik(&s.nk, s.vbeta)
     };
-    let mut objective = vec![ll(&s, &counts)];
+    let mut objective = vec![ll(&mut s, &counts)];
     let mut secs = 0.0;
     for _ in 0..passes {
         let t0 = Instant::now();
         s.sweep_block(&mut block, &mut counts, &mut rng)?;
         secs += t0.elapsed().as_secs_f64();
-        objective.push(ll(&s, &counts));
+        objective.push(ll(&mut s, &counts));
     }
     Ok(BaselineRun { pass_s: secs / passes.max(1) as f64, objective })
 }

@@ -7,7 +7,7 @@
 //! Quality: the collapsed log-likelihood log p(w, z).
 
 use super::driver::Iterative;
-use super::lda_sampler::{topic_loglik, word_loglik, Sampler, WordTopics};
+use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
 use super::lda_schedule::{Plan, Schedule};
 use super::lda_tokens::Block;
 use super::options::{parse, CommonArgs, OutputFormat};
@@ -265,7 +265,7 @@ impl Iterative for Lda {
             st.wt.refresh(word);
         }
         for &word in &mine {
-            ll += word_loglik(&*st.wt.get(word)?, self.args.beta);
+            ll += st.sampler.word_loglik(&*st.wt.get(word)?);
         }
         if st.gid == 0 {
             ll += topic_loglik(&st.sampler.nk, st.sampler.vbeta);

@@ -47,6 +47,8 @@ pub struct Sampler {
     coef: Vec<f64>,
     coef_sum: f64,
     cum: Vec<f64>,
+    /// lgamma(n + a), lgamma(n + K a) and lgamma(n + b) for the log-likelihood.
+    lg: [LgammaTable; 3],
 }
 
 impl Sampler {
@@ -67,6 +69,7 @@ impl Sampler {
             changes: Vec::new(),
             coef: vec![0.0; k],
             coef_sum: 0.0,
+            lg: [LgammaTable::new(alpha), LgammaTable::new(k as f64 * alpha), LgammaTable::new(beta)],
             cum: vec![0.0; k],
         }
     }
@@ -178,22 +181,55 @@ impl Sampler {
 
     /// The document part of the collapsed log-likelihood of this worker's documents:
     /// sum_d [sum_k lgamma(n_dk + a) - lgamma(n_d + K a)] + D [lgamma(K a) - K lgamma(a)].
-    pub fn doc_loglik(&self) -> f64 {
-        let (a, k) = (self.alpha, self.k as f64);
-        let (lg_a, lg_ka) = (lgamma(a), lgamma(k * a));
+    pub fn doc_loglik(&mut self) -> f64 {
+        let [la, lka, _] = &mut self.lg;
+        let (lg_a, lg_ka) = (la.get(0), lka.get(0));
         let mut ll = 0.0;
         for (d, &n) in self.docs.doc_len.iter().enumerate() {
-            ll += self.docs.topics(d).iter().map(|&(_, c)| lgamma(c as f64 + a) - lg_a).sum::<f64>();
-            ll -= lgamma(n as f64 + k * a) - lg_ka;
+            ll += self.docs.topics(d).iter().map(|&(_, c)| la.get(c as usize) - lg_a).sum::<f64>();
+            ll -= lka.get(n as usize) - lg_ka;
         }
         ll
     }
+
+    /// The word part for one word's row: sum_{k: n_wk > 0} [lgamma(n_wk + b) - lgamma(b)].
+    pub fn word_loglik(&mut self, row: &SparseRow<i32>) -> f64 {
+        let lb = &mut self.lg[2];
+        let lg_b = lb.get(0);
+        row.iter().filter(|(_, n)| *n > 0).map(|(_, n)| lb.get(n as usize) - lg_b).sum()
+    }
 }
 
-/// The word part for some words' rows: sum_{w,k: n_wk > 0} [lgamma(n_wk + b) - lgamma(b)].
-pub fn word_loglik(row: &SparseRow<i32>, beta: f64) -> f64 {
-    let lg_b = lgamma(beta);
-    row.iter().filter(|(_, n)| *n > 0).map(|(_, n)| lgamma(n as f64 + beta) - lg_b).sum()
+/// lgamma(n + offset) for counts n, each computed once. The log-likelihood takes one per non-zero
+/// count (millions per evaluation), and the Lanczos formula's nine divisions and logarithm made
+/// LDA's evaluations cost as much as a sweep; counts are small integers, so a table answers
+/// nearly all of them with the very same values.
+pub struct LgammaTable {
+    offset: f64,
+    values: Vec<f64>,
+}
+
+impl LgammaTable {
+    /// Counts from here on are computed each time (the table would cost more than it saves).
+    const CAP: usize = 1 << 22;
+
+    pub fn new(offset: f64) -> Self {
+        LgammaTable { offset, values: Vec::new() }
+    }
+
+    #[inline]
+    pub fn get(&mut self, n: usize) -> f64 {
+        if let Some(&v) = self.values.get(n) {
+            return v;
+        }
+        if n >= Self::CAP {
+            return lgamma(n as f64 + self.offset);
+        }
+        let (start, offset) = (self.values.len(), self.offset);
+        let end = (n + 1).max(2 * start).clamp(1024, Self::CAP);
+        self.values.extend((start..end).map(|i| lgamma(i as f64 + offset)));
+        self.values[n]
+    }
 }
 
 /// The topic part: K lgamma(V b) - sum_k lgamma(n_k + V b).
@@ -284,6 +320,15 @@ mod tests {
             let tol = 6.0 * (p[t] / sum * (1.0 - p[t] / sum) / trials as f64).sqrt();
             assert!((freq - p[t] / sum).abs() < tol, "topic {t}: drawn {freq}, exact {}", p[t] / sum);
         }
+    }
+
+    #[test]
+    fn lgamma_table_gives_the_formula_s_values_as_it_grows() {
+        let mut t = LgammaTable::new(0.01);
+        for n in [5usize, 0, 1023, 1024, 3000, 2, 70_000, LgammaTable::CAP + 7] {
+            assert_eq!(t.get(n).to_bits(), lgamma(n as f64 + 0.01).to_bits(), "n = {n}");
+        }
+        assert!(t.values.len() < LgammaTable::CAP, "counts past the cap are not tabled");
     }
 
     #[test]
