@@ -89,6 +89,7 @@ struct Job {
 fn prepare(cli: &Cli) -> Result<Job> {
     let n = parse_master(&cli.master)?;
     let runtime = cli.runtime_config()?;
+    runtime.geo.validate_for(n).map_err(ClientError::Config)?;
     let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
     // Fail on a bad app or bad app options here, once, rather than in N processes.
     apps::build(app, app_args).map_err(ClientError::App)?;

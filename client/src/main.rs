@@ -110,6 +110,24 @@ pub struct Cli {
     /// The keytab file holding --principal's keys.
     #[arg(long, value_name = "FILE", requires = "principal")]
     pub keytab: Option<std::path::PathBuf>,
+    /// Geo-distributed: split the processes evenly into D data centers, in hostfile order.
+    #[arg(long, value_name = "D")]
+    pub datacenters: Option<u32>,
+    /// Geo-distributed: the data center of each process in hostfile order, e.g. 0,0,1,1
+    /// (instead of --datacenters).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with = "datacenters")]
+    pub dc_of: Option<Vec<u32>>,
+    /// How data centers synchronise: ssp (Gaia's Baseline: one parameter server over all data
+    /// centers, the job's consistency across the WAN).
+    #[arg(long, value_parser = parse_inter_dc)]
+    pub inter_dc: Option<ps_runtime::InterDc>,
+    /// Emulated WAN: bandwidth of each link between two processes in different data centers,
+    /// megabits per second in each direction (traffic inside a data center is not shaped).
+    #[arg(long, value_name = "MBPS")]
+    pub wan_mbps: Option<f64>,
+    /// Emulated WAN: one-way delay of those links, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub wan_delay_ms: Option<f64>,
     /// The application (demo) followed by its own options.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP [APP ARGS]")]
     pub app: Vec<String>,
@@ -118,6 +136,10 @@ pub struct Cli {
 // clap prints a value parser's error as `invalid value ...: {e}`; returning the runtime's own
 // error (not a copy of its text) keeps that message as it was.
 fn parse_consistency(s: &str) -> Result<Consistency, ps_runtime::PsError> {
+    s.parse()
+}
+
+fn parse_inter_dc(s: &str) -> Result<ps_runtime::InterDc, ps_runtime::PsError> {
     s.parse()
 }
 
@@ -175,6 +197,22 @@ impl Cli {
             ck.keep = k;
         }
         ck.resume |= self.resume;
+        let geo = &mut cfg.geo;
+        if let Some(d) = self.datacenters {
+            geo.datacenters = d;
+        }
+        if let Some(list) = &self.dc_of {
+            geo.dc_of = list.clone();
+        }
+        if let Some(m) = self.inter_dc {
+            geo.inter_dc = m;
+        }
+        if let Some(b) = self.wan_mbps {
+            geo.wan_mbps = Some(b);
+        }
+        if let Some(l) = self.wan_delay_ms {
+            geo.wan_delay_ms = l;
+        }
         if cfg.consistency == Consistency::Bsp {
             cfg.staleness = 0;
         }

@@ -110,6 +110,7 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     if n == 0 {
         return Err(ClientError::NoWorkers);
     }
+    runtime.geo.validate_for(n).map_err(ClientError::Config)?;
     let login = login(Some(cli));
     let (conf, rm) = cluster(cli.conf_dir.as_deref(), cli.submit_via, &login)?;
     let fs = conf.default_fs().map_err(ClientError::HadoopConf)?.trim_end_matches('/').to_string();

@@ -79,6 +79,34 @@ fn bad_options_fail_fast_with_a_clear_message() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("bsp, ssp, essp, async"));
 }
 
+#[test]
+fn geo_flags_place_processes_in_data_centers_and_count_wan_bytes() {
+    let dir = tmpdir("geo");
+    let stats = dir.join("stats.json");
+    let out = output(
+        submit()
+            .args(["--master", "local[4]", "--threads", "1", "--dc-of", "0,1,0,1", "--wan-mbps", "200"])
+            .args(["--wan-delay-ms", "5", "--inter-dc", "ssp", "--stats"])
+            .arg(&stats)
+            .args(["demo", "--clocks", "6"]),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let geo = &v["config"]["runtime"]["geo"];
+    assert_eq!(geo["dc_of"], serde_json::json!([0, 1, 0, 1]), "{geo}");
+    assert_eq!((geo["wan_mbps"].as_f64(), geo["wan_delay_ms"].as_f64()), (Some(200.0), Some(5.0)));
+    let (wan, all) = (v["wan_bytes_sent"].as_u64().unwrap(), v["bytes_sent"].as_u64().unwrap());
+    assert!(wan > 0 && wan < all, "WAN {wan} of {all} bytes");
+    for p in v["processes"].as_array().unwrap() {
+        assert!(p["wan_bytes_recv"].as_u64().unwrap() > 0, "{p}");
+    }
+    // Data centers that do not fit the job are a usage error, before anything starts.
+    let out = output(submit().args(["--master", "local[2]", "--datacenters", "3", "demo"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("geo.datacenters"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// SIGKILL of one process: the whole job exits non-zero within 30 s, naming the process, and no
 /// runtime process is left behind.
 #[test]

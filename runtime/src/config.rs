@@ -80,6 +80,8 @@ pub struct RuntimeConfig {
     pub checkpoint: CheckpointConfig,
     /// Ports to listen on (`A-B`) when a process binds its own (on YARN); any free port if unset.
     pub port_range: Option<crate::ports::PortRange>,
+    /// Data centers and the emulated WAN between them (geo-distributed jobs).
+    pub geo: crate::geo::GeoConfig,
     /// Fault injection for tests of the test suite itself. Not serialized: a job file or `--conf`
     /// that names `fault` is refused (see [`RuntimeConfig::from_json`]), so it can only be set
     /// from Rust code, i.e. by tests.
@@ -169,6 +171,7 @@ impl Default for RuntimeConfig {
             stats_per_clock: false,
             checkpoint: CheckpointConfig::default(),
             port_range: None,
+            geo: crate::geo::GeoConfig::default(),
             fault: FaultConfig::default(),
         }
     }
@@ -221,6 +224,19 @@ impl RuntimeConfig {
         }
         if self.staleness > 1_000_000 {
             return bad("staleness", "is unreasonably large (use consistency async)");
+        }
+        self.geo.validate()?;
+        // Liveness counts whole frames: a batch must cross the slowest emulated link well within
+        // the peer timeout, or a busy link would look like a dead peer.
+        if let Some(mbps) = self.geo.wan_mbps {
+            let secs = self.batch_bytes as f64 * 8.0 / (mbps * 1e6) + 2.0 * self.geo.wan_delay_ms / 1e3;
+            if secs * 2.0 > self.peer_timeout_ms as f64 / 1e3 {
+                return bad(
+                    "peer_timeout_ms",
+                    "must be at least twice the time a batch (batch_bytes) takes on the emulated WAN link \
+                     (geo.wan_mbps, geo.wan_delay_ms): raise it or lower batch_bytes",
+                );
+            }
         }
         Ok(())
     }

@@ -35,6 +35,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gen;
+mod geo;
 mod hash;
 mod hostfile;
 pub mod input;
@@ -58,6 +59,7 @@ pub mod snapshot;
 mod state;
 mod stats;
 pub mod storage;
+mod wan;
 mod wire;
 
 pub use client::{RowMut, RowRef, TableHandle, Worker};
@@ -66,6 +68,7 @@ pub use config::{
     SnapshotMode, TableConfig,
 };
 pub use error::{PsError, Result};
+pub use geo::{GeoConfig, InterDc};
 pub use hostfile::Hostfile;
 pub use launch::run_job_process;
 pub use local_cluster::run_local_cluster;

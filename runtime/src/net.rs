@@ -7,17 +7,20 @@
 use crate::error::{panic_message, PsError, Result};
 use crate::hostfile::Hostfile;
 use crate::state::{ClientCmd, Shared};
+use crate::wan::Shaper;
 use crate::wire::auth::{self, HandshakeError, Keys};
 use crate::wire::{FrameCodec, Msg};
+use bytes::BytesMut;
 use futures::{FutureExt, SinkExt, StreamExt};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use tokio_util::codec::{Framed, FramedRead, FramedWrite, LengthDelimitedCodec};
+use tokio_util::codec::{Encoder, Framed, FramedRead, FramedWrite, LengthDelimitedCodec};
 
 /// Handshakes in progress at once. Unauthenticated connections beyond this are closed as soon as
 /// they are accepted (a connector retries until `connect_timeout_ms`), so a flood of strangers
@@ -67,6 +70,26 @@ pub(crate) struct Links {
 
 type Rxs = Arc<Mutex<Vec<Option<UnboundedReceiver<Msg>>>>>;
 
+/// What the way to a peer crosses: a data-center boundary (its bytes count as WAN traffic) and,
+/// when a WAN is emulated, the shaper of this direction, shared by both connections to the peer.
+#[derive(Clone, Default)]
+struct Wan {
+    crosses: bool,
+    shaper: Option<Arc<Shaper>>,
+}
+
+fn wan_links(core: &Shared) -> Arc<Vec<Wan>> {
+    let (geo, n, me) = (&core.cfg.geo, core.nprocs, core.pid);
+    Arc::new(
+        (0..n)
+            .map(|q| Wan {
+                crosses: geo.crosses(me, q, n),
+                shaper: geo.link(me, q, n).map(|l| Arc::new(Shaper::new(l))),
+            })
+            .collect(),
+    )
+}
+
 /// Creates the links and starts accepting and connecting. Must run inside the tokio runtime.
 pub(crate) fn start(
     core: Arc<Shared>,
@@ -110,19 +133,22 @@ pub(crate) fn start(
     });
 
     let client_rx: Rxs = Arc::new(Mutex::new(client_rx));
+    let wan = wan_links(&core);
     spawn_guarded(
         core.clone(),
         "the connection acceptor",
-        accept_loop(core.clone(), hosts.clone(), listener, secret.clone(), client_rx, server_in),
+        accept_loop(core.clone(), hosts.clone(), listener, secret.clone(), client_rx, server_in, wan.clone()),
     );
     for (q, rx) in server_rx.into_iter().enumerate() {
         if let Some(rx) = rx {
             let addr = hosts.addr(q);
             let deliver = client_in.clone();
-            let (core, secret) = (core.clone(), secret.clone());
+            let (core, secret, wan) = (core.clone(), secret.clone(), wan[q].clone());
             spawn_guarded(core.clone(), "a connector", async move {
                 match connect(&core, q, &addr, &secret).await {
-                    Ok((conn, keys)) => run_conn(core, q, addr, conn, keys, rx, move |m| deliver.send((q, m)).is_ok()),
+                    Ok((conn, keys)) => {
+                        run_conn(core, (q, addr, wan), conn, keys, rx, move |m| deliver.send((q, m)).is_ok())
+                    }
                     Err(e) => core.fail(PsError::PeerLost { pid: q, addr, reason: e.to_string() }),
                 }
             });
@@ -175,6 +201,7 @@ async fn accept_loop(
     secret: Arc<Vec<u8>>,
     rxs: Rxs,
     server_in: ToServer,
+    wan: Arc<Vec<Wan>>,
 ) {
     let pending = Arc::new(tokio::sync::Semaphore::new(MAX_PENDING_HANDSHAKES));
     let refused = Arc::new(AtomicU64::new(0));
@@ -191,8 +218,8 @@ async fn accept_loop(
             note_refusal(&refused, peer, &format!("{MAX_PENDING_HANDSHAKES} handshakes already in progress"));
             continue;
         };
-        let (core, secret, rxs, hosts, server_in, refused) =
-            (core.clone(), secret.clone(), rxs.clone(), hosts.clone(), server_in.clone(), refused.clone());
+        let (core, secret, rxs, hosts, server_in, refused, wan) =
+            (core.clone(), secret.clone(), rxs.clone(), hosts.clone(), server_in.clone(), refused.clone(), wan.clone());
         spawn_guarded(core.clone(), "a connection handshake", async move {
             let _ = sock.set_nodelay(true);
             let mut conn = Framed::new(sock, auth::handshake_codec());
@@ -214,7 +241,7 @@ async fn accept_loop(
                 return;
             };
             log::debug!("accepted process {q} from {peer}");
-            run_conn(core, q, hosts.addr(q), conn, keys, rx, move |m| server_in(q, m));
+            run_conn(core, (q, hosts.addr(q), wan[q].clone()), conn, keys, rx, move |m| server_in(q, m));
         });
     }
 }
@@ -232,8 +259,7 @@ fn note_refusal(count: &AtomicU64, peer: std::net::SocketAddr, why: &str) {
 /// decoded messages to `deliver`. From here on every frame is protected with the handshake's keys.
 fn run_conn(
     core: Arc<Shared>,
-    q: usize,
-    addr: String,
+    (q, addr, wan): (usize, String, Wan),
     conn: Conn,
     keys: Keys,
     rx: UnboundedReceiver<Msg>,
@@ -245,8 +271,19 @@ fn run_conn(
     let mut reader = FramedRead::new(r, FrameCodec::new(max, p, keys.recv));
     // Frames the peer sent right after the handshake may already sit in the handshake's buffer.
     reader.read_buffer_mut().extend_from_slice(&parts.read_buf);
-    let writer = FramedWrite::new(w, FrameCodec::new(max, p, keys.send));
-    spawn_guarded(core.clone(), "a connection writer", write_loop(core.clone(), q, addr.clone(), writer, rx));
+    let codec = FrameCodec::new(max, p, keys.send);
+    match wan.shaper {
+        Some(shaper) => spawn_guarded(
+            core.clone(),
+            "a WAN connection writer",
+            shaped_write_loop(core.clone(), q, addr.clone(), codec, w, rx, shaper),
+        ),
+        None => spawn_guarded(
+            core.clone(),
+            "a connection writer",
+            write_loop(core.clone(), q, addr.clone(), FramedWrite::new(w, codec), rx, wan.crosses),
+        ),
+    }
     spawn_guarded(core.clone(), "a connection reader", async move {
         let timeout = Duration::from_millis(core.cfg.peer_timeout_ms);
         let overhead = reader.decoder().overhead() as u64;
@@ -257,6 +294,9 @@ fn run_conn(
                 Ok(Some(Err(e))) => format!("read failed: {e}"),
                 Ok(Some(Ok(frame))) => {
                     core.net.bytes_recv.fetch_add(frame.len() as u64 + overhead, Ordering::Relaxed);
+                    if wan.crosses {
+                        core.net.wan_bytes_recv.fetch_add(frame.len() as u64 + overhead, Ordering::Relaxed);
+                    }
                     match Msg::decode(frame.freeze()) {
                         Ok(Msg::Ping) => continue,
                         Ok(m) => {
@@ -288,6 +328,7 @@ async fn write_loop(
     addr: String,
     mut w: FramedWrite<tokio::net::tcp::OwnedWriteHalf, FrameCodec>,
     mut rx: UnboundedReceiver<Msg>,
+    crosses: bool,
 ) {
     let hb = Duration::from_millis(core.cfg.heartbeat_ms);
     loop {
@@ -315,7 +356,11 @@ async fn write_loop(
             SinkExt::<Msg>::flush(&mut w).await
         }
         .await;
-        core.net.bytes_sent.fetch_add(w.encoder().encoded_bytes - before, Ordering::Relaxed);
+        let sent = w.encoder().encoded_bytes - before;
+        core.net.bytes_sent.fetch_add(sent, Ordering::Relaxed);
+        if crosses {
+            core.net.wan_bytes_sent.fetch_add(sent, Ordering::Relaxed);
+        }
         for _ in 0..counted {
             core.control.message_done();
         }
@@ -324,6 +369,70 @@ async fn write_loop(
                 core.fail(PsError::PeerLost { pid: q, addr, reason: format!("write failed: {e}") });
             }
             return;
+        }
+    }
+}
+
+/// The writer of a connection across an emulated WAN link: batches are encoded as usual, then
+/// handed in pieces to a pump task that writes each piece when the link's [`Shaper`] says it
+/// arrives. Messages count as delivered once their last piece is written.
+async fn shaped_write_loop(
+    core: Arc<Shared>,
+    q: usize,
+    addr: String,
+    mut codec: FrameCodec,
+    mut io: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: UnboundedReceiver<Msg>,
+    shaper: Arc<Shaper>,
+) {
+    let (tx, mut pieces) = unbounded_channel::<(Instant, bytes::Bytes, usize)>();
+    let (pump_core, pump_addr) = (core.clone(), addr.clone());
+    spawn_guarded(core.clone(), "a WAN link", async move {
+        while let Some((at, piece, done)) = pieces.recv().await {
+            tokio::time::sleep_until(at.into()).await;
+            if let Err(e) = io.write_all(&piece).await {
+                if !pump_core.control.is_closing() {
+                    let reason = format!("write failed: {e}");
+                    pump_core.fail(PsError::PeerLost { pid: q, addr: pump_addr, reason });
+                }
+                return;
+            }
+            (0..done).for_each(|_| pump_core.control.message_done());
+        }
+    });
+    let hb = Duration::from_millis(core.cfg.heartbeat_ms);
+    loop {
+        let first = match tokio::time::timeout(hb, rx.recv()).await {
+            Ok(Some(m)) => m,
+            Ok(None) => return,
+            Err(_) => Msg::Ping,
+        };
+        let mut counted = usize::from(!matches!(first, Msg::Ping));
+        let mut next = Some(first);
+        let mut buf = BytesMut::new();
+        let mut batch = 0;
+        while let Some(m) = next.take() {
+            if let Err(e) = codec.encode(m, &mut buf) {
+                core.fail(PsError::PeerLost { pid: q, addr, reason: format!("encoding failed: {e}") });
+                return;
+            }
+            batch += 1;
+            if batch < 256 {
+                next = rx.try_recv().ok();
+                counted += usize::from(next.is_some());
+            }
+        }
+        let n = buf.len();
+        core.net.bytes_sent.fetch_add(n as u64, Ordering::Relaxed);
+        core.net.wan_bytes_sent.fetch_add(n as u64, Ordering::Relaxed);
+        let mut bytes = buf.freeze();
+        let plan = shaper.schedule(n, Instant::now());
+        let last = plan.len() - 1;
+        for (i, (len, at)) in plan.into_iter().enumerate() {
+            let piece = bytes.split_to(len);
+            if tx.send((at, piece, if i == last { counted } else { 0 })).is_err() {
+                return;
+            }
         }
     }
 }

@@ -75,6 +75,7 @@ impl PsContext {
         if spec.pid >= n {
             return Err(PsError::Config(format!("process id {} is not in the hostfile ({n} processes)", spec.pid)));
         }
+        spec.cfg.geo.validate_for(n)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(spec.cfg.comm_threads)
             .thread_name(format!("ps-comm-{}", spec.pid))
@@ -346,6 +347,8 @@ impl Joined {
             incs: self.total.incs,
             bytes_sent: net.bytes_sent.load(Ordering::Relaxed),
             bytes_recv: net.bytes_recv.load(Ordering::Relaxed),
+            wan_bytes_sent: net.wan_bytes_sent.load(Ordering::Relaxed),
+            wan_bytes_recv: net.wan_bytes_recv.load(Ordering::Relaxed),
             rows_recv: net.rows_recv.load(Ordering::Relaxed),
             rows_recv_remote: net.rows_recv_remote.load(Ordering::Relaxed),
             updates_sent: net.updates_sent.load(Ordering::Relaxed),

@@ -135,6 +135,9 @@ pub(crate) struct NetStats {
     pub rows_recv_remote: AtomicU64,
     pub updates_sent: AtomicU64,
     pub fetches_sent: AtomicU64,
+    /// Bytes sent to and received from processes in other data centers (also in the totals).
+    pub wan_bytes_sent: AtomicU64,
+    pub wan_bytes_recv: AtomicU64,
 }
 
 /// The state every layer of a process shares.

@@ -66,6 +66,9 @@ pub struct ProcessStats {
     pub rows_recv_remote: u64,
     pub updates_sent: u64,
     pub fetches_sent: u64,
+    /// Bytes sent to / received from processes in other data centers (part of the totals).
+    pub wan_bytes_sent: u64,
+    pub wan_bytes_recv: u64,
     /// Peak resident set size of the process (bytes, from getrusage).
     pub peak_rss_bytes: u64,
     /// Observed staleness (row data age minus reader clock) -> count.
@@ -148,6 +151,8 @@ struct JobStats {
     rows_recv_remote: u64,
     updates_sent: u64,
     fetches_sent: u64,
+    wan_bytes_sent: u64,
+    wan_bytes_recv: u64,
     /// The largest process's peak RSS.
     peak_rss_bytes: u64,
     staleness_hist: BTreeMap<i64, u64>,
@@ -188,6 +193,8 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         rows_recv_remote: sum(|p| p.rows_recv_remote),
         updates_sent: sum(|p| p.updates_sent),
         fetches_sent: sum(|p| p.fetches_sent),
+        wan_bytes_sent: sum(|p| p.wan_bytes_sent),
+        wan_bytes_recv: sum(|p| p.wan_bytes_recv),
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
         staleness_hist: hist,
         mean_staleness: mean,
@@ -245,6 +252,8 @@ mod tests {
             "rows_recv_remote": int("rows_recv_remote"),
             "updates_sent": int("updates_sent"),
             "fetches_sent": int("fetches_sent"),
+            "wan_bytes_sent": int("wan_bytes_sent"),
+            "wan_bytes_recv": int("wan_bytes_recv"),
             "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
             "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),
             "mean_staleness": mean,
@@ -271,6 +280,7 @@ mod tests {
             "threads": threads, "gets": 3200 + k, "get_misses": 93 - 30 * k, "thread_cache_misses": 3200,
             "incs": 2000, "bytes_sent": 1583137 - 283528 * k, "bytes_recv": 1299609 + 283528 * k,
             "rows_recv": 1553, "rows_recv_remote": 589 + 375 * k, "updates_sent": 1200, "fetches_sent": 8,
+            "wan_bytes_sent": 7000 * k, "wan_bytes_recv": 6000 + k,
             "peak_rss_bytes": 104_857_600 + 4096 * k,
             "staleness_hist": {"-1": 1157 + k, "-2": 797, "-3": 1246, format!("-{}", 4 + k): 7},
             "mean_staleness": -2.0278125,
@@ -305,7 +315,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 19] = [
+    const JOB_KEYS: [&str; 21] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -325,6 +335,8 @@ mod tests {
         "updates_sent",
         "wait_s",
         "wall_s",
+        "wan_bytes_recv",
+        "wan_bytes_sent",
     ];
 
     /// The keys of README.md's "Stats JSON" table, which tooling reads: renaming a field of

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 /// Layers of `ps-runtime`, lowest first. Keep in sync with ARCHITECTURE.md ("Module layers").
 const LAYERS: &[&[&str]] = &[
     &["error", "clock", "hash", "logging", "stats"],
-    &["secret", "hostfile", "ports", "gen", "row", "storage", "mailbox"],
-    &["wire"],
+    &["secret", "hostfile", "ports", "gen", "row", "storage", "mailbox", "wan"],
+    &["wire", "geo"],
     &["config"],
     &["consistency", "oplog", "state", "input", "rendezvous"],
     &["net", "snapshot"],

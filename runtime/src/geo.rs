@@ -1,0 +1,170 @@
+//! Geo-distributed jobs (Gaia, PAPERS.md §8): which data center each process is in, how the data
+//! centers synchronise, and the emulated WAN between them ([`crate::wan`]).
+//!
+//! `inter_dc: ssp` is Gaia's Baseline: one parameter server spread over every data center, the
+//! job's consistency model running across the WAN (each row lives on one process, wherever its
+//! readers are). Gaia's own mode, ASP (per-data-center model copies and significance-filtered
+//! mirror updates), is being built; until it lands `ssp` is the only choice.
+
+use crate::error::{PsError, Result};
+use crate::wan::LinkShape;
+use serde::{Deserialize, Serialize};
+
+/// How data centers synchronise with each other.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum InterDc {
+    /// One global parameter server over all data centers (Gaia's Baseline).
+    #[default]
+    Ssp,
+}
+
+impl std::str::FromStr for InterDc {
+    type Err = PsError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "ssp" => Ok(Self::Ssp),
+            "asp" => Err(PsError::Config(
+                "inter_dc: asp (Gaia's approximate synchronous parallel) is not available in this build yet; \
+                 use ssp (one parameter server over all data centers)"
+                    .into(),
+            )),
+            _ => Err(PsError::Config(format!("inter_dc: '{s}' is not one of ssp, asp"))),
+        }
+    }
+}
+
+/// Data centers and the emulated WAN of a job.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GeoConfig {
+    /// Data centers the processes are split into, evenly in hostfile order (1: one data center).
+    pub datacenters: u32,
+    /// The data center of each process by hostfile position; overrides `datacenters` if set.
+    pub dc_of: Vec<u32>,
+    pub inter_dc: InterDc,
+    /// Bandwidth of every link between two processes in different data centers, megabits per
+    /// second, each direction (unset: not limited).
+    pub wan_mbps: Option<f64>,
+    /// One-way delay of those links, milliseconds.
+    pub wan_delay_ms: f64,
+}
+
+impl Default for GeoConfig {
+    fn default() -> Self {
+        GeoConfig { datacenters: 1, dc_of: Vec::new(), inter_dc: InterDc::Ssp, wan_mbps: None, wan_delay_ms: 0.0 }
+    }
+}
+
+impl GeoConfig {
+    /// Checks what does not depend on the number of processes; errors name the key.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |k: &str, why: String| Err(PsError::Config(format!("geo.{k}: {why}")));
+        if self.datacenters == 0 {
+            return bad("datacenters", "must be at least 1".into());
+        }
+        if let Some(m) = self.wan_mbps {
+            if !(m.is_finite() && m > 0.0) {
+                return bad("wan_mbps", format!("must be a positive number of megabits per second, not {m}"));
+            }
+        }
+        if !(self.wan_delay_ms.is_finite() && self.wan_delay_ms >= 0.0) {
+            return bad("wan_delay_ms", format!("must be zero or more milliseconds, not {}", self.wan_delay_ms));
+        }
+        Ok(())
+    }
+
+    /// Checks the data centers against a job of `n` processes: every data center has a process.
+    pub fn validate_for(&self, n: usize) -> Result<()> {
+        self.validate()?;
+        let bad = |k: &str, why: String| Err(PsError::Config(format!("geo.{k}: {why}")));
+        if !self.dc_of.is_empty() {
+            if self.dc_of.len() != n {
+                return bad("dc_of", format!("lists {} processes, but the job has {n}", self.dc_of.len()));
+            }
+            let d = self.count(n);
+            if let Some(missing) = (0..d).find(|dc| !self.dc_of.contains(dc)) {
+                return bad("dc_of", format!("data center {missing} has no process (number them from 0 without gaps)"));
+            }
+        } else if self.datacenters as usize > n {
+            return bad(
+                "datacenters",
+                format!("{} data centers need at least as many processes, not {n}", self.datacenters),
+            );
+        }
+        Ok(())
+    }
+
+    /// Number of data centers of a job of `n` processes.
+    pub fn count(&self, n: usize) -> u32 {
+        match self.dc_of.iter().max() {
+            Some(&m) => m + 1,
+            None => self.datacenters.min(n.max(1) as u32),
+        }
+    }
+
+    /// The data center of process `p` of `n`.
+    pub fn dc(&self, p: usize, n: usize) -> u32 {
+        match self.dc_of.get(p) {
+            Some(&d) => d,
+            None => (p * self.count(n) as usize / n.max(1)) as u32,
+        }
+    }
+
+    /// The emulated link from process `from` to process `to` of `n`, if it crosses data centers
+    /// and a WAN is configured.
+    pub fn link(&self, from: usize, to: usize, n: usize) -> Option<LinkShape> {
+        let shaped = self.wan_mbps.is_some() || self.wan_delay_ms > 0.0;
+        (shaped && self.dc(from, n) != self.dc(to, n)).then(|| LinkShape::new(self.wan_mbps, self.wan_delay_ms))
+    }
+
+    /// True if traffic between processes `a` and `b` of `n` crosses data centers.
+    pub fn crosses(&self, a: usize, b: usize, n: usize) -> bool {
+        self.dc(a, n) != self.dc(b, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_split_evenly_in_hostfile_order_or_as_listed() {
+        let g = GeoConfig { datacenters: 2, ..Default::default() };
+        assert_eq!((0..4).map(|p| g.dc(p, 4)).collect::<Vec<_>>(), [0, 0, 1, 1]);
+        assert_eq!((0..5).map(|p| g.dc(p, 5)).collect::<Vec<_>>(), [0, 0, 0, 1, 1]);
+        let g3 = GeoConfig { datacenters: 3, ..Default::default() };
+        assert_eq!((0..3).map(|p| g3.dc(p, 3)).collect::<Vec<_>>(), [0, 1, 2]);
+        let listed = GeoConfig { dc_of: vec![1, 0, 1], ..Default::default() };
+        assert_eq!((0..3).map(|p| listed.dc(p, 3)).collect::<Vec<_>>(), [1, 0, 1]);
+        assert_eq!(listed.count(3), 2);
+        assert!(listed.validate_for(3).is_ok());
+    }
+
+    #[test]
+    fn only_links_between_data_centers_are_shaped() {
+        let g = GeoConfig { datacenters: 2, wan_mbps: Some(100.0), wan_delay_ms: 10.0, ..Default::default() };
+        assert_eq!(g.link(0, 1, 4), None, "same data center");
+        let l = g.link(1, 2, 4).expect("crosses");
+        assert_eq!(l.bytes_per_s, 12.5e6);
+        assert_eq!(l.delay.as_millis(), 10);
+        let unshaped = GeoConfig { datacenters: 2, ..Default::default() };
+        assert_eq!(unshaped.link(0, 3, 4), None, "no WAN configured");
+        assert!(unshaped.crosses(0, 3, 4));
+    }
+
+    #[test]
+    fn bad_settings_name_their_key() {
+        let err = |g: GeoConfig, n: usize| g.validate_for(n).unwrap_err().to_string();
+        assert!(err(GeoConfig { datacenters: 0, ..Default::default() }, 2).contains("geo.datacenters"));
+        assert!(err(GeoConfig { datacenters: 3, ..Default::default() }, 2).contains("at least as many processes"));
+        assert!(err(GeoConfig { dc_of: vec![0, 1], ..Default::default() }, 3).contains("geo.dc_of"));
+        assert!(
+            err(GeoConfig { dc_of: vec![0, 2, 2], ..Default::default() }, 3).contains("data center 1 has no process")
+        );
+        assert!(err(GeoConfig { wan_mbps: Some(0.0), ..Default::default() }, 1).contains("geo.wan_mbps"));
+        assert!(err(GeoConfig { wan_delay_ms: -1.0, ..Default::default() }, 1).contains("geo.wan_delay_ms"));
+        assert!("asp".parse::<InterDc>().unwrap_err().to_string().contains("not available"));
+        assert!("lan".parse::<InterDc>().unwrap_err().to_string().contains("not one of"));
+    }
+}

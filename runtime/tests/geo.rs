@@ -1,0 +1,70 @@
+//! Geo-distributed jobs: data centers and the emulated WAN between them. The demo app checks the
+//! consistency guarantee on every read, so each job here also shows that it holds across the WAN.
+//! Times are only ever bounded from below: the emulator must hold traffic back at least as long
+//! as the link's delay and rate demand, and a slow machine can only add to that.
+
+mod common;
+
+use common::{demo, run_cluster};
+use ps_runtime::{Consistency, GeoConfig, ProcessStats, RuntimeConfig};
+
+fn cfg(geo: GeoConfig, consistency: Consistency, staleness: u32) -> RuntimeConfig {
+    RuntimeConfig { consistency, staleness, threads: 1, geo, ..Default::default() }
+}
+
+fn ok(stats: Vec<ps_runtime::Result<ProcessStats>>) -> Vec<ProcessStats> {
+    stats.into_iter().map(|s| s.expect("process failed")).collect()
+}
+
+#[test]
+fn every_bsp_clock_waits_for_a_round_trip_across_the_wan() {
+    let delay_ms = 40.0;
+    let geo = GeoConfig { datacenters: 2, wan_delay_ms: delay_ms, ..Default::default() };
+    let clocks = 10;
+    let args = format!("--clocks {clocks} --shared-rows 16");
+    let stats = ok(run_cluster(2, &cfg(geo, Consistency::Bsp, 0), |_| demo(&args)));
+    for s in &stats {
+        // Reading clock c's rows from the other data center's server needs that process's clock
+        // message there (one delay) and the row back (another), at every clock after the first.
+        let floor = (clocks - 1) as f64 * 2.0 * delay_ms / 1e3;
+        assert!(s.wall_s >= floor, "process {}: {} s, below the WAN's floor of {floor} s", s.process, s.wall_s);
+        assert!(s.wan_bytes_sent > 0 && s.wan_bytes_recv > 0, "{s:?}");
+        assert_eq!(s.wan_bytes_sent, s.bytes_sent, "with one process per data center all traffic crosses");
+        assert!(s.app["checks"].as_u64().unwrap() > 0, "the demo checked its reads");
+    }
+}
+
+#[test]
+fn the_wan_rate_caps_what_crosses_between_data_centers() {
+    let mbps = 4.0; // 500 KB/s per direction
+    let geo = GeoConfig { datacenters: 2, wan_mbps: Some(mbps), ..Default::default() };
+    let stats = ok(run_cluster(2, &cfg(geo, Consistency::Essp, 1), |_| demo("--clocks 12 --shared-rows 3000")));
+    for s in &stats {
+        // A token bucket lets through at most one burst plus the rate times the elapsed time.
+        let sent = s.wan_bytes_sent as f64;
+        assert!(sent > 1e6, "the test must move enough bytes to mean something: {sent}");
+        let floor = (sent - 64.0 * 1024.0) / (mbps * 1e6 / 8.0);
+        assert!(s.wall_s >= floor, "process {} sent {sent} B in {} s: faster than {mbps} Mbit/s", s.process, s.wall_s);
+    }
+}
+
+#[test]
+fn only_traffic_between_data_centers_counts_as_wan() {
+    // Data centers 0 and 1 interleaved in hostfile order; no WAN shaping, only accounting.
+    let geo = GeoConfig { dc_of: vec![0, 1, 0, 1], ..Default::default() };
+    let stats = ok(run_cluster(4, &cfg(geo, Consistency::Essp, 1), |_| demo("--clocks 8 --shared-rows 64")));
+    let sum = |f: fn(&ProcessStats) -> u64| stats.iter().map(f).sum::<u64>();
+    let (wan_sent, wan_recv, all) = (sum(|s| s.wan_bytes_sent), sum(|s| s.wan_bytes_recv), sum(|s| s.bytes_sent));
+    assert!(wan_sent > 0 && wan_sent < all, "some traffic stays inside a data center: {wan_sent} of {all}");
+    assert_eq!(wan_sent, wan_recv, "every byte sent across is received across");
+    let one_dc = ok(run_cluster(2, &cfg(GeoConfig::default(), Consistency::Essp, 1), |_| demo("--clocks 4")));
+    assert!(one_dc.iter().all(|s| s.wan_bytes_sent == 0 && s.wan_bytes_recv == 0 && s.bytes_sent > 0));
+}
+
+#[test]
+fn data_centers_that_do_not_fit_the_job_are_refused_by_name() {
+    let geo = GeoConfig { dc_of: vec![0, 1, 1], ..Default::default() };
+    let stats = run_cluster(2, &cfg(geo, Consistency::Essp, 1), |_| demo("--clocks 2"));
+    let err = stats.into_iter().find_map(|s| s.err()).expect("refused").to_string();
+    assert!(err.contains("geo.dc_of") && err.contains("lists 3 processes, but the job has 2"), "{err}");
+}
