@@ -322,6 +322,39 @@ fn run_conn(
     });
 }
 
+/// The messages a writer sends together: the first queued one (a heartbeat after `heartbeat_ms`
+/// of silence), then whatever else is queued, up to 256.
+struct Batch<'a> {
+    rx: &'a mut UnboundedReceiver<Msg>,
+    next: Option<Msg>,
+    taken: usize,
+    /// Messages of the batch queued through a `Link` (heartbeats are not, so they do not count).
+    counted: usize,
+}
+
+impl<'a> Batch<'a> {
+    /// Waits for the first message; `None` once the queue is closed.
+    async fn start(rx: &'a mut UnboundedReceiver<Msg>, heartbeat: Duration) -> Option<Batch<'a>> {
+        let first = match tokio::time::timeout(heartbeat, rx.recv()).await {
+            Ok(Some(m)) => m,
+            Ok(None) => return None,
+            Err(_) => Msg::Ping,
+        };
+        let counted = usize::from(!matches!(first, Msg::Ping));
+        Some(Batch { rx, next: Some(first), taken: 0, counted })
+    }
+
+    fn next(&mut self) -> Option<Msg> {
+        let m = self.next.take()?;
+        self.taken += 1;
+        if self.taken < 256 {
+            self.next = self.rx.try_recv().ok();
+            self.counted += usize::from(self.next.is_some());
+        }
+        Some(m)
+    }
+}
+
 async fn write_loop(
     core: Arc<Shared>,
     q: usize,
@@ -332,30 +365,18 @@ async fn write_loop(
 ) {
     let hb = Duration::from_millis(core.cfg.heartbeat_ms);
     loop {
-        let first = match tokio::time::timeout(hb, rx.recv()).await {
-            Ok(Some(m)) => m,
-            Ok(None) => return,
-            Err(_) => Msg::Ping,
-        };
-        // Heartbeats are not queued through a Link, so they are not counted.
-        let mut counted = usize::from(!matches!(first, Msg::Ping));
-        let mut next = Some(first);
-        let mut batch = 0;
+        let Some(mut batch) = Batch::start(&mut rx, hb).await else { return };
         let before = w.encoder().encoded_bytes;
         let res: std::io::Result<()> = async {
-            // Messages are encoded and sealed straight into the socket's write buffer; up to
-            // 256 queued ones go out with one flush.
-            while let Some(m) = next.take() {
+            // Messages are encoded and sealed straight into the socket's write buffer; a batch
+            // goes out with one flush.
+            while let Some(m) = batch.next() {
                 w.feed(m).await?;
-                batch += 1;
-                if batch < 256 {
-                    next = rx.try_recv().ok();
-                    counted += usize::from(next.is_some());
-                }
             }
             SinkExt::<Msg>::flush(&mut w).await
         }
         .await;
+        let counted = batch.counted;
         let sent = w.encoder().encoded_bytes - before;
         core.net.bytes_sent.fetch_add(sent, Ordering::Relaxed);
         if crosses {
@@ -402,26 +423,15 @@ async fn shaped_write_loop(
     });
     let hb = Duration::from_millis(core.cfg.heartbeat_ms);
     loop {
-        let first = match tokio::time::timeout(hb, rx.recv()).await {
-            Ok(Some(m)) => m,
-            Ok(None) => return,
-            Err(_) => Msg::Ping,
-        };
-        let mut counted = usize::from(!matches!(first, Msg::Ping));
-        let mut next = Some(first);
+        let Some(mut batch) = Batch::start(&mut rx, hb).await else { return };
         let mut buf = BytesMut::new();
-        let mut batch = 0;
-        while let Some(m) = next.take() {
+        while let Some(m) = batch.next() {
             if let Err(e) = codec.encode(m, &mut buf) {
                 core.fail(PsError::PeerLost { pid: q, addr, reason: format!("encoding failed: {e}") });
                 return;
             }
-            batch += 1;
-            if batch < 256 {
-                next = rx.try_recv().ok();
-                counted += usize::from(next.is_some());
-            }
         }
+        let counted = batch.counted;
         let n = buf.len();
         core.net.bytes_sent.fetch_add(n as u64, Ordering::Relaxed);
         core.net.wan_bytes_sent.fetch_add(n as u64, Ordering::Relaxed);
