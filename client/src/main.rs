@@ -128,6 +128,10 @@ pub struct Cli {
     /// Emulated WAN: one-way delay of those links, milliseconds.
     #[arg(long, value_name = "MS")]
     pub wan_delay_ms: Option<f64>,
+    /// Emulated WAN per pair of data centers, from a JSON file: {"datacenters": [names],
+    /// "mbps": [[from i to j]], "delay_ms": [[...]]} (instead of --wan-mbps/--wan-delay-ms).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["wan_mbps", "wan_delay_ms"])]
+    pub wan_matrix: Option<PathBuf>,
     /// The application (demo) followed by its own options.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP [APP ARGS]")]
     pub app: Vec<String>,
@@ -212,6 +216,16 @@ impl Cli {
         }
         if let Some(l) = self.wan_delay_ms {
             geo.wan_delay_ms = l;
+        }
+        if let Some(p) = &self.wan_matrix {
+            // Read here and carried in the job's configuration, so processes on other hosts
+            // (YARN containers) need no copy of the file.
+            let text =
+                std::fs::read_to_string(p).map_err(|source| ClientError::ReadFile { path: p.clone(), source })?;
+            let m = serde_json::from_str(&text).map_err(|e| {
+                ClientError::Config(ps_runtime::PsError::Config(format!("--wan-matrix {}: {e}", p.display())))
+            })?;
+            geo.wan_matrix = Some(m);
         }
         if cfg.consistency == Consistency::Bsp {
             cfg.staleness = 0;

@@ -100,6 +100,29 @@ fn geo_flags_place_processes_in_data_centers_and_count_wan_bytes() {
     for p in v["processes"].as_array().unwrap() {
         assert!(p["wan_bytes_recv"].as_u64().unwrap() > 0, "{p}");
     }
+    // Per-pair links from a file, carried in the job's configuration.
+    let matrix = dir.join("wan.json");
+    std::fs::write(
+        &matrix,
+        r#"{"datacenters": ["east", "west"], "mbps": [[0, 500], [400, 0]], "delay_ms": [[0, 3], [4, 0]]}"#,
+    )
+    .unwrap();
+    let out = output(
+        submit()
+            .args(["--master", "local[2]", "--threads", "1", "--datacenters", "2", "--wan-matrix"])
+            .arg(&matrix)
+            .arg("--stats")
+            .arg(&stats)
+            .args(["demo", "--clocks", "3"]),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["config"]["runtime"]["geo"]["wan_matrix"]["datacenters"], serde_json::json!(["east", "west"]));
+    std::fs::write(&matrix, r#"{"datacenters": ["east", "west"], "mbps": [[0, -1], [400, 0]]}"#).unwrap();
+    let out =
+        output(submit().args(["--master", "local[2]", "--datacenters", "2", "--wan-matrix"]).arg(&matrix).arg("demo"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mbps from east to west must be positive"));
     // Data centers that do not fit the job are a usage error, before anything starts.
     let out = output(submit().args(["--master", "local[2]", "--datacenters", "3", "demo"]));
     assert_eq!(out.status.code(), Some(2));

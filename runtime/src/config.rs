@@ -228,13 +228,13 @@ impl RuntimeConfig {
         self.geo.validate()?;
         // Liveness counts whole frames: a batch must cross the slowest emulated link well within
         // the peer timeout, or a busy link would look like a dead peer.
-        if let Some(mbps) = self.geo.wan_mbps {
-            let secs = self.batch_bytes as f64 * 8.0 / (mbps * 1e6) + 2.0 * self.geo.wan_delay_ms / 1e3;
+        if let Some((mbps, delay_ms)) = self.geo.slowest() {
+            let secs = self.batch_bytes as f64 * 8.0 / (mbps * 1e6) + 2.0 * delay_ms / 1e3;
             if secs * 2.0 > self.peer_timeout_ms as f64 / 1e3 {
                 return bad(
                     "peer_timeout_ms",
-                    "must be at least twice the time a batch (batch_bytes) takes on the emulated WAN link \
-                     (geo.wan_mbps, geo.wan_delay_ms): raise it or lower batch_bytes",
+                    "must be at least twice the time a batch (batch_bytes) takes on the slowest emulated WAN \
+                     link (geo.wan_mbps and geo.wan_delay_ms, or geo.wan_matrix): raise it or lower batch_bytes",
                 );
             }
         }

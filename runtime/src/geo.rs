@@ -48,11 +48,75 @@ pub struct GeoConfig {
     pub wan_mbps: Option<f64>,
     /// One-way delay of those links, milliseconds.
     pub wan_delay_ms: f64,
+    /// Per pair of data centers instead (replaces `wan_mbps` and `wan_delay_ms`).
+    pub wan_matrix: Option<WanMatrix>,
+}
+
+/// Bandwidth and delay between each ordered pair of data centers (`--wan-matrix FILE`, JSON):
+/// entry `[i][j]` is the link from data center `i` to `j` of the job (the first D entries serve a
+/// job of D data centers; the diagonal is not used).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WanMatrix {
+    /// Names of the data centers, for messages and reports.
+    pub datacenters: Vec<String>,
+    /// Megabits per second of each link (each process pair, each direction).
+    pub mbps: Vec<Vec<f64>>,
+    /// One-way delay of each link, milliseconds (all 0 if left out).
+    #[serde(default)]
+    pub delay_ms: Vec<Vec<f64>>,
+}
+
+impl WanMatrix {
+    fn validate(&self) -> Result<()> {
+        let d = self.datacenters.len();
+        let bad = |why: String| Err(PsError::Config(format!("geo.wan_matrix: {why}")));
+        if d < 2 {
+            return bad("needs at least two data centers".into());
+        }
+        let square = |m: &Vec<Vec<f64>>| m.len() == d && m.iter().all(|r| r.len() == d);
+        if !square(&self.mbps) || !(self.delay_ms.is_empty() || square(&self.delay_ms)) {
+            return bad(format!("mbps (and delay_ms, if given) must be {d} x {d}, one row per data center"));
+        }
+        for i in 0..d {
+            for j in (0..d).filter(|&j| j != i) {
+                let (name_i, name_j) = (&self.datacenters[i], &self.datacenters[j]);
+                let m = self.mbps[i][j];
+                if !(m.is_finite() && m > 0.0) {
+                    return bad(format!("mbps from {name_i} to {name_j} must be positive, not {m}"));
+                }
+                let l = self.delay(i, j);
+                if !(l.is_finite() && l >= 0.0) {
+                    return bad(format!("delay_ms from {name_i} to {name_j} must be zero or more, not {l}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn delay(&self, i: usize, j: usize) -> f64 {
+        self.delay_ms.get(i).and_then(|r| r.get(j)).copied().unwrap_or(0.0)
+    }
+
+    /// The slowest link's bandwidth and the longest delay (for the liveness check).
+    pub fn worst(&self) -> (f64, f64) {
+        let d = self.datacenters.len();
+        let pairs = || (0..d).flat_map(move |i| (0..d).filter(move |&j| j != i).map(move |j| (i, j)));
+        let mbps = pairs().map(|(i, j)| self.mbps[i][j]).fold(f64::INFINITY, f64::min);
+        (mbps, pairs().map(|(i, j)| self.delay(i, j)).fold(0.0, f64::max))
+    }
 }
 
 impl Default for GeoConfig {
     fn default() -> Self {
-        GeoConfig { datacenters: 1, dc_of: Vec::new(), inter_dc: InterDc::Ssp, wan_mbps: None, wan_delay_ms: 0.0 }
+        GeoConfig {
+            datacenters: 1,
+            dc_of: Vec::new(),
+            inter_dc: InterDc::Ssp,
+            wan_mbps: None,
+            wan_delay_ms: 0.0,
+            wan_matrix: None,
+        }
     }
 }
 
@@ -70,6 +134,12 @@ impl GeoConfig {
         }
         if !(self.wan_delay_ms.is_finite() && self.wan_delay_ms >= 0.0) {
             return bad("wan_delay_ms", format!("must be zero or more milliseconds, not {}", self.wan_delay_ms));
+        }
+        if let Some(m) = &self.wan_matrix {
+            if self.wan_mbps.is_some() || self.wan_delay_ms > 0.0 {
+                return bad("wan_matrix", "replaces wan_mbps and wan_delay_ms: give one or the other".into());
+            }
+            m.validate()?;
         }
         Ok(())
     }
@@ -91,6 +161,12 @@ impl GeoConfig {
                 "datacenters",
                 format!("{} data centers need at least as many processes, not {n}", self.datacenters),
             );
+        }
+        if let Some(m) = &self.wan_matrix {
+            let (have, need) = (m.datacenters.len(), self.count(n) as usize);
+            if have < need {
+                return bad("wan_matrix", format!("describes {have} data centers, the job has {need}"));
+            }
         }
         Ok(())
     }
@@ -114,8 +190,25 @@ impl GeoConfig {
     /// The emulated link from process `from` to process `to` of `n`, if it crosses data centers
     /// and a WAN is configured.
     pub fn link(&self, from: usize, to: usize, n: usize) -> Option<LinkShape> {
-        let shaped = self.wan_mbps.is_some() || self.wan_delay_ms > 0.0;
-        (shaped && self.dc(from, n) != self.dc(to, n)).then(|| LinkShape::new(self.wan_mbps, self.wan_delay_ms))
+        let (a, b) = (self.dc(from, n) as usize, self.dc(to, n) as usize);
+        if a == b {
+            return None;
+        }
+        match &self.wan_matrix {
+            Some(m) => Some(LinkShape::new(Some(m.mbps[a][b]), m.delay(a, b))),
+            None if self.wan_mbps.is_some() || self.wan_delay_ms > 0.0 => {
+                Some(LinkShape::new(self.wan_mbps, self.wan_delay_ms))
+            }
+            None => None,
+        }
+    }
+
+    /// The slowest emulated link's megabits per second and the longest delay, if any is limited.
+    pub fn slowest(&self) -> Option<(f64, f64)> {
+        match &self.wan_matrix {
+            Some(m) => Some(m.worst()),
+            None => self.wan_mbps.map(|b| (b, self.wan_delay_ms)),
+        }
     }
 
     /// True if traffic between processes `a` and `b` of `n` crosses data centers.
@@ -151,6 +244,46 @@ mod tests {
         let unshaped = GeoConfig { datacenters: 2, ..Default::default() };
         assert_eq!(unshaped.link(0, 3, 4), None, "no WAN configured");
         assert!(unshaped.crosses(0, 3, 4));
+    }
+
+    fn matrix() -> WanMatrix {
+        WanMatrix {
+            datacenters: vec!["virginia".into(), "california".into(), "tokyo".into()],
+            mbps: vec![vec![0.0, 100.0, 40.0], vec![90.0, 0.0, 50.0], vec![30.0, 60.0, 0.0]],
+            delay_ms: vec![vec![0.0, 35.0, 70.0], vec![36.0, 0.0, 50.0], vec![71.0, 52.0, 0.0]],
+        }
+    }
+
+    #[test]
+    fn a_matrix_shapes_each_ordered_pair_of_data_centers() {
+        let g = GeoConfig { datacenters: 3, wan_matrix: Some(matrix()), ..Default::default() };
+        assert!(g.validate_for(3).is_ok());
+        let l = g.link(2, 0, 3).expect("tokyo to virginia");
+        assert_eq!((l.bytes_per_s, l.delay.as_millis()), (30e6 / 8.0, 71));
+        let back = g.link(0, 2, 3).unwrap();
+        assert_eq!((back.bytes_per_s, back.delay.as_millis()), (40e6 / 8.0, 70));
+        assert_eq!(g.link(1, 1, 3), None);
+        assert_eq!(g.slowest(), Some((30.0, 71.0)));
+        // The first two entries serve a job of two data centers.
+        let two = GeoConfig { datacenters: 2, ..g.clone() };
+        assert!(two.validate_for(4).is_ok());
+        assert_eq!(two.link(0, 3, 4).unwrap().delay.as_millis(), 35);
+        let four = GeoConfig { datacenters: 4, ..g };
+        assert!(four.validate_for(4).unwrap_err().to_string().contains("describes 3 data centers, the job has 4"));
+    }
+
+    #[test]
+    fn bad_matrices_say_which_link_is_wrong() {
+        let err =
+            |m: WanMatrix| GeoConfig { wan_matrix: Some(m), ..Default::default() }.validate().unwrap_err().to_string();
+        let mut m = matrix();
+        m.mbps[1][2] = 0.0;
+        assert!(err(m).contains("mbps from california to tokyo must be positive"));
+        let mut m = matrix();
+        m.delay_ms.pop();
+        assert!(err(m).contains("must be 3 x 3"));
+        let both = GeoConfig { wan_matrix: Some(matrix()), wan_mbps: Some(1.0), ..Default::default() };
+        assert!(both.validate().unwrap_err().to_string().contains("give one or the other"));
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub use config::{
     SnapshotMode, TableConfig,
 };
 pub use error::{PsError, Result};
-pub use geo::{GeoConfig, InterDc};
+pub use geo::{GeoConfig, InterDc, WanMatrix};
 pub use hostfile::Hostfile;
 pub use launch::run_job_process;
 pub use local_cluster::run_local_cluster;

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{demo, run_cluster};
-use ps_runtime::{Consistency, GeoConfig, ProcessStats, RuntimeConfig};
+use ps_runtime::{Consistency, GeoConfig, ProcessStats, RuntimeConfig, WanMatrix};
 
 fn cfg(geo: GeoConfig, consistency: Consistency, staleness: u32) -> RuntimeConfig {
     RuntimeConfig { consistency, staleness, threads: 1, geo, ..Default::default() }
@@ -31,6 +31,24 @@ fn every_bsp_clock_waits_for_a_round_trip_across_the_wan() {
         assert!(s.wan_bytes_sent > 0 && s.wan_bytes_recv > 0, "{s:?}");
         assert_eq!(s.wan_bytes_sent, s.bytes_sent, "with one process per data center all traffic crosses");
         assert!(s.app["checks"].as_u64().unwrap() > 0, "the demo checked its reads");
+    }
+}
+
+#[test]
+fn a_wan_matrix_shapes_each_direction_on_its_own() {
+    // Only the way from data center 0 to 1 is slow; a BSP clock still needs one trip along it.
+    let m = WanMatrix {
+        datacenters: vec!["east".into(), "west".into()],
+        mbps: vec![vec![0.0, 1000.0], vec![1000.0, 0.0]],
+        delay_ms: vec![vec![0.0, 60.0], vec![0.0, 0.0]],
+    };
+    let geo = GeoConfig { datacenters: 2, wan_matrix: Some(m), ..Default::default() };
+    let clocks = 8;
+    let args = format!("--clocks {clocks} --shared-rows 16");
+    let stats = ok(run_cluster(2, &cfg(geo, Consistency::Bsp, 0), |_| demo(&args)));
+    let floor = (clocks - 1) as f64 * 0.060;
+    for s in &stats {
+        assert!(s.wall_s >= floor, "process {}: {} s, below the one-way floor of {floor} s", s.process, s.wall_s);
     }
 }
 
