@@ -410,7 +410,11 @@ async fn shaped_write_loop(
     let (pump_core, pump_addr) = (core.clone(), addr.clone());
     spawn_guarded(core.clone(), "a WAN link", async move {
         while let Some((at, piece, done)) = pieces.recv().await {
-            tokio::time::sleep_until(at.into()).await;
+            // The timer rounds up to whole milliseconds: a piece already due goes at once, or
+            // every round trip over an idle link would gain a millisecond or two.
+            if at > Instant::now() {
+                tokio::time::sleep_until(at.into()).await;
+            }
             if let Err(e) = io.write_all(&piece).await {
                 if !pump_core.control.is_closing() {
                     let reason = format!("write failed: {e}");
