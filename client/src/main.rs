@@ -117,10 +117,18 @@ pub struct Cli {
     /// (instead of --datacenters).
     #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with = "datacenters")]
     pub dc_of: Option<Vec<u32>>,
-    /// How data centers synchronise: ssp (Gaia's Baseline: one parameter server over all data
-    /// centers, the job's consistency across the WAN).
+    /// How data centers synchronise: asp (Gaia: a model copy per data center, significant
+    /// updates mirrored between them) or ssp (Gaia's Baseline: one parameter server over all
+    /// data centers, the job's consistency across the WAN; the default).
     #[arg(long, value_parser = parse_inter_dc)]
     pub inter_dc: Option<ps_runtime::InterDc>,
+    /// ASP: initial significance threshold v (an accumulated update is mirrored once it changes
+    /// its row by more than v / sqrt(clock); default 0.01).
+    #[arg(long, value_name = "V")]
+    pub significance: Option<f64>,
+    /// ASP: how many clocks a data center may run ahead of the slowest other one (DS, default 2).
+    #[arg(long, value_name = "DS")]
+    pub mirror_clock_bound: Option<u32>,
     /// Emulated WAN: bandwidth of each link between two processes in different data centers,
     /// megabits per second in each direction (traffic inside a data center is not shaped).
     #[arg(long, value_name = "MBPS")]
@@ -210,6 +218,12 @@ impl Cli {
         }
         if let Some(m) = self.inter_dc {
             geo.inter_dc = m;
+        }
+        if let Some(v) = self.significance {
+            geo.significance = v;
+        }
+        if let Some(ds) = self.mirror_clock_bound {
+            geo.mirror_clock_bound = ds;
         }
         if let Some(b) = self.wan_mbps {
             geo.wan_mbps = Some(b);

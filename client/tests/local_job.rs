@@ -123,6 +123,31 @@ fn geo_flags_place_processes_in_data_centers_and_count_wan_bytes() {
         output(submit().args(["--master", "local[2]", "--datacenters", "2", "--wan-matrix"]).arg(&matrix).arg("demo"));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("mbps from east to west must be positive"));
+    // ASP through the flags: every change mirrored, so the demo's exact checks hold.
+    let out = output(
+        submit()
+            .args(["--master", "local[2]", "--threads", "1", "--datacenters", "2", "--inter-dc", "asp"])
+            .args(["--significance", "0", "--mirror-clock-bound", "0", "--stats"])
+            .arg(&stats)
+            .args(["demo", "--clocks", "5", "--window", "2"]),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["config"]["runtime"]["geo"]["inter_dc"], "asp");
+    assert!(v["significant_updates"].as_u64().unwrap() > 0, "{v}");
+    let out = output(submit().args([
+        "--master",
+        "local[2]",
+        "--datacenters",
+        "2",
+        "--inter-dc",
+        "asp",
+        "--checkpoint",
+        "/tmp/x",
+        "demo",
+    ]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("checkpoint.url: snapshots of geo.inter_dc asp jobs"));
     // Data centers that do not fit the job are a usage error, before anything starts.
     let out = output(submit().args(["--master", "local[2]", "--datacenters", "3", "demo"]));
     assert_eq!(out.status.code(), Some(2));

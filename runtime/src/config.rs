@@ -226,6 +226,12 @@ impl RuntimeConfig {
             return bad("staleness", "is unreasonably large (use consistency async)");
         }
         self.geo.validate()?;
+        if self.geo.inter_dc == crate::geo::InterDc::Asp && self.checkpoint.url.is_some() {
+            return bad(
+                "checkpoint.url",
+                "snapshots of geo.inter_dc asp jobs are not supported yet (each data center holds its own copy of the model)",
+            );
+        }
         // Liveness counts whole frames: a batch must cross the slowest emulated link well within
         // the peer timeout, or a busy link would look like a dead peer.
         if let Some((mbps, delay_ms)) = self.geo.slowest() {
@@ -263,7 +269,7 @@ pub enum Placement {
 }
 
 /// One table. Every process must create the same tables (the name node checks).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TableConfig {
     pub id: u32,
@@ -281,6 +287,10 @@ pub struct TableConfig {
     /// happens exactly once per row whichever worker touches it first.
     #[serde(default)]
     pub init: Option<RowInit>,
+    /// ASP: this table's own significance threshold, fixed (the job's decays as v / sqrt(t));
+    /// 0 mirrors every change (small tables that must be exact, such as objective sums).
+    #[serde(default)]
+    pub significance: Option<f64>,
 }
 
 /// Deterministic random row initialisation: uniform in `[low, high)`, seeded per row.
@@ -293,6 +303,8 @@ pub struct RowInit {
 }
 
 impl Eq for RowInit {}
+// Thresholds are finite (checked when a table is created).
+impl Eq for TableConfig {}
 
 impl RowInit {
     /// Sets `r` to row `row`'s initial value (what the server creates it with), so an app that
@@ -312,6 +324,7 @@ impl TableConfig {
             staleness: None,
             placement: Placement::Hash,
             init: None,
+            significance: None,
         }
     }
     pub fn with_init(mut self, low: f64, high: f64, seed: u64) -> Self {
@@ -322,6 +335,11 @@ impl TableConfig {
         self.staleness = Some(s);
         self
     }
+    /// ASP: a fixed significance threshold for this table (0: every change is mirrored).
+    pub fn with_significance(mut self, threshold: f64) -> Self {
+        self.significance = Some(threshold);
+        self
+    }
     pub fn with_placement(mut self, p: Placement) -> Self {
         self.placement = p;
         self
@@ -329,9 +347,16 @@ impl TableConfig {
     /// Server process that owns `row`.
     #[inline]
     pub fn server_of(&self, row: u64, servers: usize) -> usize {
+        (self.slot(row) % servers as u64) as usize
+    }
+
+    /// The placement hash of `row`: its server is `slot mod servers` (in each data center, under
+    /// ASP, so a row's copies are found the same way everywhere).
+    #[inline]
+    pub fn slot(&self, row: u64) -> u64 {
         match self.placement {
-            Placement::Modulo => (row % servers as u64) as usize,
-            Placement::Hash => (mix64(row ^ ((self.id as u64) << 32)) % servers as u64) as usize,
+            Placement::Modulo => row,
+            Placement::Hash => mix64(row ^ ((self.id as u64) << 32)),
         }
     }
 }

@@ -3,8 +3,10 @@
 //!
 //! `inter_dc: ssp` is Gaia's Baseline: one parameter server spread over every data center, the
 //! job's consistency model running across the WAN (each row lives on one process, wherever its
-//! readers are). Gaia's own mode, ASP (per-data-center model copies and significance-filtered
-//! mirror updates), is being built; until it lands `ssp` is the only choice.
+//! readers are). `inter_dc: asp` is Gaia's Approximate Synchronous Parallel: every data center
+//! has its own servers holding a whole copy of the model, clients use only their own data
+//! center's, and servers send each other the updates that are significant ([`Topology`] says
+//! who serves what; the mirroring itself is in the server).
 
 use crate::error::{PsError, Result};
 use crate::wan::LinkShape;
@@ -17,6 +19,8 @@ pub enum InterDc {
     /// One global parameter server over all data centers (Gaia's Baseline).
     #[default]
     Ssp,
+    /// A model copy per data center, significant updates mirrored between them (Gaia).
+    Asp,
 }
 
 impl std::str::FromStr for InterDc {
@@ -24,11 +28,7 @@ impl std::str::FromStr for InterDc {
     fn from_str(s: &str) -> Result<Self> {
         match s {
             "ssp" => Ok(Self::Ssp),
-            "asp" => Err(PsError::Config(
-                "inter_dc: asp (Gaia's approximate synchronous parallel) is not available in this build yet; \
-                 use ssp (one parameter server over all data centers)"
-                    .into(),
-            )),
+            "asp" => Ok(Self::Asp),
             _ => Err(PsError::Config(format!("inter_dc: '{s}' is not one of ssp, asp"))),
         }
     }
@@ -50,6 +50,12 @@ pub struct GeoConfig {
     pub wan_delay_ms: f64,
     /// Per pair of data centers instead (replaces `wan_mbps` and `wan_delay_ms`).
     pub wan_matrix: Option<WanMatrix>,
+    /// ASP: initial significance threshold `v`; at clock t an accumulated update is sent to the
+    /// other data centers when |update / value| exceeds v / sqrt(t).
+    pub significance: f64,
+    /// ASP: a server more than this many clocks ahead of its slowest mirror stops serving reads
+    /// until the mirror catches up (Gaia's DS).
+    pub mirror_clock_bound: u32,
 }
 
 /// Bandwidth and delay between each ordered pair of data centers (`--wan-matrix FILE`, JSON):
@@ -116,6 +122,8 @@ impl Default for GeoConfig {
             wan_mbps: None,
             wan_delay_ms: 0.0,
             wan_matrix: None,
+            significance: 0.01,
+            mirror_clock_bound: 2,
         }
     }
 }
@@ -134,6 +142,9 @@ impl GeoConfig {
         }
         if !(self.wan_delay_ms.is_finite() && self.wan_delay_ms >= 0.0) {
             return bad("wan_delay_ms", format!("must be zero or more milliseconds, not {}", self.wan_delay_ms));
+        }
+        if !(self.significance.is_finite() && self.significance >= 0.0) {
+            return bad("significance", format!("must be zero or more, not {}", self.significance));
         }
         if let Some(m) = &self.wan_matrix {
             if self.wan_mbps.is_some() || self.wan_delay_ms > 0.0 {
@@ -217,6 +228,69 @@ impl GeoConfig {
     }
 }
 
+/// Who serves what in a job: each process's data center and, per data center, its processes.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    dc: Vec<u32>,
+    members: Vec<Vec<usize>>,
+    asp: bool,
+}
+
+impl Topology {
+    /// The topology of a job of `n` processes (`geo` checked with [`GeoConfig::validate_for`]).
+    pub fn new(geo: &GeoConfig, n: usize) -> Self {
+        let dc: Vec<u32> = (0..n).map(|p| geo.dc(p, n)).collect();
+        let mut members = vec![Vec::new(); geo.count(n) as usize];
+        for (p, &d) in dc.iter().enumerate() {
+            members[d as usize].push(p);
+        }
+        let asp = geo.inter_dc == InterDc::Asp && members.len() > 1;
+        Topology { dc, members, asp }
+    }
+
+    /// True if data centers keep their own model copies (ASP with more than one data center).
+    pub fn is_asp(&self) -> bool {
+        self.asp
+    }
+
+    /// The processes whose servers process `p`'s client uses: its data center's under ASP,
+    /// every process otherwise. A row goes to entry `placement(row) mod len` of this list.
+    pub fn servers_for(&self, p: usize) -> Vec<usize> {
+        if self.asp {
+            self.members[self.dc[p] as usize].clone()
+        } else {
+            (0..self.dc.len()).collect()
+        }
+    }
+
+    /// Under ASP, the server holding row-slot `slot` (a placement hash) in each data center
+    /// other than `p`'s: where `p`'s server sends its significant updates of that row.
+    pub fn mirrors(&self, p: usize, slot: u64) -> impl Iterator<Item = usize> + '_ {
+        let mine = self.dc[p] as usize;
+        self.members
+            .iter()
+            .enumerate()
+            .filter(move |(d, _)| *d != mine)
+            .map(move |(_, m)| m[(slot % m.len() as u64) as usize])
+    }
+
+    /// Clocks by which another data center's updates may lag this one's in what a server
+    /// serves: DS under ASP, 0 with one parameter server.
+    pub fn mirror_lag(&self, geo: &GeoConfig) -> i64 {
+        if self.asp {
+            geo.mirror_clock_bound as i64
+        } else {
+            0
+        }
+    }
+
+    /// Under ASP, every server of the other data centers (mirror clocks go to all of them).
+    pub fn other_dcs(&self, p: usize) -> Vec<usize> {
+        let mine = self.dc[p];
+        (0..self.dc.len()).filter(|&q| self.dc[q] != mine).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,6 +361,24 @@ mod tests {
     }
 
     #[test]
+    fn asp_clients_use_their_own_data_center_and_mirror_to_the_others() {
+        let geo = GeoConfig { dc_of: vec![0, 1, 0, 1, 1], inter_dc: InterDc::Asp, ..Default::default() };
+        let t = Topology::new(&geo, 5);
+        assert!(t.is_asp());
+        assert_eq!(t.servers_for(2), vec![0, 2]);
+        assert_eq!(t.servers_for(4), vec![1, 3, 4]);
+        // Slot 4: entry 0 of data center 0's two servers, entry 1 of data center 1's three.
+        assert_eq!(t.mirrors(0, 4).collect::<Vec<_>>(), vec![3]);
+        assert_eq!(t.mirrors(3, 4).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(t.other_dcs(1), vec![0, 2]);
+        let baseline = Topology::new(&GeoConfig { inter_dc: InterDc::Ssp, ..geo.clone() }, 5);
+        assert!(!baseline.is_asp());
+        assert_eq!(baseline.servers_for(2), vec![0, 1, 2, 3, 4]);
+        let one_dc = Topology::new(&GeoConfig { inter_dc: InterDc::Asp, ..Default::default() }, 3);
+        assert!(!one_dc.is_asp(), "one data center: nothing to mirror");
+    }
+
+    #[test]
     fn bad_settings_name_their_key() {
         let err = |g: GeoConfig, n: usize| g.validate_for(n).unwrap_err().to_string();
         assert!(err(GeoConfig { datacenters: 0, ..Default::default() }, 2).contains("geo.datacenters"));
@@ -297,7 +389,7 @@ mod tests {
         );
         assert!(err(GeoConfig { wan_mbps: Some(0.0), ..Default::default() }, 1).contains("geo.wan_mbps"));
         assert!(err(GeoConfig { wan_delay_ms: -1.0, ..Default::default() }, 1).contains("geo.wan_delay_ms"));
-        assert!("asp".parse::<InterDc>().unwrap_err().to_string().contains("not available"));
+        assert!(err(GeoConfig { significance: -0.1, ..Default::default() }, 1).contains("geo.significance"));
         assert!("lan".parse::<InterDc>().unwrap_err().to_string().contains("not one of"));
     }
 }

@@ -113,13 +113,13 @@ impl PsContext {
             let links = net::start(shared.clone(), &spec.hosts, listener, secret, deliver, client_tx);
             let client = ClientTask {
                 core: core.clone(),
-                to_server: links.to_server,
+                to_server: links.to_server.clone(),
                 sent_upto: start_clock.completed(),
                 clock_log,
                 last_progress: Instant::now(),
             };
             net::spawn_guarded(shared.clone(), "the client task", client.run(cmd_rx, client_rx));
-            let server = Server::new(shared.clone(), snaps, links.to_client, server_tx.clone());
+            let server = Server::new(shared.clone(), snaps, links.to_client, links.to_server, server_tx.clone());
             net::spawn_guarded(shared.clone(), "the server task", server.run(server_rx));
         }
         log::info!("process {} of {n} listening on {addr}", spec.pid);
@@ -144,6 +144,9 @@ impl PsContext {
     pub fn create_table(&mut self, cfg: TableConfig) -> Result<()> {
         if self.tables.iter().any(|t| t.id == cfg.id) {
             return Err(PsError::Usage(format!("table {} created twice", cfg.id)));
+        }
+        if let Some(t) = cfg.significance.filter(|t| !(t.is_finite() && *t >= 0.0)) {
+            return Err(PsError::Usage(format!("table {}: significance must be zero or more, not {t}", cfg.id)));
         }
         let mut server = self.registry.server_table(&cfg)?;
         if let Some((snaps, m)) = self.core.snaps.as_ref().and_then(|s| s.resume.as_ref().map(|m| (s, m))) {
@@ -203,8 +206,8 @@ impl PsContext {
     /// reports to the name node and keeps serving until every process is done.
     pub fn finish(mut self) -> Result<()> {
         let shared = self.core.shared.clone();
-        let n = shared.nprocs;
-        shared.wait_ctl("servers to apply the final updates", None, |c| c.final_acks >= n)?;
+        let (n, servers) = (shared.nprocs, shared.servers.len());
+        shared.wait_ctl("servers to apply the final updates", None, |c| c.final_acks >= servers)?;
         if self.core.snaps.is_some() {
             shared.wait_ctl("the final snapshot to be written", None, |c| c.server_finished && c.snap_jobs == 0)?;
         }
@@ -349,6 +352,8 @@ impl Joined {
             bytes_recv: net.bytes_recv.load(Ordering::Relaxed),
             wan_bytes_sent: net.wan_bytes_sent.load(Ordering::Relaxed),
             wan_bytes_recv: net.wan_bytes_recv.load(Ordering::Relaxed),
+            significant_updates: net.significant_updates.load(Ordering::Relaxed),
+            mirror_clock_waits: net.mirror_clock_waits.load(Ordering::Relaxed),
             rows_recv: net.rows_recv.load(Ordering::Relaxed),
             rows_recv_remote: net.rows_recv_remote.load(Ordering::Relaxed),
             updates_sent: net.updates_sent.load(Ordering::Relaxed),

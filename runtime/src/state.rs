@@ -13,6 +13,7 @@
 use crate::clock::{Age, Clock};
 use crate::config::RuntimeConfig;
 use crate::error::{PsError, Result};
+use crate::geo::Topology;
 use crate::mailbox::Mailbox;
 use crate::wire::{FetchReq, Msg};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -138,6 +139,9 @@ pub(crate) struct NetStats {
     /// Bytes sent to and received from processes in other data centers (also in the totals).
     pub wan_bytes_sent: AtomicU64,
     pub wan_bytes_recv: AtomicU64,
+    /// ASP: rows this server sent to its mirrors; reads it held back for a slow mirror.
+    pub significant_updates: AtomicU64,
+    pub mirror_clock_waits: AtomicU64,
 }
 
 /// The state every layer of a process shares.
@@ -153,6 +157,10 @@ pub(crate) struct Shared {
     pub net: NetStats,
     /// Buffers of `Worker::exchange` addressed to this process's threads.
     pub mailbox: Mailbox,
+    /// Data centers: who serves this process's client, who mirrors its server (ASP).
+    pub topo: Topology,
+    /// The processes whose servers this process's client uses (`topo.servers_for(pid)`).
+    pub servers: Vec<usize>,
     cmd: UnboundedSender<ClientCmd>,
 }
 
@@ -165,9 +173,13 @@ impl Shared {
         cmd: UnboundedSender<ClientCmd>,
     ) -> Self {
         let mailbox = Mailbox::new(nprocs * cfg.threads);
+        let topo = Topology::new(&cfg.geo, nprocs);
+        let servers = topo.servers_for(pid);
         Shared {
             pid,
             nprocs,
+            topo,
+            servers,
             cfg,
             start_clock,
             start: Instant::now(),

@@ -69,6 +69,10 @@ pub struct ProcessStats {
     /// Bytes sent to / received from processes in other data centers (part of the totals).
     pub wan_bytes_sent: u64,
     pub wan_bytes_recv: u64,
+    /// ASP: rows sent to mirror servers as significant updates; reads held back because a
+    /// mirror was more than DS clocks behind.
+    pub significant_updates: u64,
+    pub mirror_clock_waits: u64,
     /// Peak resident set size of the process (bytes, from getrusage).
     pub peak_rss_bytes: u64,
     /// Observed staleness (row data age minus reader clock) -> count.
@@ -153,6 +157,8 @@ struct JobStats {
     fetches_sent: u64,
     wan_bytes_sent: u64,
     wan_bytes_recv: u64,
+    significant_updates: u64,
+    mirror_clock_waits: u64,
     /// The largest process's peak RSS.
     peak_rss_bytes: u64,
     staleness_hist: BTreeMap<i64, u64>,
@@ -195,6 +201,8 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         fetches_sent: sum(|p| p.fetches_sent),
         wan_bytes_sent: sum(|p| p.wan_bytes_sent),
         wan_bytes_recv: sum(|p| p.wan_bytes_recv),
+        significant_updates: sum(|p| p.significant_updates),
+        mirror_clock_waits: sum(|p| p.mirror_clock_waits),
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
         staleness_hist: hist,
         mean_staleness: mean,
@@ -254,6 +262,8 @@ mod tests {
             "fetches_sent": int("fetches_sent"),
             "wan_bytes_sent": int("wan_bytes_sent"),
             "wan_bytes_recv": int("wan_bytes_recv"),
+            "significant_updates": int("significant_updates"),
+            "mirror_clock_waits": int("mirror_clock_waits"),
             "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
             "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),
             "mean_staleness": mean,
@@ -281,6 +291,7 @@ mod tests {
             "incs": 2000, "bytes_sent": 1583137 - 283528 * k, "bytes_recv": 1299609 + 283528 * k,
             "rows_recv": 1553, "rows_recv_remote": 589 + 375 * k, "updates_sent": 1200, "fetches_sent": 8,
             "wan_bytes_sent": 7000 * k, "wan_bytes_recv": 6000 + k,
+            "significant_updates": 40 + k, "mirror_clock_waits": 3 * k,
             "peak_rss_bytes": 104_857_600 + 4096 * k,
             "staleness_hist": {"-1": 1157 + k, "-2": 797, "-3": 1246, format!("-{}", 4 + k): 7},
             "mean_staleness": -2.0278125,
@@ -315,7 +326,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 21] = [
+    const JOB_KEYS: [&str; 23] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -326,10 +337,12 @@ mod tests {
         "gets",
         "incs",
         "mean_staleness",
+        "mirror_clock_waits",
         "peak_rss_bytes",
         "processes_count",
         "rows_recv",
         "rows_recv_remote",
+        "significant_updates",
         "staleness_hist",
         "thread_cache_misses",
         "updates_sent",

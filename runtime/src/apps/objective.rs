@@ -56,8 +56,11 @@ impl Objective {
     }
 
     pub fn create_tables(ctx: &mut PsContext) -> Result<()> {
-        ctx.create_table(TableConfig::new(OBJECTIVE_TABLE, "objective", "dense_f64", OBJECTIVE_FIELDS))?;
-        ctx.create_table(TableConfig::new(CONTROL_TABLE, "control", "dense_i64", 1))
+        // Sums of every worker's part: across data centers (ASP) every change is mirrored.
+        ctx.create_table(
+            TableConfig::new(OBJECTIVE_TABLE, "objective", "dense_f64", OBJECTIVE_FIELDS).with_significance(0.0),
+        )?;
+        ctx.create_table(TableConfig::new(CONTROL_TABLE, "control", "dense_i64", 1).with_significance(0.0))
     }
 
     pub fn report(&self) -> Map<String, Value> {
@@ -101,7 +104,8 @@ impl Tracker {
             reporter: w.global_thread_id() == 0,
             pending: VecDeque::new(),
             next_row: 0,
-            slack: w.staleness(OBJECTIVE_TABLE)?,
+            // Across data centers (ASP) the other data centers' parts arrive up to DS clocks later.
+            slack: w.staleness(OBJECTIVE_TABLE)?.map(|s| s + w.mirror_lag()),
             target: args.target,
             total: args.total_clocks(),
             obj,

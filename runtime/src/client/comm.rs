@@ -131,7 +131,7 @@ impl ClientTask {
         }
         drop(tables);
         shared.net.updates_sent.fetch_add(entries, Ordering::Relaxed);
-        for q in 0..shared.nprocs {
+        for &q in &shared.servers {
             self.send(q, Msg::Clock { clock: upto });
         }
         self.sent_upto = upto;

@@ -89,7 +89,9 @@ impl<R: Row> ProcessTable<R> {
 
     #[inline]
     fn server(&self, row: u64) -> usize {
-        self.cfg.server_of(row, self.shared.nprocs)
+        // Every process under one parameter server; its own data center's under ASP.
+        let s = &self.shared.servers;
+        s[self.cfg.server_of(row, s.len())]
     }
 
     /// A subscribed row is as fresh as its server's last push.

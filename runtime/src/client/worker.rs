@@ -85,6 +85,15 @@ impl Worker {
         self.core.tables.with(table, |s| Ok(self.core.shared.cfg.slack(s.cfg.staleness)))
     }
 
+    /// Clocks by which another data center's updates may lag behind the staleness bound in
+    /// what this thread reads (`geo.mirror_clock_bound` under `--inter-dc asp`, else 0): a value
+    /// every worker added to at clock `m` is complete in reads that allow staleness
+    /// `s + mirror_lag` (for tables whose every change is mirrored, such as objective sums).
+    pub fn mirror_lag(&self) -> i64 {
+        let shared = &self.core.shared;
+        shared.topo.mirror_lag(&shared.cfg.geo)
+    }
+
     /// This thread's handle on table `id` with row type `R` (must match the table's `row_type`).
     pub fn table<R: Row>(&mut self, id: u32) -> Result<TableHandle<R>> {
         if let Some((_, any)) = self.tables.get(&id) {

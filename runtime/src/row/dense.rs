@@ -76,6 +76,13 @@ impl<T: Element> Row for DenseRow<T> {
         self.0.clear();
         self.0.extend_from_slice(&other.0);
     }
+    fn significance(&self, delta: &Self) -> f64 {
+        // A dense row is used as a vector (a factor, a weight block): its relative change in
+        // Euclidean norm, Gaia's "parameters used together" significance (§4.3). Per column,
+        // any entry near 0 made nearly every update look significant.
+        let norm = |r: &[T]| r.iter().map(|x| x.to_f64() * x.to_f64()).sum::<f64>().sqrt();
+        super::relative_change(norm(&delta.0), norm(&self.0))
+    }
     fn randomize(&mut self, seed: u64, low: f64, high: f64) {
         for (i, x) in self.0.iter_mut().enumerate() {
             let u = (crate::hash::mix64(seed ^ (i as u64).wrapping_mul(0x9e3779b97f4a7c15)) >> 11) as f64

@@ -63,6 +63,28 @@ pub trait Row: Clone + Send + Sync + 'static {
     fn copy_from(&mut self, other: &Self) {
         self.clone_from(other)
     }
+    /// How much `delta` (an accumulated update not yet sent to the other data centers) would
+    /// change this row, for Gaia's significance filter: it is mirrored once this exceeds the
+    /// threshold. Dense rows use the relative change of their Euclidean norm ||delta|| / ||row||,
+    /// sparse rows that of their total mass (sum of |values|); a change of an all-zero row is
+    /// infinitely significant. The default, for row types that do not say, is "always
+    /// significant": their updates are mirrored at every clock, never filtered.
+    fn significance(&self, _delta: &Self::Update) -> f64 {
+        f64::INFINITY
+    }
+}
+
+/// Gaia's default significance of a change `d` to a value `v`: |d / v|, infinite for a change
+/// of a zero value, 0 for no change.
+#[inline]
+pub(crate) fn relative_change(d: f64, v: f64) -> f64 {
+    if d == 0.0 {
+        0.0
+    } else if v == 0.0 {
+        f64::INFINITY
+    } else {
+        (d / v).abs()
+    }
 }
 
 /// A delta applied to a row. Merging must be associative and commutative.
@@ -112,6 +134,22 @@ mod tests {
 
     fn generic_dense<T: Element>(vals: &[T]) {
         roundtrip(&DenseRow(vals.to_vec()), vals.len());
+    }
+
+    #[test]
+    fn significance_is_the_relative_change_of_a_row() {
+        let v = DenseRow(vec![3.0f32, -4.0, 0.0]);
+        assert_eq!(v.significance(&DenseRow(vec![0.0, 0.0, -0.5])), 0.1, "norm 0.5 against 5");
+        assert_eq!(v.significance(&DenseRow(vec![0.0; 3])), 0.0);
+        assert_eq!(DenseRow(vec![0.0f64; 2]).significance(&DenseRow(vec![1e-9, 0.0])), f64::INFINITY);
+        let mut s = SparseRow::<i32>::new();
+        s.add(3, 150);
+        s.add(7, -50);
+        let mut d = SparseRow::<i32>::new();
+        d.add(3, 1);
+        assert_eq!(s.significance(&d), 0.005);
+        d.add(9, -1);
+        assert_eq!(s.significance(&d), 0.01, "a new column counts by its size, not as infinite");
     }
 
     #[test]

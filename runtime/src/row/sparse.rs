@@ -113,6 +113,12 @@ impl<T: Element> Row for SparseRow<T> {
     }
     const DIFFERENCE: bool = true;
     /// A merge of the two sorted column lists; zero differences are dropped.
+    fn significance(&self, delta: &Self) -> f64 {
+        // Sparse rows are mostly counts (LDA's word-topic rows): the change relative to the
+        // row's total mass. Per column, every new topic of a word would count as infinite.
+        let mass = |r: &Self| r.vals.iter().map(|x| x.to_f64().abs()).sum::<f64>();
+        super::relative_change(mass(delta), mass(self))
+    }
     fn difference(&self, base: &Self) -> Option<Self> {
         let mut d = SparseRow::new();
         let (mut i, mut j) = (0, 0);

@@ -4,6 +4,7 @@
 //! server task also runs the name node (`namenode`). Runs as one task fed by the connection
 //! readers, so its state needs no locks.
 
+mod mirror;
 mod namenode;
 mod push;
 mod snapshot;
@@ -20,6 +21,7 @@ use crate::snapshot::Snapshots;
 use crate::state::Shared;
 use crate::wire::{FetchReq, Msg, RowsKind};
 use bytes::{BufMut, Bytes, BytesMut};
+use mirror::{check_mirror, Mirror};
 use namenode::NameNode;
 use push::Subscriptions;
 use rustc_hash::FxHashMap;
@@ -80,6 +82,10 @@ pub(crate) struct Server {
     parked: BTreeMap<Age, Vec<(usize, FetchReq)>>,
     subs: Subscriptions,
     to_client: Vec<Link>,
+    /// Server-to-server messages (ASP mirrors) go on the links this process's client uses.
+    to_server: Vec<Link>,
+    /// ASP: this data center's copy of the rows and its mirrors in the other data centers.
+    mirror: Option<Mirror>,
     namenode: Option<NameNode>,
     rule: ServeRule,
     scratch: BytesMut,
@@ -91,18 +97,24 @@ impl Server {
         shared: Arc<Shared>,
         snaps: Option<Arc<Snapshots>>,
         to_client: Vec<Link>,
+        to_server: Vec<Link>,
         inbox: UnboundedSender<ServerIn>,
     ) -> Self {
         let n = shared.nprocs;
         let start = shared.start_clock;
+        // Under ASP only this data center's clients use this server: the others count as done.
+        let clients = shared.topo.servers_for(shared.pid);
+        let vc = (0..n).map(|q| if clients.contains(&q) { start.completed() } else { Age::FINISHED }).collect();
         Server {
             tables: FxHashMap::default(),
-            vc: vec![start.completed(); n],
+            vc,
             global: start.completed(),
             pending: PendingBatches::new(n),
             parked: BTreeMap::new(),
             subs: Subscriptions::new(n),
             to_client,
+            to_server,
+            mirror: Mirror::new(&shared),
             namenode: (shared.pid == 0).then(|| NameNode::new(n, shared.clone(), snaps.clone(), inbox)),
             snap: snaps.as_ref().map(|s| snapshot::SnapPlan::new(s, n, start.get())),
             rule: ServeRule::new(&shared.cfg),
@@ -115,7 +127,10 @@ impl Server {
     pub async fn run(mut self, mut inbox: UnboundedReceiver<ServerIn>) {
         while let Some(input) = inbox.recv().await {
             let r = match input {
-                ServerIn::AddTable(id, t) => {
+                ServerIn::AddTable(id, mut t) => {
+                    if self.mirror.is_some() {
+                        t.start_mirroring();
+                    }
                     self.tables.insert(id, t);
                     Ok(())
                 }
@@ -131,9 +146,14 @@ impl Server {
         }
     }
 
-    /// Data age the server reports (the fault knob lets tests prove they can catch a lie).
+    /// Data age the server reports (the fault knob lets tests prove they can catch a lie); under
+    /// ASP at most DS clocks ahead of the slowest mirror.
     fn visible_age(&self) -> Age {
-        self.rule.visible(self.global)
+        let own = self.rule.visible(self.global);
+        match &self.mirror {
+            Some(m) => m.cap(own),
+            None => own,
+        }
     }
 
     fn handle(&mut self, from: usize, msg: Msg) -> Result<()> {
@@ -160,6 +180,33 @@ impl Server {
             }
             Msg::Oplog { table, data } => self.pending.push(from, table, data),
             Msg::Clock { clock } => self.on_clock(from, clock)?,
+            Msg::MirrorUpdate { table, data } => {
+                check_mirror(&self.mirror, from, "mirror updates")?;
+                let t = self.tables.get_mut(&table).ok_or_else(|| {
+                    PsError::codec(format!("process {from} sent mirror updates of unknown table {table}"))
+                })?;
+                let subs = &mut self.subs;
+                t.apply_mirrored(&data, &mut |row| subs.touched(table, row)).map_err(|e| {
+                    PsError::codec(format!("mirror updates from process {from} for table {table}: {e}"))
+                })?;
+            }
+            Msg::MirrorClock { clock } => {
+                check_mirror(&self.mirror, from, "a mirror clock")?;
+                let before = self.visible_age();
+                if let Some(m) = self.mirror.as_mut() {
+                    m.on_clock(from, clock);
+                }
+                let now = self.visible_age();
+                if now > before {
+                    // Reads a mirror's clock releases were held back by the mirror clock.
+                    let waited: usize = self.parked.range(..=now).map(|(_, v)| v.len()).sum();
+                    self.shared.net.mirror_clock_waits.fetch_add(waited as u64, std::sync::atomic::Ordering::Relaxed);
+                    self.release_parked()?;
+                    if self.rule.pushes_at(self.global) {
+                        self.push_rows();
+                    }
+                }
+            }
             Msg::Exchange { epoch, from: f, to, last, data } => {
                 let threads = self.shared.cfg.threads;
                 if to as usize / threads != self.shared.pid || f as usize / threads != from {
@@ -210,6 +257,9 @@ impl Server {
         let g = self.vc.iter().copied().min().unwrap_or(clock);
         if g > self.global {
             self.global = g;
+            if let Some(m) = &self.mirror {
+                m.advance(&self.shared, g, &mut self.tables, &self.to_server);
+            }
             self.take_due_snapshots();
             self.release_parked()?;
             if self.rule.pushes_at(g) {

@@ -4,7 +4,7 @@
 use crate::config::TableConfig;
 use crate::error::{PsError, Result};
 use crate::oplog;
-use crate::row::Row;
+use crate::row::{Row, RowUpdate};
 use crate::snapshot::format::payload_rows;
 use bytes::BytesMut;
 use rustc_hash::FxHashMap;
@@ -24,6 +24,14 @@ pub(crate) trait ServerTableOps: Send {
     fn snapshot(&mut self, t: i64, out: &mut Vec<u8>) -> u64;
     /// Loads rows from a shard payload (resume); returns the row count.
     fn load(&mut self, payload: &[u8]) -> Result<u64>;
+    /// ASP: from now on, also accumulate the updates of this data center's clients per row
+    /// (what the other data centers have not been sent yet).
+    fn start_mirroring(&mut self);
+    /// ASP: hands every accumulated update whose significance exceeds `threshold` (all of them
+    /// with `None`) to `send` as `(row, encoded update)` and forgets it; returns how many.
+    fn take_significant(&mut self, threshold: Option<f64>, send: &mut dyn FnMut(u64, &[u8])) -> u64;
+    /// ASP: applies another data center's updates (not accumulated: they are not sent on).
+    fn apply_mirrored(&mut self, data: &[u8], touched: &mut dyn FnMut(u64)) -> Result<()>;
 }
 
 pub(crate) struct ServerTable<R: Row> {
@@ -32,6 +40,8 @@ pub(crate) struct ServerTable<R: Row> {
     /// Per pending pure snapshot `t`: rows as they were before their first update of a clock
     /// `>= t`. Updates of clocks `< t` that arrive later are applied to these copies too.
     forks: BTreeMap<i64, FxHashMap<u64, R>>,
+    /// ASP: per row, the sum of this data center's updates not yet sent to the others.
+    unsent: Option<FxHashMap<u64, R::Update>>,
     scratch: BytesMut,
 }
 
@@ -48,7 +58,7 @@ fn row_mut<'a, R: Row>(rows: &'a mut FxHashMap<u64, R>, cfg: &TableConfig, row: 
 
 impl<R: Row> ServerTable<R> {
     pub fn new(cfg: TableConfig) -> Self {
-        ServerTable { cfg, rows: FxHashMap::default(), forks: BTreeMap::new(), scratch: BytesMut::new() }
+        ServerTable { cfg, rows: FxHashMap::default(), forks: BTreeMap::new(), unsent: None, scratch: BytesMut::new() }
     }
 }
 
@@ -74,6 +84,14 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
                 }
             }
             r.apply(&u);
+            if let Some(unsent) = self.unsent.as_mut() {
+                match unsent.entry(row) {
+                    std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().merge(&u),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(u);
+                    }
+                }
+            }
             touched(row);
         }
         Ok(())
@@ -113,5 +131,38 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
             n += 1;
         }
         Ok(n)
+    }
+
+    fn start_mirroring(&mut self) {
+        self.unsent.get_or_insert_with(FxHashMap::default);
+    }
+
+    fn take_significant(&mut self, threshold: Option<f64>, send: &mut dyn FnMut(u64, &[u8])) -> u64 {
+        let Some(unsent) = self.unsent.as_mut() else { return 0 };
+        let (rows, cfg, scratch) = (&mut self.rows, &self.cfg, &mut self.scratch);
+        let mut n = 0;
+        unsent.retain(|&row, u| {
+            let due = match threshold {
+                None => true,
+                Some(t) => row_mut(rows, cfg, row).significance(u) > t,
+            };
+            if due {
+                scratch.clear();
+                u.encode(scratch);
+                send(row, scratch);
+                n += 1;
+            }
+            !due
+        });
+        n
+    }
+
+    fn apply_mirrored(&mut self, data: &[u8], touched: &mut dyn FnMut(u64)) -> Result<()> {
+        for entry in oplog::entries::<R::Update>(data, self.cfg.columns) {
+            let (row, u) = entry?;
+            row_mut(&mut self.rows, &self.cfg, row).apply(&u);
+            touched(row);
+        }
+        Ok(())
     }
 }

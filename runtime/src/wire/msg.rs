@@ -91,6 +91,16 @@ pub enum Msg {
         last: bool,
         data: Bytes,
     },
+    // server -> server of another data center (ASP)
+    /// Updates of one table that became significant: (row u64, encoded update)*.
+    MirrorUpdate {
+        table: u32,
+        data: Bytes,
+    },
+    /// The sender's data center completed `clock` (sent after that clock's mirror updates).
+    MirrorClock {
+        clock: Age,
+    },
     // either way
     Ping,
 }
@@ -193,6 +203,16 @@ impl Msg {
                 b.put_i64_le(clock.raw());
                 b.put_slice(info.as_bytes());
             }
+            Msg::MirrorUpdate { table, data } => {
+                b.reserve(5 + data.len());
+                b.put_u8(18);
+                b.put_u32_le(*table);
+                b.put_slice(data);
+            }
+            Msg::MirrorClock { clock } => {
+                b.put_u8(19);
+                b.put_i64_le(clock.raw());
+            }
             Msg::Exchange { epoch, from, to, last, data } => {
                 b.reserve(18 + data.len());
                 b.put_u8(17);
@@ -265,6 +285,11 @@ impl Msg {
                 last: s.take_u8()? != 0,
                 data: frame.slice(18..),
             },
+            18 => {
+                let table = s.take_u32()?;
+                Msg::MirrorUpdate { table, data: frame.slice(5..) }
+            }
+            19 => Msg::MirrorClock { clock: Age::new(s.take_i64()?) },
             t => return Err(PsError::codec(format!("unknown message tag {t}"))),
         };
         Ok(msg)
@@ -295,6 +320,8 @@ mod tests {
             data: Bytes::from_static(b"x"),
         });
         roundtrip(Msg::Clock { clock: Age::FINISHED });
+        roundtrip(Msg::MirrorUpdate { table: 7, data: Bytes::from_static(b"rows") });
+        roundtrip(Msg::MirrorClock { clock: Age::new(12) });
         roundtrip(Msg::BarrierRelease { epoch: 2, clock: Clock::new(11) });
         roundtrip(Msg::Abort { reason: "boom".into() });
         roundtrip(Msg::Ping);
