@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What an emulated WAN between two data centers costs MF, per consistency model (Gaia's Baseline
-# against one data center); results/bench-gaia.{csv,json,png}. Options: scripts/bench_gaia.py.
+# and Gaia (ASP) against one data center); results/bench-gaia.{csv,json,png}. Options: scripts/bench_gaia.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace
