@@ -3,6 +3,8 @@
 //! instead of stalling CI.
 #![allow(dead_code)]
 
+pub mod yarn;
+
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

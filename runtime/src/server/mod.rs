@@ -102,9 +102,9 @@ impl Server {
     ) -> Self {
         let n = shared.nprocs;
         let start = shared.start_clock;
-        // Under ASP only this data center's clients use this server: the others count as done.
-        let clients = shared.topo.servers_for(shared.pid);
-        let vc = (0..n).map(|q| if clients.contains(&q) { start.completed() } else { Age::FINISHED }).collect();
+        // The clients of this server are the processes whose servers this process's client uses:
+        // under ASP, this data center's; the others count as done.
+        let vc = (0..n).map(|q| if shared.servers.contains(&q) { start.completed() } else { Age::FINISHED }).collect();
         Server {
             tables: FxHashMap::default(),
             vc,
