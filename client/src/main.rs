@@ -129,6 +129,11 @@ pub struct Cli {
     /// ASP: how many clocks a data center may run ahead of the slowest other one (DS, default 2).
     #[arg(long, value_name = "DS")]
     pub mirror_clock_bound: Option<u32>,
+    /// ASP: also mirror updates above a soft threshold, lowered while the WAN has bandwidth to
+    /// spare (faster convergence, more WAN bytes). Default off; the flag alone or
+    /// `--soft-significance=on` turns it on.
+    #[arg(long, value_name = "on|off", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_on_off)]
+    pub soft_significance: Option<bool>,
     /// Emulated WAN: bandwidth of each link between two processes in different data centers,
     /// megabits per second in each direction (traffic inside a data center is not shaped).
     #[arg(long, value_name = "MBPS")]
@@ -153,6 +158,14 @@ fn parse_consistency(s: &str) -> Result<Consistency, ps_runtime::PsError> {
 
 fn parse_inter_dc(s: &str) -> Result<ps_runtime::InterDc, ps_runtime::PsError> {
     s.parse()
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(format!("'{s}' is not one of on, off")),
+    }
 }
 
 fn parse_snapshot(s: &str) -> Result<SnapshotMode, ps_runtime::PsError> {
@@ -224,6 +237,9 @@ impl Cli {
         }
         if let Some(ds) = self.mirror_clock_bound {
             geo.mirror_clock_bound = ds;
+        }
+        if let Some(on) = self.soft_significance {
+            geo.soft_significance = on;
         }
         if let Some(b) = self.wan_mbps {
             geo.wan_mbps = Some(b);

@@ -129,12 +129,17 @@ fn geo_flags_place_processes_in_data_centers_and_count_wan_bytes() {
             .args(["--master", "local[2]", "--threads", "1", "--datacenters", "2", "--inter-dc", "asp"])
             .args(["--significance", "0", "--mirror-clock-bound", "0", "--stats"])
             .arg(&stats)
-            .args(["demo", "--clocks", "5", "--window", "2"]),
+            .args(["--soft-significance", "demo", "--clocks", "5", "--window", "2"]),
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     assert_eq!(v["config"]["runtime"]["geo"]["inter_dc"], "asp");
+    assert_eq!(v["config"]["runtime"]["geo"]["soft_significance"], true);
     assert!(v["significant_updates"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["selective_barriers"].is_u64(), "{v}");
+    let out = output(submit().args(["--master", "local[2]", "--soft-significance=maybe", "demo"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'maybe' is not one of on, off"));
     let out = output(submit().args([
         "--master",
         "local[2]",

@@ -150,6 +150,8 @@ pub struct FaultConfig {
     /// Clients accept rows this many clocks older than the bound allows (`c - s - 1 - k`): an
     /// off-by-one in the client's staleness check.
     pub loosen_client_bound: u32,
+    /// ASP servers take a selective barrier's clock without holding its rows' reads back.
+    pub ignore_selective_barriers: bool,
 }
 
 impl Default for RuntimeConfig {

@@ -56,6 +56,9 @@ pub struct GeoConfig {
     /// ASP: a server more than this many clocks ahead of its slowest mirror stops serving reads
     /// until the mirror catches up (Gaia's DS).
     pub mirror_clock_bound: u32,
+    /// ASP: also send, best effort, updates above a soft threshold that is lowered (to 1/64 of
+    /// the hard one) while the WAN links keep up and raised again when they fall behind.
+    pub soft_significance: bool,
 }
 
 /// Bandwidth and delay between each ordered pair of data centers (`--wan-matrix FILE`, JSON):
@@ -71,6 +74,9 @@ pub struct WanMatrix {
     /// One-way delay of each link, milliseconds (all 0 if left out).
     #[serde(default)]
     pub delay_ms: Vec<Vec<f64>>,
+    /// Where the numbers come from (free text, for people reading the file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 impl WanMatrix {
@@ -124,6 +130,7 @@ impl Default for GeoConfig {
             wan_matrix: None,
             significance: 0.01,
             mirror_clock_bound: 2,
+            soft_significance: false,
         }
     }
 }
@@ -320,11 +327,33 @@ mod tests {
         assert!(unshaped.crosses(0, 3, 4));
     }
 
+    /// The shipped model of Gaia's EC2 measurements keeps the paper's stated facts.
+    #[test]
+    fn the_shipped_ec2_matrix_keeps_the_papers_anchors() {
+        let m: WanMatrix = serde_json::from_str(include_str!("../../scripts/wan/ec2-11-regions.json")).unwrap();
+        m.validate().unwrap();
+        assert_eq!(m.datacenters.len(), 11);
+        let at = |a: &str, b: &str| {
+            let i = |n: &str| m.datacenters.iter().position(|d| d == n).unwrap();
+            (m.mbps[i(a)][i(b)], m.delay(i(a), i(b)))
+        };
+        let (worst, _) = m.worst();
+        assert_eq!(worst, at("Singapore", "Sao Paulo").0, "the slowest pair");
+        assert!((1000.0 / worst - 60.0).abs() < 0.5, "60x below a 1 Gbit/s LAN: {worst}");
+        assert!((at("Oregon", "California").0 / worst - 12.0).abs() < 0.1, "close pairs 12x the distant");
+        let d = m.datacenters.len();
+        let mean = (0..d).flat_map(|i| (0..d).filter(move |&j| j != i).map(move |j| (i, j)));
+        let mean = mean.map(|(i, j)| m.mbps[i][j]).sum::<f64>() / (d * (d - 1)) as f64;
+        assert!((14.0..20.0).contains(&(1000.0 / mean)), "about 15x below the LAN on average: {mean}");
+        assert!(at("Virginia", "California").1 > 20.0, "delays are one-way milliseconds");
+    }
+
     fn matrix() -> WanMatrix {
         WanMatrix {
             datacenters: vec!["virginia".into(), "california".into(), "tokyo".into()],
             mbps: vec![vec![0.0, 100.0, 40.0], vec![90.0, 0.0, 50.0], vec![30.0, 60.0, 0.0]],
             delay_ms: vec![vec![0.0, 35.0, 70.0], vec![36.0, 0.0, 50.0], vec![71.0, 52.0, 0.0]],
+            source: None,
         }
     }
 

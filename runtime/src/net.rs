@@ -7,7 +7,7 @@
 use crate::error::{panic_message, PsError, Result};
 use crate::hostfile::Hostfile;
 use crate::state::{ClientCmd, Shared};
-use crate::wan::Shaper;
+use crate::wan::{Shaper, BURST};
 use crate::wire::auth::{self, HandshakeError, Keys};
 use crate::wire::{FrameCodec, Msg};
 use bytes::BytesMut;
@@ -43,20 +43,67 @@ pub(crate) fn spawn_guarded(core: Arc<Shared>, what: &'static str, fut: impl Fut
 }
 
 /// An outgoing queue to one peer. Counts queued messages so that a failing process can let its
-/// last messages (an abort reason) reach the peers before it exits.
+/// last messages (an abort reason) reach the peers before it exits. Control messages (Gaia's
+/// control queue: selective barriers) overtake queued data; the writer counts the mirror updates
+/// that have left, so a server can tell whether the link keeps up.
 #[derive(Clone)]
 pub(crate) struct Link {
     tx: UnboundedSender<Msg>,
+    ctl: UnboundedSender<Msg>,
+    departed: Arc<AtomicU64>,
     core: Arc<Shared>,
 }
 
 impl Link {
     pub fn send(&self, m: Msg) {
+        self.queue(&self.tx, m)
+    }
+
+    /// Sends `m` ahead of every data message still queued (but after those already written).
+    pub fn send_control(&self, m: Msg) {
+        self.queue(&self.ctl, m)
+    }
+
+    fn queue(&self, tx: &UnboundedSender<Msg>, m: Msg) {
         self.core.control.message_queued();
-        if self.tx.send(m).is_err() {
+        if tx.send(m).is_err() {
             self.core.control.message_done();
         }
     }
+
+    /// How many `MirrorUpdate`s sent on this link have left (in the order they were sent): on
+    /// the socket, or into the emulated WAN's delay line. Whatever is sent from now on arrives
+    /// after them.
+    pub fn departed(&self) -> u64 {
+        self.departed.load(Ordering::Acquire)
+    }
+}
+
+/// A link's queues as its writer sees them.
+struct Outbox {
+    ctl: UnboundedReceiver<Msg>,
+    data: UnboundedReceiver<Msg>,
+    departed: Arc<AtomicU64>,
+}
+
+impl Outbox {
+    async fn recv(&mut self) -> Option<Msg> {
+        tokio::select! {
+            biased;
+            Some(m) = self.ctl.recv() => Some(m),
+            m = self.data.recv() => m,
+        }
+    }
+
+    fn try_recv(&mut self) -> Option<Msg> {
+        self.ctl.try_recv().ok().or_else(|| self.data.try_recv().ok())
+    }
+}
+
+fn link_pair(core: &Arc<Shared>) -> (Link, Outbox) {
+    let ((tx, data), (ctl_tx, ctl)) = (unbounded_channel(), unbounded_channel());
+    let departed = Arc::new(AtomicU64::new(0));
+    (Link { tx, ctl: ctl_tx, departed: departed.clone(), core: core.clone() }, Outbox { ctl, data, departed })
 }
 
 /// Hands a message from process `from` to the local server task; false once it is gone.
@@ -68,7 +115,7 @@ pub(crate) struct Links {
     pub to_client: Vec<Link>,
 }
 
-type Rxs = Arc<Mutex<Vec<Option<UnboundedReceiver<Msg>>>>>;
+type Rxs = Arc<Mutex<Vec<Option<Outbox>>>>;
 
 /// What the way to a peer crosses: a data-center boundary (its bytes count as WAN traffic) and,
 /// when a WAN is emulated, the shaper of this direction, shared by both connections to the peer.
@@ -103,10 +150,10 @@ pub(crate) fn start(
     let me = core.pid;
     let (mut to_server, mut server_rx, mut to_client, mut client_rx) = (vec![], vec![], vec![], vec![]);
     for _ in 0..n {
-        let (t, r) = unbounded_channel();
+        let (t, r) = link_pair(&core);
         to_server.push(t);
         server_rx.push(Some(r));
-        let (t, r) = unbounded_channel();
+        let (t, r) = link_pair(&core);
         to_client.push(t);
         client_rx.push(Some(r));
     }
@@ -154,8 +201,7 @@ pub(crate) fn start(
             });
         }
     }
-    let link = |tx| Link { tx, core: core.clone() };
-    Links { to_server: to_server.into_iter().map(link).collect(), to_client: to_client.into_iter().map(link).collect() }
+    Links { to_server, to_client }
 }
 
 type Conn = Framed<TcpStream, LengthDelimitedCodec>;
@@ -262,7 +308,7 @@ fn run_conn(
     (q, addr, wan): (usize, String, Wan),
     conn: Conn,
     keys: Keys,
-    rx: UnboundedReceiver<Msg>,
+    rx: Outbox,
     deliver: impl Fn(Msg) -> bool + Send + 'static,
 ) {
     let parts = conn.into_parts();
@@ -323,35 +369,47 @@ fn run_conn(
 }
 
 /// The messages a writer sends together: the first queued one (a heartbeat after `heartbeat_ms`
-/// of silence), then whatever else is queued, up to 256.
+/// of silence), then whatever else is queued, up to 256, control messages first.
 struct Batch<'a> {
-    rx: &'a mut UnboundedReceiver<Msg>,
-    next: Option<Msg>,
+    out: &'a mut Outbox,
+    first: Option<Msg>,
     taken: usize,
     /// Messages of the batch queued through a `Link` (heartbeats are not, so they do not count).
     counted: usize,
+    /// Mirror updates among them.
+    bulk: u64,
 }
 
 impl<'a> Batch<'a> {
     /// Waits for the first message; `None` once the queue is closed.
-    async fn start(rx: &'a mut UnboundedReceiver<Msg>, heartbeat: Duration) -> Option<Batch<'a>> {
-        let first = match tokio::time::timeout(heartbeat, rx.recv()).await {
+    async fn start(out: &'a mut Outbox, heartbeat: Duration) -> Option<Batch<'a>> {
+        let first = match tokio::time::timeout(heartbeat, out.recv()).await {
             Ok(Some(m)) => m,
             Ok(None) => return None,
             Err(_) => Msg::Ping,
         };
-        let counted = usize::from(!matches!(first, Msg::Ping));
-        Some(Batch { rx, next: Some(first), taken: 0, counted })
+        Some(Batch { out, first: Some(first), taken: 0, counted: 0, bulk: 0 })
     }
 
     fn next(&mut self) -> Option<Msg> {
-        let m = self.next.take()?;
+        let m = match self.first.take() {
+            Some(m) => m,
+            None if self.taken < 256 => self.out.try_recv()?,
+            None => return None,
+        };
         self.taken += 1;
-        if self.taken < 256 {
-            self.next = self.rx.try_recv().ok();
-            self.counted += usize::from(self.next.is_some());
-        }
+        self.counted += usize::from(!matches!(m, Msg::Ping));
+        self.bulk += u64::from(matches!(m, Msg::MirrorUpdate { .. }));
         Some(m)
+    }
+
+    /// The batch has left: counts its mirror updates as departed; returns how many messages
+    /// it carried that were queued through a `Link`.
+    fn departed(self) -> usize {
+        if self.bulk > 0 {
+            self.out.departed.fetch_add(self.bulk, Ordering::Release);
+        }
+        self.counted
     }
 }
 
@@ -360,7 +418,7 @@ async fn write_loop(
     q: usize,
     addr: String,
     mut w: FramedWrite<tokio::net::tcp::OwnedWriteHalf, FrameCodec>,
-    mut rx: UnboundedReceiver<Msg>,
+    mut rx: Outbox,
     crosses: bool,
 ) {
     let hb = Duration::from_millis(core.cfg.heartbeat_ms);
@@ -376,7 +434,7 @@ async fn write_loop(
             SinkExt::<Msg>::flush(&mut w).await
         }
         .await;
-        let counted = batch.counted;
+        let counted = batch.departed();
         let sent = w.encoder().encoded_bytes - before;
         core.net.bytes_sent.fetch_add(sent, Ordering::Relaxed);
         if crosses {
@@ -403,7 +461,7 @@ async fn shaped_write_loop(
     addr: String,
     mut codec: FrameCodec,
     mut io: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: UnboundedReceiver<Msg>,
+    mut rx: Outbox,
     shaper: Arc<Shaper>,
 ) {
     let (tx, mut pieces) = unbounded_channel::<(Instant, bytes::Bytes, usize)>();
@@ -427,6 +485,13 @@ async fn shaped_write_loop(
     });
     let hb = Duration::from_millis(core.cfg.heartbeat_ms);
     loop {
+        // Messages wait in their queues until the link can take them, so that a control
+        // message queued meanwhile still goes before the data.
+        if let Some(at) = shaper.ready_at() {
+            if at > Instant::now() {
+                tokio::time::sleep_until(at.into()).await;
+            }
+        }
         let Some(mut batch) = Batch::start(&mut rx, hb).await else { return };
         let mut buf = BytesMut::new();
         while let Some(m) = batch.next() {
@@ -434,13 +499,16 @@ async fn shaped_write_loop(
                 core.fail(PsError::PeerLost { pid: q, addr, reason: format!("encoding failed: {e}") });
                 return;
             }
+            if buf.len() >= BURST {
+                break;
+            }
         }
-        let counted = batch.counted;
         let n = buf.len();
         core.net.bytes_sent.fetch_add(n as u64, Ordering::Relaxed);
         core.net.wan_bytes_sent.fetch_add(n as u64, Ordering::Relaxed);
         let mut bytes = buf.freeze();
         let plan = shaper.schedule(n, Instant::now());
+        let counted = batch.departed();
         let last = plan.len() - 1;
         for (i, (len, at)) in plan.into_iter().enumerate() {
             let piece = bytes.split_to(len);

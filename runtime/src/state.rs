@@ -139,9 +139,11 @@ pub(crate) struct NetStats {
     /// Bytes sent to and received from processes in other data centers (also in the totals).
     pub wan_bytes_sent: AtomicU64,
     pub wan_bytes_recv: AtomicU64,
-    /// ASP: rows this server sent to its mirrors; reads it held back for a slow mirror.
+    /// ASP: rows this server sent to its mirrors; reads it held back for a slow mirror;
+    /// selective barriers it sent.
     pub significant_updates: AtomicU64,
     pub mirror_clock_waits: AtomicU64,
+    pub selective_barriers: AtomicU64,
 }
 
 /// The state every layer of a process shares.

@@ -70,9 +70,11 @@ pub struct ProcessStats {
     pub wan_bytes_sent: u64,
     pub wan_bytes_recv: u64,
     /// ASP: rows sent to mirror servers as significant updates; reads held back because a
-    /// mirror was more than DS clocks behind.
+    /// mirror was more than DS clocks behind; selective barriers sent (a WAN link was behind).
     pub significant_updates: u64,
     pub mirror_clock_waits: u64,
+    #[serde(default)]
+    pub selective_barriers: u64,
     /// Peak resident set size of the process (bytes, from getrusage).
     pub peak_rss_bytes: u64,
     /// Observed staleness (row data age minus reader clock) -> count.
@@ -159,6 +161,7 @@ struct JobStats {
     wan_bytes_recv: u64,
     significant_updates: u64,
     mirror_clock_waits: u64,
+    selective_barriers: u64,
     /// The largest process's peak RSS.
     peak_rss_bytes: u64,
     staleness_hist: BTreeMap<i64, u64>,
@@ -203,6 +206,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         wan_bytes_recv: sum(|p| p.wan_bytes_recv),
         significant_updates: sum(|p| p.significant_updates),
         mirror_clock_waits: sum(|p| p.mirror_clock_waits),
+        selective_barriers: sum(|p| p.selective_barriers),
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
         staleness_hist: hist,
         mean_staleness: mean,
@@ -264,6 +268,7 @@ mod tests {
             "wan_bytes_recv": int("wan_bytes_recv"),
             "significant_updates": int("significant_updates"),
             "mirror_clock_waits": int("mirror_clock_waits"),
+            "selective_barriers": int("selective_barriers"),
             "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
             "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),
             "mean_staleness": mean,
@@ -292,6 +297,7 @@ mod tests {
             "rows_recv": 1553, "rows_recv_remote": 589 + 375 * k, "updates_sent": 1200, "fetches_sent": 8,
             "wan_bytes_sent": 7000 * k, "wan_bytes_recv": 6000 + k,
             "significant_updates": 40 + k, "mirror_clock_waits": 3 * k,
+            "selective_barriers": 2 * k,
             "peak_rss_bytes": 104_857_600 + 4096 * k,
             "staleness_hist": {"-1": 1157 + k, "-2": 797, "-3": 1246, format!("-{}", 4 + k): 7},
             "mean_staleness": -2.0278125,
@@ -326,7 +332,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 23] = [
+    const JOB_KEYS: [&str; 24] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -342,6 +348,7 @@ mod tests {
         "processes_count",
         "rows_recv",
         "rows_recv_remote",
+        "selective_barriers",
         "significant_updates",
         "staleness_hist",
         "thread_cache_misses",

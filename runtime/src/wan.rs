@@ -46,6 +46,17 @@ impl Shaper {
         Shaper { shape, drained: Mutex::new(None) }
     }
 
+    /// When a writer should hand over more bytes: once the bucket is down to half a burst of
+    /// bytes still to leave, so the link never idles while data waits, yet data is not
+    /// committed to the line far ahead of time (a control message queued meanwhile can still
+    /// go first). `None`: no rate limit, always.
+    pub fn ready_at(&self) -> Option<Instant> {
+        let rate = self.shape.bytes_per_s;
+        let drained = (*self.drained.lock().unwrap_or_else(|e| e.into_inner()))?;
+        rate.is_finite()
+            .then(|| drained.checked_sub(Duration::from_secs_f64(BURST as f64 / 2.0 / rate)).unwrap_or(drained))
+    }
+
     /// Sends `bytes` at `now`: the arrival time of each piece (sizes `<= PIECE`, in order).
     /// Arrival times never decrease, so a writer that waits for each in turn keeps the order.
     pub fn schedule(&self, bytes: usize, now: Instant) -> Vec<(usize, Instant)> {
@@ -114,6 +125,9 @@ mod tests {
         // The bucket is now empty: the next piece waits for its bytes at the rate.
         let next = s.schedule(1000, t1);
         assert_eq!(next[0].1, t1 + Duration::from_millis(6));
+        // More may be handed over once half a burst is left to leave (BURST/2 bytes = 32.768 ms).
+        let ready = s.ready_at().expect("rate-limited");
+        assert_eq!(ready, t1 + Duration::from_millis(1) - Duration::from_secs_f64(BURST as f64 / 2.0 / 1e6));
     }
 
     #[test]

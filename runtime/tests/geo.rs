@@ -41,6 +41,7 @@ fn a_wan_matrix_shapes_each_direction_on_its_own() {
         datacenters: vec!["east".into(), "west".into()],
         mbps: vec![vec![0.0, 1000.0], vec![1000.0, 0.0]],
         delay_ms: vec![vec![0.0, 60.0], vec![0.0, 0.0]],
+        source: None,
     };
     let geo = GeoConfig { datacenters: 2, wan_matrix: Some(m), ..Default::default() };
     let clocks = 8;
@@ -124,6 +125,35 @@ fn asp_servers_hold_reads_back_until_their_mirrors_catch_up() {
     assert!(stats.iter().map(|s| s.mirror_clock_waits).sum::<u64>() > 0, "{stats:?}");
     assert!(stats.iter().all(|s| s.app["checks"].as_u64().unwrap() > 0));
 }
+
+/// A WAN too slow for every clock's mirror updates: servers send selective barriers ahead of the
+/// data, readers wait for exactly the announced rows, and every read still holds all updates
+/// the guarantee promises.
+#[test]
+fn selective_barriers_keep_the_guarantee_when_the_wan_falls_behind() {
+    let geo = GeoConfig { wan_mbps: Some(4.0), wan_delay_ms: 10.0, ..asp(2, 0.0, 2) };
+    for (consistency, s) in [(Consistency::Ssp, 1), (Consistency::Essp, 1)] {
+        let stats = ok(run_cluster(4, &cfg(geo.clone(), consistency, s), |_| demo(BEHIND)));
+        let barriers: u64 = stats.iter().map(|s| s.selective_barriers).sum();
+        assert!(barriers > 0, "{consistency:?}: the link must fall behind for this test to mean anything");
+        assert!(stats.iter().all(|s| s.app["checks"].as_u64().unwrap() > 0));
+    }
+}
+
+/// The same job with servers that take a barrier's clock but do not hold the announced rows
+/// back: reads see rows whose updates are still on the WAN, and the checks catch it.
+#[test]
+fn ignoring_selective_barriers_breaks_the_guarantee_and_the_checks_see_it() {
+    let geo = GeoConfig { wan_mbps: Some(4.0), wan_delay_ms: 10.0, ..asp(2, 0.0, 2) };
+    let mut c = cfg(geo, Consistency::Ssp, 1);
+    c.fault.ignore_selective_barriers = true;
+    let stats = run_cluster(4, &c, |_| demo(BEHIND));
+    let err = stats.into_iter().find_map(|s| s.err()).expect("a consistency violation").to_string();
+    assert!(err.contains("consistency violation"), "{err}");
+}
+
+/// Enough shared rows that each clock's mirror updates take longer than a clock to cross.
+const BEHIND: &str = "--clocks 10 --shared-rows 4000";
 
 fn mf_job(geo: GeoConfig, data: &std::path::Path) -> Vec<ProcessStats> {
     let a: Vec<String> = format!(

@@ -7,11 +7,17 @@
 //!   `significance`, |update / value| for dense and sparse rows) go to the row's server in every
 //!   other data center, packed per destination, and their sums restart. A table can set its own
 //!   threshold (`TableConfig::significance`; 0 mirrors every change). At the end everything
-//!   still unsent goes.
+//!   still unsent goes. With the soft threshold (`soft_significance`) the threshold is lowered
+//!   while every link to a mirror keeps up, and raised back when one falls behind.
 //! * Mirror clock: after a clock's updates the server sends `MirrorClock` to every server of
 //!   the other data centers (on the same ordered link, so it arrives after them). A server
 //!   serves reads only up to `min(mirror clocks) + DS` (`mirror_clock_bound`): more than DS
 //!   clocks ahead of its slowest mirror, reads wait until it catches up.
+//! * Selective barrier: if mirror updates sent at an earlier clock have not yet left when the
+//!   next clock's are ready, the link is not keeping up. Then the clock goes as a
+//!   `SelectiveBarrier` on the control queue, ahead of the data, listing the rows of every
+//!   mirror update not yet sent out (by sequence number); the receiver takes the clock at once
+//!   and holds reads of exactly those rows until their updates arrive.
 //!
 //! Received mirror updates are applied but not summed again (they are never sent on).
 
@@ -19,12 +25,22 @@ use crate::clock::Age;
 use crate::error::{PsError, Result};
 use crate::net::Link;
 use crate::state::Shared;
-use crate::wire::Msg;
-use bytes::{BufMut, BytesMut};
+use crate::wire::{Msg, BARRIER_ENTRY};
+use bytes::{Buf, BufMut, BytesMut};
 use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 
 use super::ServerTableOps;
+
+/// A mirror update frame holds at most this many bytes, so that a control message waits for at
+/// most this much data on a slow link (64 KB: 0.1 s at 5 Mbit/s).
+const FRAME_BYTES: usize = 64 * 1024;
+/// The soft threshold goes down to this fraction of the hard one.
+const SOFT_FLOOR: f64 = 1.0 / 64.0;
+
+/// Rows of a table and the row ids in one mirror update frame.
+type RowIds = Vec<(u32, u64)>;
 
 pub(crate) struct Mirror {
     /// Every server of the other data centers and the last clock it reported.
@@ -33,6 +49,31 @@ pub(crate) struct Mirror {
     bound: i64,
     /// Initial significance threshold v.
     v: f64,
+    /// Soft threshold on: the fraction of the hard threshold in use (1: just the hard one).
+    soft: Option<f64>,
+    /// Test-only fault: take a barrier's clock without holding its rows back.
+    ignore_barriers: bool,
+    out: FxHashMap<usize, Outgoing>,
+    incoming: FxHashMap<usize, Incoming>,
+    /// Rows whose reads wait for announced updates, and how many updates each still waits for.
+    blocked: FxHashMap<(u32, u64), u32>,
+}
+
+/// Mirror updates to one mirror server.
+#[derive(Default)]
+struct Outgoing {
+    next_seq: u64,
+    /// Frames sent in order (no barrier listed them) that may not have left yet.
+    unlisted: VecDeque<(u64, RowIds)>,
+}
+
+/// Mirror updates from one mirror server.
+#[derive(Default)]
+struct Incoming {
+    /// Sequence number of the next update to arrive.
+    next_seq: u64,
+    /// Rows announced by barriers, per update still to arrive.
+    announced: BTreeMap<u64, RowIds>,
 }
 
 impl Mirror {
@@ -43,10 +84,16 @@ impl Mirror {
         }
         let start = shared.start_clock.completed();
         let geo = &shared.cfg.geo;
+        let others = shared.topo.other_dcs(shared.pid);
         Some(Mirror {
-            clocks: shared.topo.other_dcs(shared.pid).into_iter().map(|q| (q, start)).collect(),
+            clocks: others.iter().map(|&q| (q, start)).collect(),
             bound: geo.mirror_clock_bound as i64,
             v: geo.significance,
+            soft: geo.soft_significance.then_some(1.0),
+            ignore_barriers: shared.cfg.fault.ignore_selective_barriers,
+            out: others.iter().map(|&q| (q, Outgoing::default())).collect(),
+            incoming: others.iter().map(|&q| (q, Incoming::default())).collect(),
+            blocked: FxHashMap::default(),
         })
     }
 
@@ -71,48 +118,143 @@ impl Mirror {
         self.clocks.contains_key(&from)
     }
 
+    /// True while some rows' announced updates have not arrived: reads of them wait, and so
+    /// does an ESSP push (it would declare them fresh).
+    pub fn is_blocked(&self, table: u32, row: u64) -> bool {
+        self.blocked.contains_key(&(table, row))
+    }
+
+    pub fn any_blocked(&self) -> bool {
+        !self.blocked.is_empty()
+    }
+
+    /// A selective barrier from mirror `from`: holds reads of the announced rows whose updates
+    /// are still to come, then takes the clock.
+    pub fn on_barrier(&mut self, from: usize, clock: Age, mut data: &[u8]) -> Result<()> {
+        let inc = self.incoming.get_mut(&from).ok_or_else(|| not_a_mirror(from, "a selective barrier"))?;
+        if !self.ignore_barriers {
+            while data.len() >= BARRIER_ENTRY {
+                let (seq, table, row) = (data.get_u64_le(), data.get_u32_le(), data.get_u64_le());
+                if seq >= inc.next_seq {
+                    inc.announced.entry(seq).or_default().push((table, row));
+                    *self.blocked.entry((table, row)).or_default() += 1;
+                }
+            }
+        }
+        self.on_clock(from, clock);
+        Ok(())
+    }
+
+    /// Mirror update `seq` from `from` arrived (and was applied): the rows a barrier announced
+    /// for it that no other announced update holds are free again.
+    pub fn on_update(&mut self, from: usize, seq: u64, freed: &mut Vec<(u32, u64)>) -> Result<()> {
+        let inc = self.incoming.get_mut(&from).ok_or_else(|| not_a_mirror(from, "mirror updates"))?;
+        if seq != inc.next_seq {
+            return Err(PsError::codec(format!(
+                "process {from} sent mirror update {seq} when {} was due (updates arrive in order)",
+                inc.next_seq
+            )));
+        }
+        inc.next_seq += 1;
+        for key in inc.announced.remove(&seq).unwrap_or_default() {
+            if let std::collections::hash_map::Entry::Occupied(mut e) = self.blocked.entry(key) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
+                    e.remove();
+                    freed.push(key);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// This data center completed clock `age`: sends the significant updates of every table to
-    /// their mirrors (all unsent ones once `age` is final), then the clock itself.
+    /// their mirrors (all unsent ones once `age` is final), then the clock itself, in order, or
+    /// as a selective barrier ahead of them where a link is behind.
     pub fn advance(
-        &self,
+        &mut self,
         shared: &Shared,
         age: Age,
         tables: &mut FxHashMap<u32, Box<dyn ServerTableOps>>,
         to_server: &[Link],
     ) {
-        let t = (age.get().max(0) + 1) as f64;
-        let limit = shared.cfg.batch_bytes;
-        let mut sent = 0;
-        for (&id, table) in tables.iter_mut() {
-            let cfg = table.config();
-            let threshold = if age.is_finished() { None } else { Some(cfg.significance.unwrap_or(self.v / t.sqrt())) };
-            let cfg = cfg.clone();
-            let mut out: FxHashMap<usize, BytesMut> = FxHashMap::default();
-            sent += table.take_significant(threshold, &mut |row, update| {
-                for q in shared.topo.mirrors(shared.pid, cfg.slot(row)) {
-                    let b = out.entry(q).or_default();
-                    if b.len() >= limit {
-                        to_server[q].send(Msg::MirrorUpdate { table: id, data: std::mem::take(b).freeze() });
-                    }
-                    b.put_u64_le(row);
-                    b.put_slice(update);
-                }
-            });
-            for (q, b) in out {
-                to_server[q].send(Msg::MirrorUpdate { table: id, data: b.freeze() });
+        // A link is behind if updates sent at an earlier clock have not left yet.
+        let mut behind = Vec::new();
+        for (&q, o) in self.out.iter_mut() {
+            let departed = to_server[q].departed();
+            while o.unlisted.front().is_some_and(|(seq, _)| *seq < departed) {
+                o.unlisted.pop_front();
+            }
+            if departed < o.next_seq {
+                behind.push(q);
             }
         }
+        if let Some(f) = self.soft.as_mut() {
+            *f = if behind.is_empty() { (*f / 2.0).max(SOFT_FLOOR) } else { (*f * 2.0).min(1.0) };
+        }
+        let scale = self.soft.unwrap_or(1.0);
+        let t = (age.get().max(0) + 1) as f64;
+        let limit = shared.cfg.batch_bytes.min(FRAME_BYTES);
+        let mut frames: FxHashMap<usize, Vec<(u32, BytesMut, RowIds)>> = FxHashMap::default();
+        let mut sent = 0;
+        for (&id, table) in tables.iter_mut() {
+            let cfg = table.config().clone();
+            let threshold = (!age.is_finished()).then(|| cfg.significance.unwrap_or(self.v / t.sqrt()) * scale);
+            sent += table.take_significant(threshold, &mut |row, update| {
+                for q in shared.topo.mirrors(shared.pid, cfg.slot(row)) {
+                    let fs = frames.entry(q).or_default();
+                    if fs.last().is_none_or(|(tid, b, _)| *tid != id || b.len() >= limit) {
+                        fs.push((id, BytesMut::new(), Vec::new()));
+                    }
+                    let (_, b, rows) = fs.last_mut().expect("just pushed");
+                    b.put_u64_le(row);
+                    b.put_slice(update);
+                    rows.push((id, row));
+                }
+            });
+        }
         shared.net.significant_updates.fetch_add(sent, Ordering::Relaxed);
-        for &q in self.clocks.keys() {
-            to_server[q].send(Msg::MirrorClock { clock: age });
+        for (&q, o) in self.out.iter_mut() {
+            let fs = frames.remove(&q).unwrap_or_default();
+            let barrier = behind.contains(&q);
+            if barrier {
+                let listed = o.unlisted.iter().map(|(s, r)| (*s, r));
+                let new = fs.iter().enumerate().map(|(i, (_, _, r))| (o.next_seq + i as u64, r));
+                let mut data = BytesMut::new();
+                for (seq, rows) in listed.chain(new) {
+                    for &(table, row) in rows {
+                        data.put_u64_le(seq);
+                        data.put_u32_le(table);
+                        data.put_u64_le(row);
+                    }
+                }
+                o.unlisted.clear();
+                to_server[q].send_control(Msg::SelectiveBarrier { clock: age, data: data.freeze() });
+                shared.net.selective_barriers.fetch_add(1, Ordering::Relaxed);
+            }
+            for (table, data, rows) in fs {
+                let seq = o.next_seq;
+                o.next_seq += 1;
+                to_server[q].send(Msg::MirrorUpdate { table, seq, data: data.freeze() });
+                if !barrier {
+                    o.unlisted.push_back((seq, rows));
+                }
+            }
+            if !barrier {
+                to_server[q].send(Msg::MirrorClock { clock: age });
+            }
         }
     }
+}
+
+fn not_a_mirror(from: usize, what: &str) -> PsError {
+    PsError::codec(format!("process {from} sent {what}, but it is not a mirror of this server"))
 }
 
 /// Refuses mirror traffic from a process that is not a mirror of this server.
 pub(crate) fn check_mirror(mirror: &Option<Mirror>, from: usize, what: &str) -> Result<()> {
     match mirror {
         Some(m) if m.is_mirror(from) => Ok(()),
-        _ => Err(PsError::codec(format!("process {from} sent {what}, but it is not a mirror of this server"))),
+        _ => Err(not_a_mirror(from, what)),
     }
 }

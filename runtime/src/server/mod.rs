@@ -80,6 +80,10 @@ pub(crate) struct Server {
     global: Age,
     pending: PendingBatches,
     parked: BTreeMap<Age, Vec<(usize, FetchReq)>>,
+    /// ASP: reads of rows a selective barrier holds back, until their updates arrive.
+    held: FxHashMap<(u32, u64), Vec<(usize, FetchReq)>>,
+    /// ESSP: a push is due but waits until no row is held back.
+    push_deferred: bool,
     subs: Subscriptions,
     to_client: Vec<Link>,
     /// Server-to-server messages (ASP mirrors) go on the links this process's client uses.
@@ -111,6 +115,8 @@ impl Server {
             global: start.completed(),
             pending: PendingBatches::new(n),
             parked: BTreeMap::new(),
+            held: FxHashMap::default(),
+            push_deferred: false,
             subs: Subscriptions::new(n),
             to_client,
             to_server,
@@ -168,10 +174,12 @@ impl Server {
                 let age = self.visible_age();
                 let mut out = RowsOut::new(self.shared.cfg.batch_bytes);
                 for r in reqs {
-                    if ServeRule::can_serve(r.min_age, age) {
-                        self.serve(from, r, &mut out)?;
-                    } else {
+                    if !ServeRule::can_serve(r.min_age, age) {
                         self.parked.entry(r.min_age).or_default().push((from, r));
+                    } else if self.is_held(&r) {
+                        self.held.entry((r.table, r.row)).or_default().push((from, r));
+                    } else {
+                        self.serve(from, r, &mut out)?;
                     }
                 }
                 if !out.is_empty() {
@@ -180,7 +188,7 @@ impl Server {
             }
             Msg::Oplog { table, data } => self.pending.push(from, table, data),
             Msg::Clock { clock } => self.on_clock(from, clock)?,
-            Msg::MirrorUpdate { table, data } => {
+            Msg::MirrorUpdate { table, seq, data } => {
                 check_mirror(&self.mirror, from, "mirror updates")?;
                 let t = self.tables.get_mut(&table).ok_or_else(|| {
                     PsError::codec(format!("process {from} sent mirror updates of unknown table {table}"))
@@ -189,23 +197,22 @@ impl Server {
                 t.apply_mirrored(&data, &mut |row| subs.touched(table, row)).map_err(|e| {
                     PsError::codec(format!("mirror updates from process {from} for table {table}: {e}"))
                 })?;
+                let mut freed = Vec::new();
+                if let Some(m) = self.mirror.as_mut() {
+                    m.on_update(from, seq, &mut freed)?;
+                }
+                self.release_held(freed)?;
             }
             Msg::MirrorClock { clock } => {
                 check_mirror(&self.mirror, from, "a mirror clock")?;
-                let before = self.visible_age();
-                if let Some(m) = self.mirror.as_mut() {
+                self.on_mirror_clock(|m| {
                     m.on_clock(from, clock);
-                }
-                let now = self.visible_age();
-                if now > before {
-                    // Reads a mirror's clock releases were held back by the mirror clock.
-                    let waited: usize = self.parked.range(..=now).map(|(_, v)| v.len()).sum();
-                    self.shared.net.mirror_clock_waits.fetch_add(waited as u64, std::sync::atomic::Ordering::Relaxed);
-                    self.release_parked()?;
-                    if self.rule.pushes_at(self.global) {
-                        self.push_rows();
-                    }
-                }
+                    Ok(())
+                })?;
+            }
+            Msg::SelectiveBarrier { clock, data } => {
+                check_mirror(&self.mirror, from, "a selective barrier")?;
+                self.on_mirror_clock(|m| m.on_barrier(from, clock, &data))?;
             }
             Msg::Exchange { epoch, from: f, to, last, data } => {
                 let threads = self.shared.cfg.threads;
@@ -257,7 +264,7 @@ impl Server {
         let g = self.vc.iter().copied().min().unwrap_or(clock);
         if g > self.global {
             self.global = g;
-            if let Some(m) = &self.mirror {
+            if let Some(m) = self.mirror.as_mut() {
                 m.advance(&self.shared, g, &mut self.tables, &self.to_server);
             }
             self.take_due_snapshots();
@@ -272,12 +279,58 @@ impl Server {
         Ok(())
     }
 
+    /// Applies a mirror's clock (or barrier); if that lets this server serve newer data, answers
+    /// the reads it held back and pushes.
+    fn on_mirror_clock(&mut self, f: impl FnOnce(&mut Mirror) -> Result<()>) -> Result<()> {
+        let before = self.visible_age();
+        if let Some(m) = self.mirror.as_mut() {
+            f(m)?;
+        }
+        let now = self.visible_age();
+        if now > before {
+            // Reads a mirror's clock releases were held back by the mirror clock.
+            let waited: usize = self.parked.range(..=now).map(|(_, v)| v.len()).sum();
+            self.shared.net.mirror_clock_waits.fetch_add(waited as u64, std::sync::atomic::Ordering::Relaxed);
+            self.release_parked()?;
+            if self.rule.pushes_at(self.global) {
+                self.push_rows();
+            }
+        }
+        Ok(())
+    }
+
+    fn is_held(&self, r: &FetchReq) -> bool {
+        self.mirror.as_ref().is_some_and(|m| m.is_blocked(r.table, r.row))
+    }
+
     fn release_parked(&mut self) -> Result<()> {
         let age = self.visible_age();
         let later = self.parked.split_off(&age.shifted(1));
         let ready = std::mem::replace(&mut self.parked, later);
+        let reads: Vec<_> = ready.into_values().flatten().collect();
+        self.answer(reads, age)
+    }
+
+    /// The announced updates of `freed` rows arrived: answers the reads that waited for them,
+    /// and a push that waited for every held row.
+    fn release_held(&mut self, freed: Vec<(u32, u64)>) -> Result<()> {
+        let reads: Vec<_> = freed.iter().filter_map(|k| self.held.remove(k)).flatten().collect();
+        self.answer(reads, self.visible_age())?;
+        if self.push_deferred && !self.mirror.as_ref().is_some_and(Mirror::any_blocked) {
+            self.push_rows();
+        }
+        Ok(())
+    }
+
+    /// Answers reads the server can serve at `age`, packed per client; holds back those of rows
+    /// a selective barrier blocks.
+    fn answer(&mut self, reads: Vec<(usize, FetchReq)>, age: Age) -> Result<()> {
         let mut outs: FxHashMap<usize, RowsOut> = FxHashMap::default();
-        for (client, r) in ready.into_values().flatten() {
+        for (client, r) in reads {
+            if self.is_held(&r) {
+                self.held.entry((r.table, r.row)).or_default().push((client, r));
+                continue;
+            }
             let mut out = outs.remove(&client).unwrap_or_else(|| RowsOut::new(self.shared.cfg.batch_bytes));
             self.serve(client, r, &mut out)?;
             outs.insert(client, out);
@@ -291,6 +344,11 @@ impl Server {
     /// ESSP: send every subscribed row changed since the last push to its subscribers, then tell
     /// each subscriber the new clock (which also freshens its unchanged subscribed rows).
     fn push_rows(&mut self) {
+        // A push declares every subscribed row fresh at `age`: not while some wait for updates.
+        self.push_deferred = self.mirror.as_ref().is_some_and(Mirror::any_blocked);
+        if self.push_deferred {
+            return;
+        }
         let age = self.visible_age();
         let n = self.shared.nprocs;
         let mut outs: Vec<RowsOut> = (0..n).map(|_| RowsOut::new(self.shared.cfg.batch_bytes)).collect();

@@ -92,18 +92,30 @@ pub enum Msg {
         data: Bytes,
     },
     // server -> server of another data center (ASP)
-    /// Updates of one table that became significant: (row u64, encoded update)*.
+    /// Updates of one table that became significant: (row u64, encoded update)*. `seq` numbers
+    /// the mirror updates from one server to another, from 0.
     MirrorUpdate {
         table: u32,
+        seq: u64,
         data: Bytes,
     },
     /// The sender's data center completed `clock` (sent after that clock's mirror updates).
     MirrorClock {
         clock: Age,
     },
+    /// Gaia's selective barrier, sent ahead of queued data: the sender's data center completed
+    /// `clock`, and the mirror updates it has not yet delivered hold these rows:
+    /// (seq u64, table u32, row u64)*. Reads of them wait for those updates.
+    SelectiveBarrier {
+        clock: Age,
+        data: Bytes,
+    },
     // either way
     Ping,
 }
+
+/// Bytes of one entry of a selective barrier: seq, table, row.
+pub const BARRIER_ENTRY: usize = 20;
 
 /// Clocks and ages go on the wire as their raw little-endian `i64`.
 trait Raw {
@@ -203,10 +215,17 @@ impl Msg {
                 b.put_i64_le(clock.raw());
                 b.put_slice(info.as_bytes());
             }
-            Msg::MirrorUpdate { table, data } => {
-                b.reserve(5 + data.len());
+            Msg::MirrorUpdate { table, seq, data } => {
+                b.reserve(13 + data.len());
                 b.put_u8(18);
                 b.put_u32_le(*table);
+                b.put_u64_le(*seq);
+                b.put_slice(data);
+            }
+            Msg::SelectiveBarrier { clock, data } => {
+                b.reserve(9 + data.len());
+                b.put_u8(20);
+                b.put_i64_le(clock.raw());
                 b.put_slice(data);
             }
             Msg::MirrorClock { clock } => {
@@ -287,7 +306,14 @@ impl Msg {
             },
             18 => {
                 let table = s.take_u32()?;
-                Msg::MirrorUpdate { table, data: frame.slice(5..) }
+                Msg::MirrorUpdate { table, seq: s.take_u64()?, data: frame.slice(13..) }
+            }
+            20 => {
+                let clock = Age::new(s.take_i64()?);
+                if !s.len().is_multiple_of(BARRIER_ENTRY) {
+                    return Err(PsError::codec(format!("selective barrier of {} bytes", s.len())));
+                }
+                Msg::SelectiveBarrier { clock, data: frame.slice(9..) }
             }
             19 => Msg::MirrorClock { clock: Age::new(s.take_i64()?) },
             t => return Err(PsError::codec(format!("unknown message tag {t}"))),
@@ -320,7 +346,9 @@ mod tests {
             data: Bytes::from_static(b"x"),
         });
         roundtrip(Msg::Clock { clock: Age::FINISHED });
-        roundtrip(Msg::MirrorUpdate { table: 7, data: Bytes::from_static(b"rows") });
+        roundtrip(Msg::MirrorUpdate { table: 7, seq: 3, data: Bytes::from_static(b"rows") });
+        roundtrip(Msg::SelectiveBarrier { clock: Age::new(4), data: Bytes::from(vec![1; 2 * BARRIER_ENTRY]) });
+        assert!(Msg::decode(Bytes::from(vec![20, 0, 0, 0, 0, 0, 0, 0, 0, 1])).is_err(), "a torn entry");
         roundtrip(Msg::MirrorClock { clock: Age::new(12) });
         roundtrip(Msg::BarrierRelease { epoch: 2, clock: Clock::new(11) });
         roundtrip(Msg::Abort { reason: "boom".into() });
