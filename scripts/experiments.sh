@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# Runs the five experiments on MovieLens-100K (4 local processes) and draws their plots:
-# results/experiments/{staleness,stragglers,bytes,prefetch,essp}.{csv,png}. About 5 minutes.
-#   scripts/experiments.sh [staleness|stragglers|bytes|prefetch|essp|all]
+# Runs the experiments and draws their plots into results/experiments/:
+#   staleness, stragglers, bytes, prefetch, essp: MovieLens-100K, 4 local processes (about 5 min);
+#   gaia: LAN vs Gaia's Baseline vs Gaia across an emulated WAN, MF and LDA (about 15 min).
+#   scripts/experiments.sh [staleness|stragglers|bytes|prefetch|essp|gaia|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/fetch-data.sh ml-100k
+which=${1:-all}
+case "$which" in
+  staleness|stragglers|bytes|prefetch|essp|gaia|all) ;;
+  *) echo "experiments.sh: unknown experiment '$which' (staleness, stragglers, bytes, prefetch, essp, gaia, all)" >&2; exit 2 ;;
+esac
+scripts/fetch-data.sh ml-100k nyt
 cargo build --release --workspace
-./target/release/ps-bench experiment "${1:-all}" --out results/experiments
 # matplotlib in a project-local virtualenv (PyPI), so the system Python stays untouched.
 if [ ! -x data/.venv/bin/python ]; then
   python3 -m venv data/.venv
   data/.venv/bin/pip install -q matplotlib
 fi
-data/.venv/bin/python scripts/plot_experiments.py results/experiments
+if [ "$which" != gaia ]; then
+  ./target/release/ps-bench experiment "$which" --out results/experiments
+  data/.venv/bin/python scripts/plot_experiments.py results/experiments
+fi
+if [ "$which" = gaia ] || [ "$which" = all ]; then
+  data/.venv/bin/python scripts/experiment_gaia.py --out results/experiments
+fi

@@ -159,7 +159,11 @@ impl Iterative for Lda {
     fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
         let k = self.args.topics;
         ctx.create_table(TableConfig::new(WORD_TOPIC, "word_topic", "sparse_i32", k))?;
-        ctx.create_table(TableConfig::new(TOPIC_SUM, "topic_sum", "dense_i64", k))
+        // Under ASP the topic totals are mirrored exactly (significance 0): K numbers a clock, and
+        // every sampling step divides by them. Filtered like the word rows, each data center's
+        // totals drifted from the sum of its word-topic counts (a token moving between topics
+        // barely changes a total relative to its size), and the log-likelihood with them.
+        ctx.create_table(TableConfig::new(TOPIC_SUM, "topic_sum", "dense_i64", k).with_significance(0.0))
     }
 
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<LdaWorker> {
