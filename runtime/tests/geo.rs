@@ -205,31 +205,3 @@ fn asp_mf_matches_one_data_center_with_a_fraction_of_the_baseline_wan_bytes() {
     assert!(gaia.iter().map(|s| s.significant_updates).sum::<u64>() > 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
-
-fn lda_loglik_per_token(geo: GeoConfig, corpus: &std::path::Path) -> f64 {
-    let a: Vec<String> = format!("--input {} --topics 8 --passes 8 --samples 2", corpus.display())
-        .split_whitespace()
-        .map(String::from)
-        .collect();
-    let c = RuntimeConfig { threads: 1, geo, ..Default::default() };
-    let st = ok(run_cluster(2, &c, |_| apps::build("lda", &a).unwrap()));
-    let recs = st[0].app["objective"].as_array().expect("objective");
-    recs.last().and_then(|r| r["loglik_per_token"].as_f64()).expect("loglik_per_token")
-}
-
-/// LDA under ASP (default threshold and DS) ends within 1% of one data center's log-likelihood.
-/// With the topic totals filtered like the word rows, each data center's totals drifted away from
-/// its word-topic counts, and the likelihood ended 2.3% below the LAN's on this corpus.
-#[test]
-fn asp_lda_matches_one_data_center() {
-    let dir = std::env::temp_dir().join(format!("ps-geo-lda-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let spec = gen::CorpusSpec { docs: 600, vocab: 500, topics: 8, doc_len: 80, alpha: 0.1, beta: 0.05, seed: 3 };
-    gen::corpus(&spec, &dir, "g").unwrap();
-    let corpus = dir.join("docword.g.txt");
-    let lan = lda_loglik_per_token(GeoConfig::default(), &corpus);
-    let gaia = lda_loglik_per_token(asp(2, 0.01, 2), &corpus);
-    eprintln!("loglik per token: LAN {lan}, ASP {gaia}");
-    assert!((gaia - lan).abs() <= 0.01 * lan.abs(), "ASP {gaia} vs one data center {lan}");
-    let _ = std::fs::remove_dir_all(&dir);
-}
