@@ -152,6 +152,9 @@ pub struct FaultConfig {
     pub loosen_client_bound: u32,
     /// ASP servers take a selective barrier's clock without holding its rows' reads back.
     pub ignore_selective_barriers: bool,
+    /// ASP clients release a global barrier without waiting for their servers to sync the
+    /// data centers' copies.
+    pub skip_barrier_sync: bool,
 }
 
 impl Default for RuntimeConfig {

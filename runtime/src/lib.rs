@@ -15,7 +15,8 @@
 //!   (BSP) a read sees exactly the previous clocks of everybody. Observed staleness (data age
 //!   minus reader clock) is therefore in `[-s-1, -1]`.
 //! * **Barrier.** [`Worker::global_barrier`] ends the clock, waits for every thread of the job and
-//!   makes every earlier update visible to every later read.
+//!   makes every earlier update visible to every later read (under ASP, in every data center's
+//!   copy: the barrier syncs them).
 //!
 //! ## Using it
 //! Implement [`App`] (`initialize` creates tables, `run_worker` is the thread body) and run it with

@@ -117,6 +117,7 @@ impl PsContext {
                 sent_upto: start_clock.completed(),
                 clock_log,
                 last_progress: Instant::now(),
+                sync: Default::default(),
             };
             net::spawn_guarded(shared.clone(), "the client task", client.run(cmd_rx, client_rx));
             let server = Server::new(shared.clone(), snaps, links.to_client, links.to_server, server_tx.clone());

@@ -42,6 +42,11 @@ pub struct DemoArgs {
     /// Call global_barrier() every N clocks (0 = never) and check that it makes every update visible.
     #[arg(long, default_value_t = 0)]
     pub barrier_every: i64,
+    /// Check other threads' updates only after barriers (own updates and upper bounds at every
+    /// read): under ASP with a significance threshold the copies differ by the updates held
+    /// back, and only what a barrier promises is exact.
+    #[arg(long)]
+    pub barrier_checks_only: bool,
     /// Columns per row; clock c updates column c % W (default: one column per clock).
     #[arg(long, value_name = "W")]
     pub window: Option<u64>,
@@ -96,6 +101,8 @@ struct Checker {
     s: Option<i64>,
     width: i64,
     last: i64,
+    /// No lower bound on other threads' updates outside barriers.
+    only_barriers: bool,
 }
 
 impl Checker {
@@ -106,7 +113,8 @@ impl Checker {
     /// Everything from clocks <= c - s - 1 must be visible; own updates always. Others may be
     /// ahead, but (under a bound) by at most s clocks.
     fn window(&self, c: i64) -> (i64, i64) {
-        (self.s.map(|s| c - s - 1).unwrap_or(-1), self.s.map_or(self.last, |s| (c + s).min(self.last)))
+        let lower = self.s.filter(|_| !self.only_barriers).map(|s| c - s - 1);
+        (lower.unwrap_or(-1), self.s.map_or(self.last, |s| (c + s).min(self.last)))
     }
 
     /// Checks every thread's own row at clock `c`; returns the number of values checked.
@@ -193,6 +201,7 @@ impl App for Demo {
             s: w.staleness(OWN)?.map(|s| s + w.mirror_lag()),
             width: self.width(),
             last: self.args.clocks - 1,
+            only_barriers: self.args.barrier_checks_only,
         };
         while w.current_clock() < self.args.clocks {
             let c = w.current_clock();

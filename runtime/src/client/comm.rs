@@ -22,6 +22,16 @@ pub(crate) struct ClientTask {
     pub clock_log: Option<std::fs::File>,
     /// Last progress line (at most one a second).
     pub last_progress: std::time::Instant,
+    pub sync: BarrierSync,
+}
+
+/// ASP: a released global barrier waits for every server of the data center to sync its copy.
+#[derive(Default)]
+pub(crate) struct BarrierSync {
+    /// The barrier the name node released (epoch, clock), still waiting for syncs.
+    pending: Option<(u64, crate::clock::Clock)>,
+    /// Per server, the newest barrier age it has synced at.
+    synced: rustc_hash::FxHashMap<usize, Age>,
 }
 
 impl ClientTask {
@@ -163,6 +173,21 @@ impl ClientTask {
         }
     }
 
+    /// Releases the pending barrier once every server has synced at its age. Rows cached before
+    /// may claim that age without the other data centers' updates (pushed before the server
+    /// knew of the barrier), so their ages are dropped: the next reads fetch synced rows.
+    fn release_synced(&mut self) {
+        let Some((epoch, clock)) = self.sync.pending else { return };
+        let a = clock.completed();
+        if self.core.shared.servers.iter().all(|q| self.sync.synced.get(q).is_some_and(|&s| s >= a)) {
+            self.sync.pending = None;
+            for t in self.core.tables.all().values() {
+                t.ops.forget_ages();
+            }
+            self.core.barrier.released(epoch, clock);
+        }
+    }
+
     fn on_msg(&mut self, from: usize, msg: Msg) -> Result<()> {
         match msg {
             Msg::Rows { kind, age, rc, data } => {
@@ -202,7 +227,24 @@ impl ClientTask {
             Msg::BarrierRelease { epoch, clock } => {
                 self.core.tracker.barrier_jump(clock);
                 self.ship(clock.completed());
-                self.core.barrier.released(epoch, clock);
+                let shared = &self.core.shared;
+                if shared.topo.is_asp() && !shared.cfg.fault.skip_barrier_sync {
+                    for &q in &self.core.shared.servers {
+                        self.send(q, Msg::SyncRequest { clock: clock.completed() });
+                    }
+                    self.sync.pending = Some((epoch, clock));
+                    self.release_synced();
+                } else {
+                    self.core.barrier.released(epoch, clock);
+                }
+            }
+            Msg::Synced { clock } => {
+                if !self.core.shared.servers.contains(&from) {
+                    return Err(PsError::codec(format!("process {from} sent a sync, but it is not a server of ours")));
+                }
+                let s = self.sync.synced.entry(from).or_insert(Age::NONE);
+                *s = (*s).max(clock);
+                self.release_synced();
             }
             Msg::Shutdown => {
                 self.core.shared.control.closing.store(true, Ordering::SeqCst);

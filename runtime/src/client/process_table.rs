@@ -25,6 +25,9 @@ pub(crate) trait ProcessTableOps: Wake {
     fn collect_updates(&self, from: Age, upto: Age, out: &mut BatchOut);
     /// Server `server` has applied this process's updates up to `clock`: drop them from the oplog.
     fn on_ack(&self, server: usize, clock: Age);
+    /// Treats every cached row as of unknown age (kept for read-my-updates, fetched again
+    /// before a read); also ends their push subscriptions here until the next reply.
+    fn forget_ages(&self);
 }
 
 struct ProcRow<R> {
@@ -228,6 +231,16 @@ impl<R: Row> ProcessTableOps for ProcessTable<R> {
     fn on_ack(&self, server: usize, clock: Age) {
         for (m, _) in self.shards.iter() {
             lock(m).oplog.acknowledge(clock, |row| self.server(row) == server);
+        }
+    }
+
+    fn forget_ages(&self) {
+        for (m, _) in self.shards.iter() {
+            for r in lock(m).rows.values_mut() {
+                r.age = Age::NONE;
+                r.subscribed = false;
+                r.in_flight = Age::NONE;
+            }
         }
     }
 }

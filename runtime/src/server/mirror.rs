@@ -18,6 +18,13 @@
 //!   `SelectiveBarrier` on the control queue, ahead of the data, listing the rows of every
 //!   mirror update not yet sent out (by sequence number); the receiver takes the clock at once
 //!   and holds reads of exactly those rows until their updates arrive.
+//! * Global barriers: after `global_barrier()` every read must see every update made before it,
+//!   but the copies differ by the updates still unsent or on the WAN. So the clients of each
+//!   data center ask their servers to sync at the barrier's age `a` (`SyncRequest`); once the
+//!   data center has completed `a`, a server sends every unsent update to its mirrors, then
+//!   `MirrorSynced{a}`; once all its mirrors have done so it tells its clients (`Synced`), and
+//!   until then it claims no age `>= a`. Clients release the barrier after every server's
+//!   `Synced` (and drop the ages of their cached rows, which may predate it).
 //!
 //! Received mirror updates are applied but not summed again (they are never sent on).
 
@@ -57,6 +64,27 @@ pub(crate) struct Mirror {
     incoming: FxHashMap<usize, Incoming>,
     /// Rows whose reads wait for announced updates, and how many updates each still waits for.
     blocked: FxHashMap<(u32, u64), u32>,
+    sync: Sync,
+}
+
+/// Syncing the copies at global barriers (ages of barriers: the last clock each one completes).
+#[derive(Default)]
+struct Sync {
+    /// The newest barrier age this data center's clients asked for.
+    wanted: Option<Age>,
+    /// The newest age whose updates this server has all sent to its mirrors.
+    sent: Option<Age>,
+    /// Per mirror, the newest age whose updates it has all sent here.
+    received: FxHashMap<usize, Age>,
+    /// The newest age announced to this data center's clients.
+    announced: Option<Age>,
+}
+
+impl Sync {
+    /// The newest age every mirror has sent all updates of.
+    fn complete(&self) -> Option<Age> {
+        self.received.values().copied().min()
+    }
 }
 
 /// Mirror updates to one mirror server.
@@ -94,13 +122,50 @@ impl Mirror {
             out: others.iter().map(|&q| (q, Outgoing::default())).collect(),
             incoming: others.iter().map(|&q| (q, Incoming::default())).collect(),
             blocked: FxHashMap::default(),
+            sync: Sync { received: others.iter().map(|&q| (q, Age::NONE)).collect(), ..Sync::default() },
         })
     }
 
-    /// The newest data age this server may serve when its own data center is at `visible`.
+    /// The newest data age this server may serve when its own data center is at `visible`:
+    /// at most DS clocks ahead of the slowest mirror, and below a barrier's age until the
+    /// copies are synced at it.
     pub fn cap(&self, visible: Age) -> Age {
         let slowest = self.clocks.values().copied().min().unwrap_or(Age::FINISHED);
-        visible.min(slowest.shifted(self.bound))
+        let cap = visible.min(slowest.shifted(self.bound));
+        match self.sync.wanted {
+            Some(a) if self.sync.complete().is_none_or(|c| c < a) => cap.min(a.shifted(-1)),
+            _ => cap,
+        }
+    }
+
+    /// A client asked for a sync at barrier age `age`. Returns true if this server's own
+    /// updates up to it are still to be sent (its data center has completed `age` already).
+    pub fn request_sync(&mut self, age: Age, completed: Age) -> bool {
+        self.sync.wanted = self.sync.wanted.max(Some(age));
+        self.must_flush(completed)
+    }
+
+    /// Whether the data center, now at `completed`, owes its mirrors a flush for a barrier.
+    fn must_flush(&self, completed: Age) -> bool {
+        self.sync.wanted.is_some_and(|a| completed >= a && self.sync.sent < Some(a))
+    }
+
+    /// Mirror `from` has sent every update up to `age`.
+    pub fn on_synced(&mut self, from: usize, age: Age) -> Result<()> {
+        let r = self.sync.received.get_mut(&from).ok_or_else(|| not_a_mirror(from, "a sync"))?;
+        *r = (*r).max(age);
+        Ok(())
+    }
+
+    /// The barrier age to announce to this data center's clients, once, when every mirror has
+    /// synced at it.
+    pub fn take_announcement(&mut self) -> Option<Age> {
+        let a = self.sync.wanted?;
+        if self.sync.complete().is_some_and(|c| c >= a) && self.sync.announced < Some(a) {
+            self.sync.announced = Some(a);
+            return Some(a);
+        }
+        None
     }
 
     /// A mirror reported `clock`; false if `from` is not a mirror of this server.
@@ -169,8 +234,10 @@ impl Mirror {
     }
 
     /// This data center completed clock `age`: sends the significant updates of every table to
-    /// their mirrors (all unsent ones once `age` is final), then the clock itself, in order, or
-    /// as a selective barrier ahead of them where a link is behind.
+    /// their mirrors (all unsent ones once `age` is final or a barrier wants a sync), then the
+    /// clock itself, in order, or as a selective barrier ahead of them where a link is behind;
+    /// after a sync's updates, `MirrorSynced`. Called again at the same age when a sync is asked
+    /// for after the data center got there.
     pub fn advance(
         &mut self,
         shared: &Shared,
@@ -189,7 +256,8 @@ impl Mirror {
                 behind.push(q);
             }
         }
-        if let Some(f) = self.soft.as_mut() {
+        let flush = self.must_flush(age);
+        if let Some(f) = self.soft.as_mut().filter(|_| !flush) {
             *f = if behind.is_empty() { (*f / 2.0).max(SOFT_FLOOR) } else { (*f * 2.0).min(1.0) };
         }
         let scale = self.soft.unwrap_or(1.0);
@@ -199,7 +267,8 @@ impl Mirror {
         let mut sent = 0;
         for (&id, table) in tables.iter_mut() {
             let cfg = table.config().clone();
-            let threshold = (!age.is_finished()).then(|| cfg.significance.unwrap_or(self.v / t.sqrt()) * scale);
+            let threshold =
+                (!age.is_finished() && !flush).then(|| cfg.significance.unwrap_or(self.v / t.sqrt()) * scale);
             sent += table.take_significant(threshold, &mut |row, update| {
                 for q in shared.topo.mirrors(shared.pid, cfg.slot(row)) {
                     let fs = frames.entry(q).or_default();
@@ -243,6 +312,12 @@ impl Mirror {
             if !barrier {
                 to_server[q].send(Msg::MirrorClock { clock: age });
             }
+            if flush {
+                to_server[q].send(Msg::MirrorSynced { clock: age });
+            }
+        }
+        if flush {
+            self.sync.sent = Some(age);
         }
     }
 }

@@ -214,6 +214,22 @@ impl Server {
                 check_mirror(&self.mirror, from, "a selective barrier")?;
                 self.on_mirror_clock(|m| m.on_barrier(from, clock, &data))?;
             }
+            Msg::MirrorSynced { clock } => {
+                check_mirror(&self.mirror, from, "a sync")?;
+                self.on_mirror_clock(|m| m.on_synced(from, clock))?;
+            }
+            Msg::SyncRequest { clock } => {
+                let (global, clients) = (self.global, &self.shared.servers);
+                let m = self.mirror.as_mut().filter(|_| clients.contains(&from)).ok_or_else(|| {
+                    PsError::codec(format!(
+                        "process {from} asked for a sync, but it is not an ASP client of this server"
+                    ))
+                })?;
+                if m.request_sync(clock, global) {
+                    m.advance(&self.shared, global, &mut self.tables, &self.to_server);
+                }
+                self.announce_sync();
+            }
             Msg::Exchange { epoch, from: f, to, last, data } => {
                 let threads = self.shared.cfg.threads;
                 if to as usize / threads != self.shared.pid || f as usize / threads != from {
@@ -286,6 +302,8 @@ impl Server {
         if let Some(m) = self.mirror.as_mut() {
             f(m)?;
         }
+        // Before any row this lets the server serve: the clients must learn of the sync first.
+        self.announce_sync();
         let now = self.visible_age();
         if now > before {
             // Reads a mirror's clock releases were held back by the mirror clock.
@@ -297,6 +315,16 @@ impl Server {
             }
         }
         Ok(())
+    }
+
+    /// ASP: tells this data center's clients, once, that every mirror has synced at the newest
+    /// barrier they asked for (ahead of every row served under that promise, on the same links).
+    fn announce_sync(&mut self) {
+        if let Some(a) = self.mirror.as_mut().and_then(Mirror::take_announcement) {
+            for &q in &self.shared.servers {
+                self.to_client[q].send(Msg::Synced { clock: a });
+            }
+        }
     }
 
     fn is_held(&self, r: &FetchReq) -> bool {

@@ -91,6 +91,16 @@ pub enum Msg {
         last: bool,
         data: Bytes,
     },
+    /// ASP: a global barrier ended at `clock`; the server is to give its data center's clients
+    /// rows of age >= `clock` only once they hold every data center's updates up to it.
+    SyncRequest {
+        clock: Age,
+    },
+    /// ASP: this server's copy holds every data center's updates of clocks <= `clock` (sent
+    /// before any row it serves under that promise).
+    Synced {
+        clock: Age,
+    },
     // server -> server of another data center (ASP)
     /// Updates of one table that became significant: (row u64, encoded update)*. `seq` numbers
     /// the mirror updates from one server to another, from 0.
@@ -101,6 +111,11 @@ pub enum Msg {
     },
     /// The sender's data center completed `clock` (sent after that clock's mirror updates).
     MirrorClock {
+        clock: Age,
+    },
+    /// ASP, after a global barrier: the sender has sent this server every update of clocks
+    /// <= `clock` it had not mirrored yet (sent after them, so they are applied first).
+    MirrorSynced {
         clock: Age,
     },
     /// Gaia's selective barrier, sent ahead of queued data: the sender's data center completed
@@ -232,6 +247,18 @@ impl Msg {
                 b.put_u8(19);
                 b.put_i64_le(clock.raw());
             }
+            Msg::SyncRequest { clock } => {
+                b.put_u8(21);
+                b.put_i64_le(clock.raw());
+            }
+            Msg::MirrorSynced { clock } => {
+                b.put_u8(22);
+                b.put_i64_le(clock.raw());
+            }
+            Msg::Synced { clock } => {
+                b.put_u8(23);
+                b.put_i64_le(clock.raw());
+            }
             Msg::Exchange { epoch, from, to, last, data } => {
                 b.reserve(18 + data.len());
                 b.put_u8(17);
@@ -316,6 +343,9 @@ impl Msg {
                 Msg::SelectiveBarrier { clock, data: frame.slice(9..) }
             }
             19 => Msg::MirrorClock { clock: Age::new(s.take_i64()?) },
+            21 => Msg::SyncRequest { clock: Age::new(s.take_i64()?) },
+            22 => Msg::MirrorSynced { clock: Age::new(s.take_i64()?) },
+            23 => Msg::Synced { clock: Age::new(s.take_i64()?) },
             t => return Err(PsError::codec(format!("unknown message tag {t}"))),
         };
         Ok(msg)
@@ -350,6 +380,9 @@ mod tests {
         roundtrip(Msg::SelectiveBarrier { clock: Age::new(4), data: Bytes::from(vec![1; 2 * BARRIER_ENTRY]) });
         assert!(Msg::decode(Bytes::from(vec![20, 0, 0, 0, 0, 0, 0, 0, 0, 1])).is_err(), "a torn entry");
         roundtrip(Msg::MirrorClock { clock: Age::new(12) });
+        roundtrip(Msg::SyncRequest { clock: Age::new(3) });
+        roundtrip(Msg::MirrorSynced { clock: Age::new(4) });
+        roundtrip(Msg::Synced { clock: Age::new(5) });
         roundtrip(Msg::BarrierRelease { epoch: 2, clock: Clock::new(11) });
         roundtrip(Msg::Abort { reason: "boom".into() });
         roundtrip(Msg::Ping);
