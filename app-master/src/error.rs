@@ -30,6 +30,12 @@ pub enum AmError {
     #[error("{0}")]
     Staging(#[source] PsError),
 
+    // Data centers of a geo-distributed job (`--dc-map`).
+    #[error("reading the data center map {url}: {source}")]
+    DcMap { url: String, source: PsError },
+    #[error("no data center for node {node} ({by} does not name it)")]
+    NoDataCenter { node: String, by: String },
+
     // The rendezvous server.
     #[error("binding the rendezvous port: {0}")]
     BindRendezvous(#[source] PsError),

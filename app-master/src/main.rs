@@ -47,6 +47,11 @@ struct Args {
     /// Keep the staging directory's binaries and job files after a successful job (for debugging).
     #[arg(long)]
     keep_staging: bool,
+    /// Data centers of a geo-distributed job: a JSON file `{"by": how, "nodes": {node: dc}}`
+    /// (node `host:port` or `host`) that yarn-submit wrote from the racks (`--dc-by rack`) or
+    /// `--dc-hosts`; each process's data center goes into the hostfile.
+    #[arg(long, value_name = "URL")]
+    dc_map: Option<String>,
     /// Give up if the containers are not all allocated within this many seconds.
     #[arg(long, default_value_t = 600)]
     allocation_timeout_s: u64,
@@ -91,6 +96,51 @@ struct Am {
     shared: SharedRef,
     /// Allocated containers by process index.
     procs: Vec<ContainerProto>,
+    dc_map: Option<DcMap>,
+}
+
+/// Which data center each node is in (`--dc-map`).
+struct DcMap {
+    /// How the map was made (for messages): `--dc-by rack`, `--dc-hosts FILE`.
+    by: String,
+    nodes: std::collections::HashMap<String, String>,
+}
+
+impl DcMap {
+    async fn load(url: String) -> Result<DcMap> {
+        let u = url.clone();
+        let read = tokio::task::spawn_blocking(move || -> ps_runtime::Result<DcMap> {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut *storage_for(&u)?.open(&u, 0)?, &mut text)
+                .map_err(|e| ps_runtime::PsError::io("reading", e))?;
+            let bad = |why: String| ps_runtime::PsError::Config(format!("not a data center map: {why}"));
+            let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+            let nodes = v["nodes"].as_object().ok_or_else(|| bad("no \"nodes\" object".into()))?;
+            let nodes = nodes
+                .iter()
+                .map(|(k, dc)| Ok((k.clone(), dc.as_str().ok_or_else(|| bad(format!("node {k}: {dc}")))?.to_string())))
+                .collect::<ps_runtime::Result<_>>()?;
+            Ok(DcMap { by: v["by"].as_str().unwrap_or("the data center map").to_string(), nodes })
+        });
+        read.await.map_err(AmError::Task)?.map_err(|source| AmError::DcMap { url, source })
+    }
+
+    /// The data center of each container: by its node `host:port`, else by its host.
+    fn labels(&self, procs: &[ContainerProto]) -> Result<Vec<String>> {
+        procs
+            .iter()
+            .map(|c| {
+                let id = c.node_id.clone().unwrap_or_default();
+                let key = node_key(&id);
+                let host = id.host.unwrap_or_default();
+                self.nodes
+                    .get(&key)
+                    .or_else(|| self.nodes.get(&host))
+                    .cloned()
+                    .ok_or_else(|| AmError::NoDataCenter { node: key, by: self.by.clone() })
+            })
+            .collect()
+    }
 }
 
 impl Am {
@@ -281,7 +331,11 @@ async fn run(args: Args) -> Result<()> {
     let max_wait = conf.rm_connect_max_wait().map_err(AmError::HadoopConf)?;
     let mut rm = AmRmClient::connect(&schedulers, amrm, max_wait).await.map_err(AmError::Rm)?;
     rm.register(&host, port as i32, &tracking).await.map_err(AmError::Rm)?;
-    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new() };
+    let dc_map = match args.dc_map.clone() {
+        Some(url) => Some(DcMap::load(url).await?),
+        None => None,
+    };
+    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new(), dc_map };
     let outcome =
         drive(&mut am, &resources, creds.without_kind(KIND_AMRM).to_bytes(), &am_addr, &mut hello_rx, &hosts_tx).await;
     let (status, diag) = match &outcome {
@@ -345,6 +399,10 @@ async fn drive(
     let n = am.args.workers;
     am.set_status("allocating");
     am.gang_allocate().await?;
+    let dcs = am.dc_map.as_ref().map(|m| m.labels(&am.procs)).transpose()?;
+    if let Some(d) = &dcs {
+        log::info!("data centers of the processes ({}): {d:?}", am.dc_map.as_ref().map_or("", |m| m.by.as_str()));
+    }
     am.start_all(resources, tokens, am_addr).await?;
     am.set_status("starting processes");
     let mut reported: BTreeMap<usize, (String, u16)> = BTreeMap::new();
@@ -358,7 +416,10 @@ async fn drive(
             }
         }
         if hosts_tx.borrow().is_none() && reported.len() == n {
-            let hosts = Hostfile::new(reported.values().cloned().collect());
+            let mut hosts = Hostfile::new(reported.values().cloned().collect());
+            if let Some(d) = dcs.clone() {
+                hosts = hosts.with_dcs(d).map_err(AmError::Staging)?;
+            }
             let url = format!("{}/hostfile", am.args.staging);
             let (u2, text) = (url.clone(), hosts.render());
             // Under a temporary name, then renamed: a reader never sees half a hostfile.

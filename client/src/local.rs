@@ -90,6 +90,13 @@ fn prepare(cli: &Cli) -> Result<Job> {
     let n = parse_master(&cli.master)?;
     let runtime = cli.runtime_config()?;
     runtime.geo.validate_for(n).map_err(ClientError::Config)?;
+    if cli.dc_by.is_some() || cli.dc_hosts.is_some() {
+        return Err(ClientError::Config(ps_runtime::PsError::Config(
+            "--dc-by and --dc-hosts place processes by the YARN nodes they run on; with --master local use --dc-of \
+             or --datacenters"
+                .into(),
+        )));
+    }
     let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
     // Fail on a bad app or bad app options here, once, rather than in N processes.
     apps::build(app, app_args).map_err(ClientError::App)?;

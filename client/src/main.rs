@@ -3,6 +3,7 @@
 
 mod error;
 mod local;
+mod placement;
 mod staging;
 mod yarn;
 
@@ -117,6 +118,14 @@ pub struct Cli {
     /// (instead of --datacenters).
     #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with = "datacenters")]
     pub dc_of: Option<Vec<u32>>,
+    /// YARN, geo-distributed: each process's data center is its node's rack, as the
+    /// ResourceManager reports it.
+    #[arg(long, value_name = "rack", value_parser = ["rack"], conflicts_with_all = ["dc_of", "dc_hosts"])]
+    pub dc_by: Option<String>,
+    /// YARN, geo-distributed: each process's data center from a file of `node datacenter`
+    /// lines (node: host or host:port; `#` comments).
+    #[arg(long, value_name = "FILE", conflicts_with = "dc_of")]
+    pub dc_hosts: Option<PathBuf>,
     /// How data centers synchronise: asp (Gaia: a model copy per data center, significant
     /// updates mirrored between them) or ssp (Gaia's Baseline: one parameter server over all
     /// data centers, the job's consistency across the WAN; the default).

@@ -119,6 +119,8 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     let secure = conf.kerberos().map_err(ClientError::HadoopConf)?;
     let (user, tokens) = if secure { delegation(&conf, &fs, &login)? } else { (user(), Vec::new()) };
     let (am_bin, rt_bin) = (app_master_bin()?, runtime_bin(cli)?);
+    // Before the application exists: a bad --dc-hosts file leaves nothing behind.
+    let dc_map = crate::placement::dc_map(cli, rm.as_ref())?;
     let app_id = rm.new_application().map_err(ClientError::Rm)?;
     println!("application id: {app_id}");
     let staging = format!("{fs}/user/{user}/.ps-staging/{app_id}");
@@ -145,6 +147,14 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     let runtime_url = cached_binary(&cache, &rt_bin)?.resource;
     let job_bytes = serde_json::to_vec_pretty(&job).map_err(ClientError::Encode)?;
     stage(&format!("{staging}/job.json"), &job_bytes, "APPLICATION")?;
+    let dc_map = match dc_map {
+        Some(m) => {
+            let url = format!("{staging}/dc-map.json");
+            stage(&url, &serde_json::to_vec_pretty(&m).map_err(ClientError::Encode)?, "APPLICATION")?;
+            format!(" --dc-map {url}")
+        }
+        None => String::new(),
+    };
     let mut environment = BTreeMap::new();
     if !secure {
         // With a token, the token names the user; a different name would be impersonation.
@@ -155,7 +165,7 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     }
     let command = format!(
         "./ps-app-master --staging {staging} --runtime-url {runtime_url} --workers {n} --worker-memory {} \
-         --worker-vcores {}{}{} 1><LOG_DIR>/app-master.out 2><LOG_DIR>/app-master.err",
+         --worker-vcores {}{dc_map}{}{} 1><LOG_DIR>/app-master.out 2><LOG_DIR>/app-master.err",
         cli.worker_memory,
         cli.worker_vcores,
         if cli.keep_staging { " --keep-staging" } else { "" },

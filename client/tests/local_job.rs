@@ -153,6 +153,10 @@ fn geo_flags_place_processes_in_data_centers_and_count_wan_bytes() {
     ]));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("checkpoint.url: snapshots of geo.inter_dc asp jobs"));
+    // Placement by YARN node needs YARN.
+    let out = output(submit().args(["--master", "local[2]", "--dc-by", "rack", "demo"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dc-by and --dc-hosts place processes by the YARN nodes"));
     // Data centers that do not fit the job are a usage error, before anything starts.
     let out = output(submit().args(["--master", "local[2]", "--datacenters", "3", "demo"]));
     assert_eq!(out.status.code(), Some(2));

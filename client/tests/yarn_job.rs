@@ -250,10 +250,13 @@ fn conf_dir_with_variables_in_site_files_submits() {
         c.env("HADOOP_CONF_DIR", "/nonexistent").env("SSL_CERT_FILE", &ca);
         c
     };
-    let o = output(submit().args(conf).args(&args).args(["demo", "--clocks", "20"]));
+    // --dc-by rack lists the nodes over REST too (GET /ws/v1/cluster/nodes); one process is one
+    // data center.
+    let o = output(submit().args(conf).args(&args).args(["--dc-by", "rack", "demo", "--clocks", "20"]));
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "yarn-submit failed:\n{stdout}\n{stderr}");
     assert!(stderr.contains("FINISHED") && stderr.contains("SUCCEEDED"), "{stderr}");
+    assert!(stderr.contains("data centers (--dc-by rack): /rack-0 (1 node), /rack-1 (1 node)"), "{stderr}");
     // status takes the same options.
     let app = stdout.lines().find_map(|l| l.strip_prefix("application id: ")).expect("an application id").to_string();
     let st = output(submit().args(["status", &app]).args(conf));

@@ -42,6 +42,10 @@ pub struct GeoConfig {
     pub datacenters: u32,
     /// The data center of each process by hostfile position; overrides `datacenters` if set.
     pub dc_of: Vec<u32>,
+    /// On YARN with `--dc-by rack` / `--dc-hosts`: each process's data center as the hostfile
+    /// names it (set at start-up, from which `dc_of` follows; echoed in the stats).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dc_labels: Vec<String>,
     pub inter_dc: InterDc,
     /// Bandwidth of every link between two processes in different data centers, megabits per
     /// second, each direction (unset: not limited).
@@ -124,6 +128,7 @@ impl Default for GeoConfig {
         GeoConfig {
             datacenters: 1,
             dc_of: Vec::new(),
+            dc_labels: Vec::new(),
             inter_dc: InterDc::Ssp,
             wan_mbps: None,
             wan_delay_ms: 0.0,
@@ -186,6 +191,46 @@ impl GeoConfig {
                 return bad("wan_matrix", format!("describes {have} data centers, the job has {need}"));
             }
         }
+        Ok(())
+    }
+
+    /// Places the processes in the data centers the hostfile names (`labels`, one per process):
+    /// numbered in the order of `wan_matrix`'s names if there is a matrix (the labels must be
+    /// its first D names), else in sorted order.
+    pub fn place_by_labels(&mut self, labels: &[String]) -> Result<()> {
+        let bad = |k: &str, why: String| Err(PsError::Config(format!("geo.{k}: {why}")));
+        if !self.dc_of.is_empty() {
+            return bad(
+                "dc_of",
+                "is set, but the hostfile names each process's data center (--dc-by / --dc-hosts)".into(),
+            );
+        }
+        let mut names: Vec<&String> = labels.iter().collect();
+        names.sort();
+        names.dedup();
+        if let Some(m) = &self.wan_matrix {
+            let first = &m.datacenters[..names.len().min(m.datacenters.len())];
+            if let Some(l) = names.iter().find(|l| !first.contains(l)) {
+                return bad(
+                    "wan_matrix",
+                    format!(
+                        "the hostfile's {} data centers must be the matrix's first {} ({}); {l} is not",
+                        names.len(),
+                        names.len(),
+                        first.join(", ")
+                    ),
+                );
+            }
+            names = first.iter().collect();
+        }
+        if self.datacenters > 1 && self.datacenters as usize != names.len() {
+            return bad(
+                "datacenters",
+                format!("is {}, but the hostfile names {} data centers", self.datacenters, names.len()),
+            );
+        }
+        self.dc_of = labels.iter().map(|l| names.iter().position(|n| *n == l).unwrap_or(0) as u32).collect();
+        self.dc_labels = labels.to_vec();
         Ok(())
     }
 
@@ -309,6 +354,25 @@ mod tests {
         assert_eq!((0..5).map(|p| g.dc(p, 5)).collect::<Vec<_>>(), [0, 0, 0, 1, 1]);
         let g3 = GeoConfig { datacenters: 3, ..Default::default() };
         assert_eq!((0..3).map(|p| g3.dc(p, 3)).collect::<Vec<_>>(), [0, 1, 2]);
+        let mut racks = GeoConfig::default();
+        let labels: Vec<String> = ["/r2", "/r1", "/r2"].iter().map(|s| s.to_string()).collect();
+        racks.place_by_labels(&labels).unwrap();
+        assert_eq!(racks.dc_of, [1, 0, 1]);
+        let m = WanMatrix {
+            datacenters: vec!["/r2".into(), "/r1".into(), "/r3".into()],
+            mbps: vec![vec![1.0; 3]; 3],
+            delay_ms: vec![],
+            source: None,
+        };
+        let mut by_matrix = GeoConfig { wan_matrix: Some(m), ..Default::default() };
+        by_matrix.clone().place_by_labels(&labels).unwrap();
+        let odd: Vec<String> = ["/r3", "/r1"].iter().map(|s| s.to_string()).collect();
+        let e = by_matrix.clone().place_by_labels(&odd).unwrap_err().to_string();
+        assert!(e.contains("geo.wan_matrix") && e.contains("/r3 is not"), "{e}");
+        by_matrix.place_by_labels(&labels).unwrap();
+        assert_eq!(by_matrix.dc_of, [0, 1, 0]);
+        let e = GeoConfig { datacenters: 3, ..Default::default() }.place_by_labels(&labels).unwrap_err();
+        assert!(e.to_string().contains("geo.datacenters"), "{e}");
         let listed = GeoConfig { dc_of: vec![1, 0, 1], ..Default::default() };
         assert_eq!((0..3).map(|p| listed.dc(p, 3)).collect::<Vec<_>>(), [1, 0, 1]);
         assert_eq!(listed.count(3), 2);

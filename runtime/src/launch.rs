@@ -55,7 +55,7 @@ fn watch_memory(id: usize) {
 }
 
 fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, link: &mut Option<AmLink>) -> Result<()> {
-    let job = JobConfig::load(job)?;
+    let mut job = JobConfig::load(job)?;
     let app = apps::build(&job.app, &job.app_args)?;
     let secret = job.load_secret()?;
     // Under YARN the hostfile comes from the application master (ports bound here, reported there).
@@ -78,6 +78,11 @@ fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, link: &mut Optio
         }
         None => (Hostfile::load(&job.hostfile)?, None, None),
     };
+    // On YARN with --dc-by / --dc-hosts the application master put each process's data center
+    // (its node's rack or label) into the hostfile.
+    if let Some(labels) = hosts.dcs() {
+        job.runtime.geo.place_by_labels(labels)?;
+    }
     let echo = serde_json::json!({
         "runtime": job.runtime,
         "app": job.app,

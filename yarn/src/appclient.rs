@@ -10,7 +10,7 @@ use crate::failover::{worth_failover, Limit, Rotation};
 use crate::gssapi::Login;
 use crate::ipc::{Auth, IpcConnection};
 use crate::proto::*;
-use crate::submit::{format_app_id, parse_app_id, AppReport, ResourceManager, Submission};
+use crate::submit::{format_app_id, parse_app_id, AppReport, NodeRack, ResourceManager, Submission};
 use prost::Message;
 use std::sync::Mutex;
 
@@ -233,6 +233,24 @@ impl ResourceManager for RmIpc {
         let req = KillApplicationRequestProto { application_id: Some(parse_app_id(app)?) };
         let r: KillApplicationResponseProto = self.call("forceKillApplication", &req)?;
         Ok(r.is_kill_completed.unwrap_or(false))
+    }
+
+    fn node_racks(&self) -> Result<Vec<NodeRack>> {
+        let r: GetClusterNodesResponseProto = self.call("getClusterNodes", &GetClusterNodesRequestProto::default())?;
+        r.node_reports
+            .into_iter()
+            .map(|n| {
+                let id = n.node_id.unwrap_or_default();
+                let (host, port) = (id.host.unwrap_or_default(), id.port.unwrap_or(0));
+                match (host.is_empty(), u16::try_from(port), n.rack_name) {
+                    (false, Ok(port), Some(rack)) => Ok(NodeRack { host, port, rack }),
+                    _ => Err(YarnError::Codec(format!(
+                        "{}: getClusterNodes reported a node without host, port or rack ({host}:{port})",
+                        self.addrs.join(" or ")
+                    ))),
+                }
+            })
+            .collect()
     }
 }
 

@@ -6,8 +6,8 @@
 
 use crate::error::{Result, YarnError};
 use crate::failover::{Limit, Rotation};
-use crate::submit::ResourceManager;
 pub use crate::submit::{AppReport, LocalResource, Submission};
+use crate::submit::{NodeRack, ResourceManager};
 use serde::Serialize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -173,5 +173,26 @@ impl ResourceManager for RmRest {
         let (path, body) = (format!("/apps/{app}/state"), serde_json::json!({"state": "KILLED"}));
         let r = self.send(&format!("killing {app}"), |b| self.http.put(self.url(b, &path)).json(&body))?;
         Ok(r.status() == reqwest::StatusCode::OK)
+    }
+
+    /// `GET /nodes`: `{"nodes": {"node": [{"id": "host:port", "rack": ...}, ...]}}` (`null`
+    /// instead of the object when there are none).
+    fn node_racks(&self) -> Result<Vec<NodeRack>> {
+        let r = self.send("listing the cluster's nodes", |b| self.http.get(self.url(b, "/nodes")))?;
+        let v: serde_json::Value = r.json().map_err(|e| YarnError::Codec(format!("nodes: {e}")))?;
+        let empty = Vec::new();
+        let nodes = v["nodes"]["node"].as_array().unwrap_or(&empty);
+        nodes
+            .iter()
+            .map(|n| {
+                let bad = || YarnError::Codec(format!("nodes: a node without an id host:port or a rack: {n}"));
+                let (host, port) = n["id"].as_str().and_then(|id| id.rsplit_once(':')).ok_or_else(bad)?;
+                Ok(NodeRack {
+                    host: host.to_string(),
+                    port: port.parse().map_err(|_| bad())?,
+                    rack: n["rack"].as_str().ok_or_else(bad)?.to_string(),
+                })
+            })
+            .collect()
     }
 }

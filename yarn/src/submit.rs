@@ -63,6 +63,14 @@ pub struct Submission {
     pub tokens: Vec<(String, crate::credentials::Token)>,
 }
 
+/// A NodeManager of the cluster and its rack (as the RM's topology resolves it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRack {
+    pub host: String,
+    pub port: u16,
+    pub rack: String,
+}
+
 /// Submitting, following and killing applications, whichever way the RM is reached.
 pub trait ResourceManager {
     /// A new application id (`application_<cluster timestamp>_<sequence>`).
@@ -71,6 +79,8 @@ pub trait ResourceManager {
     fn report(&self, app: &str) -> Result<AppReport>;
     /// Asks the RM to kill `app`; true once the RM says the kill is complete.
     fn request_kill(&self, app: &str) -> Result<bool>;
+    /// Every node the RM knows, with its rack.
+    fn node_racks(&self) -> Result<Vec<NodeRack>>;
 
     /// Kills `app`, repeating the request (as Hadoop's `YarnClientImpl` does) until the RM says the
     /// kill is complete or the application is in a final state.

@@ -142,3 +142,25 @@ pub struct GetApplicationsResponseProto {
     #[prost(message, repeated, tag = "1")]
     pub applications: Vec<ApplicationReportProto>,
 }
+
+/// `getClusterNodes`: empty `node_states` asks for nodes in every state.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct GetClusterNodesRequestProto {
+    #[prost(int32, repeated, packed = "false", tag = "1")]
+    pub node_states: Vec<i32>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct GetClusterNodesResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub node_reports: Vec<NodeReportProto>,
+}
+
+/// `NodeReportProto`: only the node and its rack.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NodeReportProto {
+    #[prost(message, optional, tag = "1")]
+    pub node_id: Option<super::records::NodeIdProto>,
+    #[prost(string, optional, tag = "3")]
+    pub rack_name: Option<String>,
+}

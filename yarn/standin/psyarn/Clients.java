@@ -24,7 +24,7 @@ import org.apache.hadoop.yarn.util.Records;
  * The RM's client port (ApplicationClientProtocol, what the `yarn` CLI and Spark submit through):
  * Hadoop's own IPC server and PB service wrapper, with SIMPLE authentication as on an insecure
  * cluster, so the caller is the user named in the connection context, as in the real
- * ClientRMService. The handlers (new application, submit, report, kill, list) are ours and act on
+ * ClientRMService. The handlers (new application, submit, report, kill, list, nodes) are ours and act on
  * the same applications as the REST endpoints; every other method answers "not served".
  */
 final class Clients implements InvocationHandler {
@@ -68,9 +68,21 @@ final class Clients implements InvocationHandler {
         return kill(app(((KillApplicationRequest) args[0]).getApplicationId()), user);
       case "getApplications":
         return list((GetApplicationsRequest) args[0]);
+      case "getClusterNodes":
+        return nodes();
       default:
         throw new YarnException(m.getName() + " is not served by the YARN stand-in");
     }
+  }
+
+  /** Every node as running, with its rack (what a rack-aware client needs of the report). */
+  private GetClusterNodesResponse nodes() {
+    List<NodeReport> reports = new ArrayList<>();
+    for (Node n : rm.nodes) {
+      reports.add(NodeReport.newInstance(n.id, NodeState.RUNNING, "127.0.0.1:" + n.httpPort, n.rack,
+          Resource.newInstance(0, 0), Resource.newInstance(8192, 8), 0, "", System.currentTimeMillis()));
+    }
+    return GetClusterNodesResponse.newInstance(reports);
   }
 
   private Rm.App app(ApplicationId id) throws ApplicationNotFoundException {

@@ -37,6 +37,8 @@ import org.apache.hadoop.yarn.util.FSDownload;
 final class Node implements ContainerManagementProtocol {
   final NodeId id;
   final int httpPort;
+  /** The stand-in's topology (ours): node i is on rack `/rack-i`. */
+  final String rack;
   private final Rm rm;
   private final Tokens.Containers containerTokens;
   private final File root;
@@ -60,6 +62,7 @@ final class Node implements ContainerManagementProtocol {
     this.server.start();
     this.id = NodeId.newInstance("127.0.0.1", server.getListenerAddress().getPort());
     this.httpPort = 8042 + index;
+    this.rack = "/rack-" + index;
     nmTokens.setNode(this.id);
   }
 

@@ -58,6 +58,7 @@ final class Rest {
 
   private void serve(HttpServer s) {
     s.createContext("/ws/v1/cluster/apps", this::handle);
+    s.createContext("/ws/v1/cluster/nodes", this::nodes);
     s.createContext("/ws/v1/psyarn/failover", this::failover);
     s.start();
   }
@@ -79,6 +80,25 @@ final class Rest {
     e.put("exception", "BadRequestException");
     e.put("message", msg);
     return Collections.singletonMap("RemoteException", (Object) e);
+  }
+
+  /** `GET /ws/v1/cluster/nodes`, in the real RM's shape (only the fields a client reads here). */
+  private void nodes(HttpExchange x) throws IOException {
+    if (!x.getRequestMethod().equals("GET")) {
+      send(x, 405, error(x.getRequestMethod() + " /ws/v1/cluster/nodes is not supported"));
+      return;
+    }
+    List<Object> list = new ArrayList<>();
+    for (Node n : rm.nodes) {
+      Map<String, Object> e = new LinkedHashMap<>();
+      e.put("rack", n.rack);
+      e.put("state", "RUNNING");
+      e.put("id", n.id.getHost() + ":" + n.id.getPort());
+      e.put("nodeHostName", n.id.getHost());
+      e.put("nodeHTTPAddress", "127.0.0.1:" + n.httpPort);
+      list.add(e);
+    }
+    send(x, 200, Collections.singletonMap("nodes", Collections.singletonMap("node", list)));
   }
 
   private void handle(HttpExchange x) throws IOException {
