@@ -3,6 +3,7 @@
 //! fail (or Ctrl-C) stops all of them; per-process stats are merged into `--stats`.
 
 use crate::error::{ClientError, Result};
+use crate::restart::Restarts;
 use crate::Cli;
 use log::LevelFilter;
 use log4rs::append::console::{ConsoleAppender, Target};
@@ -147,20 +148,38 @@ fn describe(status: &ExitStatus) -> String {
     }
 }
 
-/// The last failure each process reported in its log (`process K failed: why`), so the job's final
-/// message can say why, not just which process exited first.
-type Reasons = Arc<Mutex<Vec<Option<String>>>>;
+/// What the processes' logs told: the last failure each reported (`process K failed: why`), so
+/// the job's final message can say why, not just which process exited first; and the newest
+/// clock any reported done (progress lines, at most one a second), for the restart records.
+#[derive(Default)]
+struct Heard {
+    reasons: Vec<Option<String>>,
+    clock: Option<i64>,
+}
+
+type Reasons = Arc<Mutex<Heard>>;
 
 fn stream(k: usize, src: impl Read + Send + 'static, reasons: Reasons) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let marker = format!("process {k} failed: ");
         for line in BufReader::new(src).lines().map_while(Result::ok) {
             if let Some(why) = line.split_once(&marker).map(|x| x.1) {
-                reasons.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(why.to_string());
+                reasons.lock().unwrap_or_else(|e| e.into_inner()).reasons[k] = Some(why.to_string());
+            }
+            if let Some(c) = progress_clock(&line) {
+                let mut h = reasons.lock().unwrap_or_else(|e| e.into_inner());
+                h.clock = h.clock.max(Some(c));
             }
             log::info!(target: "child", "[p{k}] {line}");
         }
     })
+}
+
+/// The clock of a runtime's progress line (`... clock 12 done at 3.4s ...`).
+fn progress_clock(line: &str) -> Option<i64> {
+    let (_, rest) = line.split_once(" clock ")?;
+    let (n, rest) = rest.split_once(' ')?;
+    rest.starts_with("done at ").then(|| n.parse().ok()).flatten()
 }
 
 fn signal(pid: u32, sig: libc::c_int) {
@@ -183,31 +202,65 @@ pub fn run(cli: &Cli) -> i32 {
         log::error!("{e}");
         return 1;
     }
-    log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
+    let mut restarts = Restarts::new(cli, 0, output_of(cli));
     let (tx, rx) = mpsc::channel();
-    let procs = match launch(&bin, &job, &tx) {
-        Ok(p) => p,
-        Err(e) => {
-            log::error!("{e}");
-            return 1;
-        }
-    };
-    watch_interrupt(tx);
-    if let Some((f, who)) = supervise(&rx, &procs.pids) {
+    watch_interrupt(tx.clone());
+    loop {
+        log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
+        let procs = match launch(&bin, &job, &tx) {
+            Ok(p) => p,
+            Err(e) => {
+                log::error!("{e}");
+                return 1;
+            }
+        };
+        let Some((f, who)) = supervise(&rx, &procs.pids) else { break };
         // Every process has exited: once their pipes are drained, their last words are known.
         procs.streams.into_iter().for_each(|h| {
             let _ = h.join();
         });
-        let why = who.and_then(|k| procs.reasons.lock().unwrap_or_else(|e| e.into_inner())[k].clone());
-        let why = why.map(|w| format!(": {w}")).unwrap_or_default();
-        log::error!("{}", ClientError::JobFailed { reason: format!("{f}{why}"), dir: job.dir.clone() });
-        return 1;
+        let heard = std::mem::take(&mut *procs.reasons.lock().unwrap_or_else(|e| e.into_inner()));
+        let why = who.and_then(|k| heard.reasons[k].clone()).map(|w| format!(": {w}")).unwrap_or_default();
+        let reason = format!("{f}{why}");
+        // Ctrl-C or SIGTERM stops the job; a failed process restarts it, while restarts last.
+        let next = match who {
+            Some(_) => restarts.restart(restarts.failure(reason, heard.clock)),
+            None => Err(reason),
+        };
+        let next = next.and_then(|_| rearm(&job, cli.checkpoint.is_some()).map_err(|e| e.to_string()));
+        if let Err(reason) = next {
+            log::error!("{}", ClientError::JobFailed { reason, dir: job.dir.clone() });
+            return 1;
+        }
     }
-    let code = finish_stats(cli, &job);
+    let code = finish_stats(cli, &job, &restarts);
     if code == 0 && job.temp {
         let _ = std::fs::remove_dir_all(&job.dir);
     }
     code
+}
+
+/// The job's `--output`, if the app writes one.
+fn output_of(cli: &Cli) -> Option<String> {
+    let (app, args) = cli.app.split_first()?;
+    let built = apps::build(app, args).ok()?;
+    built.locations().into_iter().find(|(flag, _)| *flag == "--output").map(|(_, url)| url)
+}
+
+/// Before a restart: fresh ports (sockets of the failed attempt may still hold the old ones) and,
+/// with checkpoints, resuming from the newest (from the start if there is none yet).
+fn rearm(job: &Job, resume: bool) -> Result<()> {
+    let io = |what, source| ClientError::JobFile { what, dir: job.dir.clone(), source };
+    let ports = free_ports(job.n).map_err(|e| io("picking ports", e))?;
+    let hosts = Hostfile::new(ports.into_iter().map(|p| ("127.0.0.1".to_string(), p)).collect());
+    std::fs::write(job.dir.join("hostfile"), hosts.render()).map_err(|e| io("writing hostfile", e))?;
+    if resume {
+        let mut cfg = JobConfig::load(&job.job_file).map_err(ClientError::Config)?;
+        cfg.runtime.checkpoint.resume = true;
+        let text = serde_json::to_string_pretty(&cfg).map_err(ClientError::Encode)?;
+        std::fs::write(&job.job_file, text).map_err(|e| io("writing job config", e))?;
+    }
+    Ok(())
 }
 
 /// Reaches every cluster file system the job names before any process starts, so that a missing
@@ -237,7 +290,8 @@ struct Launched {
 /// Starts one runtime process per hostfile line; each sends `Event::Exited` on `tx` when it ends.
 /// If one cannot be started, those already started are killed.
 fn launch(bin: &Path, job: &Job, tx: &mpsc::Sender<Event>) -> Result<Launched> {
-    let mut l = Launched { pids: Vec::new(), streams: Vec::new(), reasons: Arc::new(Mutex::new(vec![None; job.n])) };
+    let heard = Heard { reasons: vec![None; job.n], clock: None };
+    let mut l = Launched { pids: Vec::new(), streams: Vec::new(), reasons: Arc::new(Mutex::new(heard)) };
     for k in 0..job.n {
         let mut cmd = Command::new(bin);
         cmd.arg("run").arg("--job").arg(&job.job_file).arg("--id").arg(k.to_string());
@@ -333,14 +387,14 @@ fn supervise(rx: &mpsc::Receiver<Event>, pids: &[u32]) -> Option<(String, Option
     failure
 }
 
-fn finish_stats(cli: &Cli, job: &Job) -> i32 {
-    report_stats(cli, job.n, &job.dir.to_string_lossy())
+fn finish_stats(cli: &Cli, job: &Job, restarts: &Restarts) -> i32 {
+    report_stats(cli, job.n, &job.dir.to_string_lossy(), Some(restarts))
 }
 
-/// Merges the per-process `stats-<k>.json` under `dir` (local or `hdfs://`), logs the summary and
-/// writes `--stats`. Returns the exit code.
-pub fn report_stats(cli: &Cli, n: usize, dir: &str) -> i32 {
-    match merge_stats(cli, n, dir) {
+/// Merges the per-process `stats-<k>.json` under `dir` (local or `hdfs://`), adds the restarts,
+/// logs the summary and writes `--stats`. Returns the exit code.
+pub fn report_stats(cli: &Cli, n: usize, dir: &str, restarts: Option<&Restarts>) -> i32 {
+    match merge_stats(cli, n, dir, restarts) {
         Ok(()) => 0,
         Err(e) => {
             log::error!("{e}");
@@ -364,11 +418,16 @@ fn read_stats(k: usize, path: &str) -> Result<ProcessSummary> {
     })
 }
 
-fn merge_stats(cli: &Cli, n: usize, dir: &str) -> Result<()> {
+fn merge_stats(cli: &Cli, n: usize, dir: &str, restarts: Option<&Restarts>) -> Result<()> {
     let procs = (0..n)
         .map(|k| read_stats(k, &format!("{}/stats-{k}.json", dir.trim_end_matches('/'))))
         .collect::<Result<Vec<_>>>()?;
-    let merged = internal::merge_stats(&procs);
+    let mut merged = internal::merge_stats(&procs);
+    if let (Some(r), Some(obj)) = (restarts, merged.as_object_mut()) {
+        let (list, redone) = r.stats();
+        obj.insert("restarts".into(), list);
+        obj.insert("clocks_redone".into(), redone);
+    }
     log::info!(
         "job done: {} clocks, {:.2}s wall, compute {:.2}s / wait {:.2}s per thread, {} gets ({} blocked), {} bytes sent",
         merged["clocks"],

@@ -4,6 +4,7 @@
 mod error;
 mod local;
 mod placement;
+mod restart;
 mod staging;
 mod yarn;
 
@@ -54,6 +55,10 @@ pub struct Cli {
     /// Continue from the latest complete checkpoint under --checkpoint (from scratch if none).
     #[arg(long)]
     pub resume: bool,
+    /// After a runtime process fails, start every process again from the newest resumable
+    /// checkpoint (from the start if none), up to N times (default 0).
+    #[arg(long, value_name = "N")]
+    pub restarts: Option<u32>,
     /// Keep this many complete snapshots, deleting older ones (0: keep all; default 3).
     #[arg(long, value_name = "K")]
     pub keep_checkpoints: Option<usize>,

@@ -106,6 +106,11 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
             return Err(ClientError::LocalPathOnYarn { flag, path });
         }
     }
+    if cli.restarts.is_some_and(|r| r > 0) {
+        return Err(ClientError::Config(ps_runtime::PsError::Config(
+            "--restarts: automatic restarts work with --master local so far, not yet on YARN".into(),
+        )));
+    }
     let n = cli.workers.ok_or(ClientError::WorkersMissing)?;
     if n == 0 {
         return Err(ClientError::NoWorkers);
@@ -195,7 +200,7 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         return Ok(1);
     }
     log::info!("{app_id} finished: SUCCEEDED");
-    let code = report_stats(cli, n, &format!("{staging}/stats"));
+    let code = report_stats(cli, n, &format!("{staging}/stats"), None);
     if cli.keep_staging {
         log::info!("staging directory kept (--keep-staging): {staging}");
     } else if code == 0 {
