@@ -30,6 +30,13 @@ pub enum AmError {
     #[error("{0}")]
     Staging(#[source] PsError),
 
+    // Automatic restarts (`--restarts`).
+    #[error("reading the job's configuration {url}: {source}")]
+    JobFile { url: String, source: PsError },
+    /// A failure the job did not restart from, with every earlier one.
+    #[error("{0}")]
+    GaveUp(String),
+
     // Data centers of a geo-distributed job (`--dc-map`).
     #[error("reading the data center map {url}: {source}")]
     DcMap { url: String, source: PsError },

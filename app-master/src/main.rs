@@ -5,8 +5,10 @@
 //! the job's progress, and finishes SUCCEEDED when every process exits 0, or FAILED (after stopping
 //! the others) with the first failed container's exit status and diagnostics.
 
+mod drive;
 mod error;
 mod rendezvous;
+mod restarts;
 
 use clap::Parser;
 use error::{AmError, Result};
@@ -52,6 +54,10 @@ struct Args {
     /// `--dc-hosts`; each process's data center goes into the hostfile.
     #[arg(long, value_name = "URL")]
     dc_map: Option<String>,
+    /// After a runtime process fails, start every process again (from the newest resumable
+    /// checkpoint, if the job has one), up to N times.
+    #[arg(long, default_value_t = 0)]
+    restarts: u32,
     /// Give up if the containers are not all allocated within this many seconds.
     #[arg(long, default_value_t = 600)]
     allocation_timeout_s: u64,
@@ -97,6 +103,7 @@ struct Am {
     /// Allocated containers by process index.
     procs: Vec<ContainerProto>,
     dc_map: Option<DcMap>,
+    restarts: restarts::Restarts,
 }
 
 /// Which data center each node is in (`--dc-map`).
@@ -209,7 +216,8 @@ impl Am {
                     extra.push(c.id.unwrap_or_default());
                 }
             }
-            if let Some(s) = r.completed_container_statuses.first() {
+            // Containers of a failed attempt may still report their end: only this set's count.
+            if let Some(s) = r.completed_container_statuses.iter().find(|s| self.index_of(&s.container_id).is_some()) {
                 return Err(AmError::EarlyExit(s.diagnostics.clone()));
             }
             if self.procs.len() < n {
@@ -231,11 +239,13 @@ impl Am {
         Ok(())
     }
 
+    /// Starts process i in container i, as restart `attempt` of the job (0: the first run).
     async fn start_all(
         &mut self,
         resources: &[StringLocalResourceMapProto],
         tokens: Vec<u8>,
         am_addr: &str,
+        attempt: u32,
     ) -> Result<()> {
         let mut env: Vec<StringStringMapProto> = Vec::new();
         for k in ["HADOOP_USER_NAME", "PS_LOG", "RUST_BACKTRACE"] {
@@ -247,8 +257,10 @@ impl Am {
         let limit = self.args.worker_memory.to_string();
         env.push(StringStringMapProto { key: Some(ps_runtime::internal::MEMORY_LIMIT_ENV.into()), value: Some(limit) });
         for (i, c) in self.procs.iter().enumerate() {
+            let again = if attempt > 0 { format!(" --attempt {attempt}") } else { String::new() };
             let cmd = format!(
-                "./ps-runtime run --job job.json --id {i} --rendezvous {am_addr} 1><LOG_DIR>/runtime.out 2><LOG_DIR>/runtime.err"
+                "./ps-runtime run --job job.json --id {i} --rendezvous {am_addr}{again} 1><LOG_DIR>/runtime.out \
+                 2><LOG_DIR>/runtime.err"
             );
             let clc = ContainerLaunchContextProto {
                 local_resources: resources.to_vec(),
@@ -335,9 +347,13 @@ async fn run(args: Args) -> Result<()> {
         Some(url) => Some(DcMap::load(url).await?),
         None => None,
     };
-    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new(), dc_map };
-    let outcome =
-        drive(&mut am, &resources, creds.without_kind(KIND_AMRM).to_bytes(), &am_addr, &mut hello_rx, &hosts_tx).await;
+    let restarts = restarts::Restarts::load(args.restarts, &args.staging).await?;
+    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new(), dc_map, restarts };
+    let tokens = creds.without_kind(KIND_AMRM).to_bytes();
+    let outcome = drive::drive(&mut am, &resources, tokens, &am_addr, &mut hello_rx, &hosts_tx).await;
+    if am.restarts.log.attempts() > 0 {
+        am.restarts.write().await;
+    }
     let (status, diag) = match &outcome {
         Ok(()) => (APP_SUCCEEDED, format!("all {} processes finished", args.workers)),
         Err(d) => (APP_FAILED, d.to_string()),
@@ -385,89 +401,6 @@ fn memory_hint(code: i32, diagnostics: &str, worker_memory: i64) -> Option<Strin
              raise --worker-memory (it covers everything the process uses; see peak_rss_bytes in a smaller run's stats)"
         )
     })
-}
-
-/// Allocation, start-up, rendezvous and the heartbeat loop until the job ends.
-async fn drive(
-    am: &mut Am,
-    resources: &[StringLocalResourceMapProto],
-    tokens: Vec<u8>,
-    am_addr: &str,
-    hello_rx: &mut mpsc::UnboundedReceiver<(usize, String, u16)>,
-    hosts_tx: &watch::Sender<Option<Hostfile>>,
-) -> Result<()> {
-    let n = am.args.workers;
-    am.set_status("allocating");
-    am.gang_allocate().await?;
-    let dcs = am.dc_map.as_ref().map(|m| m.labels(&am.procs)).transpose()?;
-    if let Some(d) = &dcs {
-        log::info!("data centers of the processes ({}): {d:?}", am.dc_map.as_ref().map_or("", |m| m.by.as_str()));
-    }
-    am.start_all(resources, tokens, am_addr).await?;
-    am.set_status("starting processes");
-    let mut reported: BTreeMap<usize, (String, u16)> = BTreeMap::new();
-    let mut finished: HashSet<usize> = HashSet::new();
-    let mut last_log = Instant::now();
-    loop {
-        // Rendezvous: once every process reported its port, publish the hostfile.
-        while let Ok((id, h, p)) = hello_rx.try_recv() {
-            if id < n {
-                reported.insert(id, (h, p));
-            }
-        }
-        if hosts_tx.borrow().is_none() && reported.len() == n {
-            let mut hosts = Hostfile::new(reported.values().cloned().collect());
-            if let Some(d) = dcs.clone() {
-                hosts = hosts.with_dcs(d).map_err(AmError::Staging)?;
-            }
-            let url = format!("{}/hostfile", am.args.staging);
-            let (u2, text) = (url.clone(), hosts.render());
-            // Under a temporary name, then renamed: a reader never sees half a hostfile.
-            tokio::task::spawn_blocking(move || -> Result<()> {
-                let st = storage_for(&u2).map_err(AmError::Staging)?;
-                write_atomic(st.as_ref(), &u2, text.as_bytes(), "hostfile").map_err(AmError::Staging)
-            })
-            .await
-            .map_err(AmError::Task)??;
-            log::info!("hostfile written to {url}");
-            let _ = hosts_tx.send(Some(hosts));
-            am.set_status("running");
-        }
-        let progress = lock(&am.shared).fraction(n);
-        // Connection errors and RM failovers are retried inside, for up to
-        // yarn.resourcemanager.connect.max-wait.ms: an error here is final.
-        let r = am.rm.allocate(vec![], vec![], progress).await.map_err(AmError::Heartbeat)?;
-        am.on_command(r.a_m_command).await?;
-        for s in r.completed_container_statuses {
-            let Some(i) = am.index_of(&s.container_id) else { continue };
-            finished.insert(i);
-            let code = s.exit_status.unwrap_or(-1000);
-            let cid = s.container_id.as_ref().map(|c| c.to_hadoop_string()).unwrap_or_default();
-            if code != 0 {
-                // The process's own reason first (a panic message, a bad input line, a lost
-                // peer); the NodeManager's diagnostics only know the exit status.
-                let why = am.failure_reason(i).await;
-                let diagnostics = s.diagnostics.unwrap_or_default();
-                let mut reason = why.unwrap_or_else(|| diagnostics.trim().to_string());
-                if let Some(hint) = memory_hint(code, &diagnostics, am.args.worker_memory) {
-                    reason = format!("{reason}; {hint}");
-                }
-                let failed = AmError::ProcessFailed { process: i, container: cid, status: code, reason };
-                log::error!("{failed}; stopping the other processes");
-                am.stop_all(&finished).await;
-                return Err(failed);
-            }
-            log::info!("process {i} ({cid}) finished");
-        }
-        if finished.len() == n {
-            return Ok(());
-        }
-        if last_log.elapsed() > Duration::from_secs(10) {
-            last_log = Instant::now();
-            log::info!("progress {:.0}%, {} of {n} processes finished", progress * 100.0, finished.len());
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
 }
 
 fn main() {

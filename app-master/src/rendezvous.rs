@@ -34,6 +34,9 @@ pub struct Config {
 
 #[derive(Default)]
 pub struct Shared {
+    /// The job's attempt (automatic restarts): reports from connections of an earlier one are
+    /// ignored.
+    pub attempt: u32,
     /// Per process: (clock, total clocks if known).
     pub progress: BTreeMap<usize, (i64, i64)>,
     /// Per process: the reason it reported before failing.
@@ -212,6 +215,7 @@ async fn handle(
     }
     let hello = Hello::parse(first).map_err(RendezvousError::BadHello)?;
     admit(&hello, cfg, shared)?;
+    let attempt = lock(shared).attempt;
     let _ = hello_tx.send((hello.id, hello.host.clone(), hello.port));
     let hosts = loop {
         if let Some(h) = hosts_rx.borrow().clone() {
@@ -225,15 +229,19 @@ async fn handle(
     w.write_all(msg.as_bytes()).await.map_err(RendezvousError::SendHosts)?;
     // Reports until the process goes away; only this authenticated connection may make them.
     while let Some(l) = line_within(&mut r, cfg.idle_timeout).await.map_err(RendezvousError::Io)? {
-        match Report::parse(&l) {
-            Some(Report::Clock(c, t)) => {
-                lock(shared).progress.insert(hello.id, (c, t));
+        let report = Report::parse(&l).ok_or(RendezvousError::UnknownReport(hello.id))?;
+        let mut g = lock(shared);
+        if g.attempt != attempt {
+            return Ok(()); // a process of an attempt that has been given up
+        }
+        match report {
+            Report::Clock(c, t) => {
+                g.progress.insert(hello.id, (c, t));
             }
-            Some(Report::Failed(why)) => {
+            Report::Failed(why) => {
                 log::error!("process {} reports: {why}", hello.id);
-                lock(shared).failures.insert(hello.id, why);
+                g.failures.insert(hello.id, why);
             }
-            None => return Err(RendezvousError::UnknownReport(hello.id)),
         }
     }
     Ok(())

@@ -205,9 +205,9 @@ pub fn run(cli: &Cli) -> i32 {
     let mut restarts = Restarts::new(cli, 0, output_of(cli));
     let (tx, rx) = mpsc::channel();
     watch_interrupt(tx.clone());
-    loop {
+    for attempt in 0.. {
         log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
-        let procs = match launch(&bin, &job, &tx) {
+        let procs = match launch(&bin, &job, attempt, &tx) {
             Ok(p) => p,
             Err(e) => {
                 log::error!("{e}");
@@ -224,10 +224,10 @@ pub fn run(cli: &Cli) -> i32 {
         let reason = format!("{f}{why}");
         // Ctrl-C or SIGTERM stops the job; a failed process restarts it, while restarts last.
         let next = match who {
-            Some(_) => restarts.restart(restarts.failure(reason, heard.clock)),
+            Some(_) => restarts.restart(&reason, heard.clock),
             None => Err(reason),
         };
-        let next = next.and_then(|_| rearm(&job, cli.checkpoint.is_some()).map_err(|e| e.to_string()));
+        let next = next.and_then(|_| rearm(&job).map_err(|e| e.to_string()));
         if let Err(reason) = next {
             log::error!("{}", ClientError::JobFailed { reason, dir: job.dir.clone() });
             return 1;
@@ -247,20 +247,12 @@ fn output_of(cli: &Cli) -> Option<String> {
     built.locations().into_iter().find(|(flag, _)| *flag == "--output").map(|(_, url)| url)
 }
 
-/// Before a restart: fresh ports (sockets of the failed attempt may still hold the old ones) and,
-/// with checkpoints, resuming from the newest (from the start if there is none yet).
-fn rearm(job: &Job, resume: bool) -> Result<()> {
+/// Before a restart: fresh ports (sockets of the failed attempt may still hold the old ones).
+fn rearm(job: &Job) -> Result<()> {
     let io = |what, source| ClientError::JobFile { what, dir: job.dir.clone(), source };
     let ports = free_ports(job.n).map_err(|e| io("picking ports", e))?;
     let hosts = Hostfile::new(ports.into_iter().map(|p| ("127.0.0.1".to_string(), p)).collect());
-    std::fs::write(job.dir.join("hostfile"), hosts.render()).map_err(|e| io("writing hostfile", e))?;
-    if resume {
-        let mut cfg = JobConfig::load(&job.job_file).map_err(ClientError::Config)?;
-        cfg.runtime.checkpoint.resume = true;
-        let text = serde_json::to_string_pretty(&cfg).map_err(ClientError::Encode)?;
-        std::fs::write(&job.job_file, text).map_err(|e| io("writing job config", e))?;
-    }
-    Ok(())
+    std::fs::write(job.dir.join("hostfile"), hosts.render()).map_err(|e| io("writing hostfile", e))
 }
 
 /// Reaches every cluster file system the job names before any process starts, so that a missing
@@ -287,14 +279,18 @@ struct Launched {
     reasons: Reasons,
 }
 
-/// Starts one runtime process per hostfile line; each sends `Event::Exited` on `tx` when it ends.
-/// If one cannot be started, those already started are killed.
-fn launch(bin: &Path, job: &Job, tx: &mpsc::Sender<Event>) -> Result<Launched> {
+/// Starts one runtime process per hostfile line (restart `attempt` of the job); each sends
+/// `Event::Exited` on `tx` when it ends. If one cannot be started, those already started are
+/// killed.
+fn launch(bin: &Path, job: &Job, attempt: u32, tx: &mpsc::Sender<Event>) -> Result<Launched> {
     let heard = Heard { reasons: vec![None; job.n], clock: None };
     let mut l = Launched { pids: Vec::new(), streams: Vec::new(), reasons: Arc::new(Mutex::new(heard)) };
     for k in 0..job.n {
         let mut cmd = Command::new(bin);
         cmd.arg("run").arg("--job").arg(&job.job_file).arg("--id").arg(k.to_string());
+        if attempt > 0 {
+            cmd.arg("--attempt").arg(attempt.to_string());
+        }
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
         // SAFETY: prctl in the child before exec; no allocation. Children die with the launcher.
         unsafe {
@@ -388,12 +384,12 @@ fn supervise(rx: &mpsc::Receiver<Event>, pids: &[u32]) -> Option<(String, Option
 }
 
 fn finish_stats(cli: &Cli, job: &Job, restarts: &Restarts) -> i32 {
-    report_stats(cli, job.n, &job.dir.to_string_lossy(), Some(restarts))
+    report_stats(cli, job.n, &job.dir.to_string_lossy(), Some(restarts.log.to_json()))
 }
 
 /// Merges the per-process `stats-<k>.json` under `dir` (local or `hdfs://`), adds the restarts,
 /// logs the summary and writes `--stats`. Returns the exit code.
-pub fn report_stats(cli: &Cli, n: usize, dir: &str, restarts: Option<&Restarts>) -> i32 {
+pub fn report_stats(cli: &Cli, n: usize, dir: &str, restarts: Option<serde_json::Value>) -> i32 {
     match merge_stats(cli, n, dir, restarts) {
         Ok(()) => 0,
         Err(e) => {
@@ -418,15 +414,14 @@ fn read_stats(k: usize, path: &str) -> Result<ProcessSummary> {
     })
 }
 
-fn merge_stats(cli: &Cli, n: usize, dir: &str, restarts: Option<&Restarts>) -> Result<()> {
+fn merge_stats(cli: &Cli, n: usize, dir: &str, restarts: Option<serde_json::Value>) -> Result<()> {
     let procs = (0..n)
         .map(|k| read_stats(k, &format!("{}/stats-{k}.json", dir.trim_end_matches('/'))))
         .collect::<Result<Vec<_>>>()?;
     let mut merged = internal::merge_stats(&procs);
-    if let (Some(r), Some(obj)) = (restarts, merged.as_object_mut()) {
-        let (list, redone) = r.stats();
-        obj.insert("restarts".into(), list);
-        obj.insert("clocks_redone".into(), redone);
+    // The launcher's restart record: `restarts` and `clocks_redone`.
+    if let (Some(serde_json::Value::Object(r)), Some(obj)) = (restarts, merged.as_object_mut()) {
+        obj.extend(r);
     }
     log::info!(
         "job done: {} clocks, {:.2}s wall, compute {:.2}s / wait {:.2}s per thread, {} gets ({} blocked), {} bytes sent",

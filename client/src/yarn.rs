@@ -106,11 +106,6 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
             return Err(ClientError::LocalPathOnYarn { flag, path });
         }
     }
-    if cli.restarts.is_some_and(|r| r > 0) {
-        return Err(ClientError::Config(ps_runtime::PsError::Config(
-            "--restarts: automatic restarts work with --master local so far, not yet on YARN".into(),
-        )));
-    }
     let n = cli.workers.ok_or(ClientError::WorkersMissing)?;
     if n == 0 {
         return Err(ClientError::NoWorkers);
@@ -168,9 +163,11 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     if let Ok(l) = std::env::var("PS_LOG") {
         environment.insert("PS_LOG".into(), l);
     }
+    // As on YARN's own AM retries: recover by default when there is something to recover from.
+    let restarts = cli.restarts.unwrap_or(if cli.checkpoint.is_some() { 3 } else { 0 });
     let command = format!(
         "./ps-app-master --staging {staging} --runtime-url {runtime_url} --workers {n} --worker-memory {} \
-         --worker-vcores {}{dc_map}{}{} 1><LOG_DIR>/app-master.out 2><LOG_DIR>/app-master.err",
+         --worker-vcores {} --restarts {restarts}{dc_map}{}{} 1><LOG_DIR>/app-master.out 2><LOG_DIR>/app-master.err",
         cli.worker_memory,
         cli.worker_vcores,
         if cli.keep_staging { " --keep-staging" } else { "" },
@@ -200,7 +197,7 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         return Ok(1);
     }
     log::info!("{app_id} finished: SUCCEEDED");
-    let code = report_stats(cli, n, &format!("{staging}/stats"), None);
+    let code = report_stats(cli, n, &format!("{staging}/stats"), restart_record(&staging));
     if cli.keep_staging {
         log::info!("staging directory kept (--keep-staging): {staging}");
     } else if code == 0 {
@@ -213,6 +210,24 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
 
 /// The user (the principal's short name) and an HDFS delegation token for the default file
 /// system, renewable by the ResourceManager.
+/// The AM's record of automatic restarts (`stats/restarts.json` in staging), if it made any.
+fn restart_record(staging: &str) -> Option<serde_json::Value> {
+    let url = format!("{staging}/stats/restarts.json");
+    let st = storage_for(&url).ok()?;
+    if !st.exists(&url).ok()? {
+        return None;
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut *st.open(&url, 0).ok()?, &mut text).ok()?;
+    match serde_json::from_str(&text) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            log::warn!("{url}: {e}");
+            None
+        }
+    }
+}
+
 fn delegation(conf: &HadoopConf, fs: &str, login: &Login) -> Result<(String, Vec<(String, Token)>)> {
     let nn = fs.strip_prefix("hdfs://").unwrap_or(fs).to_string();
     let renewer = conf.rm_principal().map_err(ClientError::HadoopConf)?;

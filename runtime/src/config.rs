@@ -82,6 +82,9 @@ pub struct RuntimeConfig {
     pub port_range: Option<crate::ports::PortRange>,
     /// Data centers and the emulated WAN between them (geo-distributed jobs).
     pub geo: crate::geo::GeoConfig,
+    /// Which automatic restart of the job this run is (0: the first run). Set by the launcher
+    /// (`--restarts`); a restarted run replaces an output the failed one left uncommitted.
+    pub restart_attempt: u32,
     /// Fault injection for tests of the test suite itself. Not serialized: a job file or `--conf`
     /// that names `fault` is refused (see [`RuntimeConfig::from_json`]), so it can only be set
     /// from Rust code, i.e. by tests.
@@ -177,6 +180,7 @@ impl Default for RuntimeConfig {
             checkpoint: CheckpointConfig::default(),
             port_range: None,
             geo: crate::geo::GeoConfig::default(),
+            restart_attempt: 0,
             fault: FaultConfig::default(),
         }
     }

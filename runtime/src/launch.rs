@@ -19,9 +19,12 @@ const MEMORY_WARN_FRACTION: f64 = 0.9;
 /// `yarn-submit`), with its hostfile from the job directory or, under YARN, from the application
 /// master's rendezvous at `rendezvous` (`HOST:PORT`); writes `stats-<id>.json` to the job's stats
 /// directory. A failure is also reported to the AM, for the application's diagnostics.
-pub fn run_job_process(job: &Path, id: usize, rendezvous: Option<&str>) -> Result<()> {
+///
+/// `attempt` > 0: the launcher restarted the job after a failure (`--restarts`); it continues
+/// from the newest resumable checkpoint if the job has a `checkpoint.url`, else from the start.
+pub fn run_job_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32) -> Result<()> {
     let mut link = None;
-    let r = run_process(job, id, rendezvous, &mut link);
+    let r = run_process(job, id, rendezvous, attempt, &mut link);
     if let (Err(e), Some(l)) = (&r, &link) {
         // The AM puts this in the application's diagnostics (an exit status alone says little).
         l.report_failure(&format!("process {id} failed: {e}"));
@@ -54,8 +57,12 @@ fn watch_memory(id: usize) {
     }
 }
 
-fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, link: &mut Option<AmLink>) -> Result<()> {
+fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32, link: &mut Option<AmLink>) -> Result<()> {
     let mut job = JobConfig::load(job)?;
+    if attempt > 0 {
+        job.runtime.restart_attempt = attempt;
+        job.runtime.checkpoint.resume |= job.runtime.checkpoint.url.is_some();
+    }
     let app = apps::build(&job.app, &job.app_args)?;
     let secret = job.load_secret()?;
     // Under YARN the hostfile comes from the application master (ports bound here, reported there).

@@ -53,6 +53,7 @@ mod process;
 mod registry;
 #[doc(hidden)]
 pub mod rendezvous;
+mod restart_log;
 mod row;
 mod secret;
 mod server;

@@ -26,6 +26,10 @@ enum Cmd {
         /// binds a free port and reports it there).
         #[arg(long, value_name = "HOST:PORT")]
         rendezvous: Option<String>,
+        /// The launcher's automatic restart K of this job (0: the first run): continue from the
+        /// newest resumable checkpoint, if the job has a checkpoint URL.
+        #[arg(long, default_value_t = 0, value_name = "K")]
+        attempt: u32,
     },
     /// List the built-in applications.
     Apps,
@@ -216,8 +220,8 @@ fn main() {
                 std::process::exit(1);
             }
         }
-        Cmd::Run { job, id, rendezvous } => {
-            if let Err(e) = ps_runtime::run_job_process(&job, id, rendezvous.as_deref()) {
+        Cmd::Run { job, id, rendezvous, attempt } => {
+            if let Err(e) = ps_runtime::run_job_process(&job, id, rendezvous.as_deref(), attempt) {
                 log::error!("process {id} failed: {e}");
                 std::process::exit(1);
             }

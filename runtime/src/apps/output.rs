@@ -26,7 +26,11 @@ impl Output {
         let Some(url) = &args.output else { return Ok(None) };
         let out = Output::new(url)?;
         if ctx.process_id() == 0 {
-            out.prepare(args.overwrite || (ctx.is_resumed() && !out.is_committed()?))?;
+            // A job that continues an interrupted one (resumed, or restarted by the launcher)
+            // replaces the output that run left uncommitted.
+            let cfg = ctx.config();
+            let continues = ctx.is_resumed() || cfg.checkpoint.resume || cfg.restart_attempt > 0;
+            out.prepare(args.overwrite || (continues && !out.is_committed()?))?;
         }
         Ok(Some(out))
     }

@@ -1,0 +1,164 @@
+//! The job's life in the AM: attempts of allocation, start-up, rendezvous and heartbeats until
+//! every process finishes; after a process fails, with `--restarts` left, the whole job again
+//! (see `restarts`).
+
+use super::*;
+
+/// Runs the job, restarting it after a process failure while restarts last.
+pub(crate) async fn drive(
+    am: &mut Am,
+    resources: &[StringLocalResourceMapProto],
+    tokens: Vec<u8>,
+    am_addr: &str,
+    hello_rx: &mut mpsc::UnboundedReceiver<(usize, String, u16)>,
+    hosts_tx: &watch::Sender<Option<Hostfile>>,
+) -> Result<()> {
+    loop {
+        let attempt = am.restarts.log.attempts();
+        let failed = match run_attempt(am, resources, tokens.clone(), am_addr, hello_rx, hosts_tx, attempt).await {
+            Err(e @ AmError::ProcessFailed { .. }) => e,
+            other => return other,
+        };
+        let what = failed.to_string();
+        let reached = lock(&am.shared).progress.values().map(|(c, _)| *c).max();
+        if !am.restarts.restart(&what, reached).await {
+            if attempt == 0 && !am.restarts.log.can_restart() {
+                return Err(failed); // no restarts asked for
+            }
+            return Err(AmError::GaveUp(am.restarts.log.give_up(&what, &am.restarts.log.used_up())));
+        }
+        // A fresh start for the next attempt: new containers, new hellos, a new hostfile.
+        am.procs.clear();
+        {
+            let mut g = lock(&am.shared);
+            g.attempt += 1;
+            g.expected = None;
+            g.registered.clear();
+            g.progress.clear();
+            g.failures.clear();
+        }
+        while hello_rx.try_recv().is_ok() {}
+        let _ = hosts_tx.send(None);
+    }
+}
+
+/// After a failure: heartbeats until every stopped container has ended (at most a minute), so
+/// that no process of the failed attempt is left when the next one starts.
+async fn wait_gone(am: &mut Am, finished: &mut HashSet<usize>) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while finished.len() < am.procs.len() && Instant::now() < deadline {
+        match am.rm.allocate(vec![], vec![], 0.0).await {
+            Ok(r) => {
+                for s in r.completed_container_statuses {
+                    if let Some(i) = am.index_of(&s.container_id) {
+                        finished.insert(i);
+                    }
+                }
+            }
+            Err(e) => {
+                log::warn!("heartbeat while stopping the job's containers: {e}");
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    if finished.len() < am.procs.len() {
+        log::warn!(
+            "{} of {} containers still running a minute after being stopped",
+            am.procs.len() - finished.len(),
+            am.procs.len()
+        );
+    }
+}
+
+/// One attempt of the job: allocation, start-up, rendezvous and the heartbeat loop until every
+/// process has finished or one has failed (then the others are stopped and gone).
+async fn run_attempt(
+    am: &mut Am,
+    resources: &[StringLocalResourceMapProto],
+    tokens: Vec<u8>,
+    am_addr: &str,
+    hello_rx: &mut mpsc::UnboundedReceiver<(usize, String, u16)>,
+    hosts_tx: &watch::Sender<Option<Hostfile>>,
+    attempt: u32,
+) -> Result<()> {
+    let n = am.args.workers;
+    am.set_status(if attempt == 0 { "allocating" } else { "allocating again after a failure" });
+    am.gang_allocate().await?;
+    let dcs = am.dc_map.as_ref().map(|m| m.labels(&am.procs)).transpose()?;
+    if let Some(d) = &dcs {
+        log::info!("data centers of the processes ({}): {d:?}", am.dc_map.as_ref().map_or("", |m| m.by.as_str()));
+    }
+    am.start_all(resources, tokens, am_addr, attempt).await?;
+    am.set_status("starting processes");
+    let mut reported: BTreeMap<usize, (String, u16)> = BTreeMap::new();
+    let mut finished: HashSet<usize> = HashSet::new();
+    let mut last_log = Instant::now();
+    loop {
+        // Rendezvous: once every process reported its port, publish the hostfile.
+        while let Ok((id, h, p)) = hello_rx.try_recv() {
+            if id < n {
+                reported.insert(id, (h, p));
+            }
+        }
+        if hosts_tx.borrow().is_none() && reported.len() == n {
+            let mut hosts = Hostfile::new(reported.values().cloned().collect());
+            if let Some(d) = dcs.clone() {
+                hosts = hosts.with_dcs(d).map_err(AmError::Staging)?;
+            }
+            let url = format!("{}/hostfile", am.args.staging);
+            let (u2, text) = (url.clone(), hosts.render());
+            // Under a temporary name, then renamed: a reader never sees half a hostfile.
+            tokio::task::spawn_blocking(move || -> Result<()> {
+                let st = storage_for(&u2).map_err(AmError::Staging)?;
+                write_atomic(st.as_ref(), &u2, text.as_bytes(), "hostfile").map_err(AmError::Staging)
+            })
+            .await
+            .map_err(AmError::Task)??;
+            log::info!("hostfile written to {url}");
+            let _ = hosts_tx.send(Some(hosts));
+            am.set_status("running");
+        }
+        let progress = lock(&am.shared).fraction(n);
+        // Connection errors and RM failovers are retried inside, for up to
+        // yarn.resourcemanager.connect.max-wait.ms: an error here is final.
+        let r = am.rm.allocate(vec![], vec![], progress).await.map_err(AmError::Heartbeat)?;
+        am.on_command(r.a_m_command).await?;
+        // Every status of the reply counts as ended before acting on a failure among them (a
+        // process that stopped on its own after the failure would otherwise be waited for).
+        let mut failure = None;
+        for s in r.completed_container_statuses {
+            let Some(i) = am.index_of(&s.container_id) else { continue };
+            finished.insert(i);
+            let code = s.exit_status.unwrap_or(-1000);
+            let cid = s.container_id.as_ref().map(|c| c.to_hadoop_string()).unwrap_or_default();
+            if code == 0 {
+                log::info!("process {i} ({cid}) finished");
+            } else if failure.is_none() {
+                failure = Some((i, cid, code, s.diagnostics.unwrap_or_default()));
+            }
+        }
+        if let Some((i, container, status, diagnostics)) = failure {
+            // The process's own reason first (a panic message, a bad input line, a lost peer);
+            // the NodeManager's diagnostics only know the exit status.
+            let why = am.failure_reason(i).await;
+            let mut reason = why.unwrap_or_else(|| diagnostics.trim().to_string());
+            if let Some(hint) = memory_hint(status, &diagnostics, am.args.worker_memory) {
+                reason = format!("{reason}; {hint}");
+            }
+            let failed = AmError::ProcessFailed { process: i, container, status, reason };
+            log::error!("{failed}; stopping the other processes");
+            am.stop_all(&finished).await;
+            wait_gone(am, &mut finished).await;
+            return Err(failed);
+        }
+        if finished.len() == n {
+            return Ok(());
+        }
+        if last_log.elapsed() > Duration::from_secs(10) {
+            last_log = Instant::now();
+            log::info!("progress {:.0}%, {} of {n} processes finished", progress * 100.0, finished.len());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

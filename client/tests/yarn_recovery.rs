@@ -1,0 +1,82 @@
+//! Automatic restarts on YARN (against the stand-in on Hadoop's own server code and the real test
+//! HDFS): a runtime container killed with SIGKILL after a checkpoint makes the AM stop the others,
+//! allocate a fresh set of containers and start every process again from the newest checkpoint;
+//! the job succeeds as an uninterrupted one does.
+
+mod common;
+
+use common::yarn::{ratings, runtime_pids, s, submit, submit_app, Submitted, SERIAL};
+use common::{output, wait_for, wait_within, JOB_LIMIT};
+use ps_runtime::snapshot::CheckpointStore;
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn test_rmse(stats: &Path) -> (f64, Value) {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
+    let r = v["objective"].as_array().and_then(|a| a.last()).and_then(|r| r["test_rmse"].as_f64()).expect("test_rmse");
+    (r, v)
+}
+
+#[test]
+fn containers_killed_after_a_checkpoint_restart_from_it_and_the_job_succeeds() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, input) = ratings("recover");
+    let base = input.trim_end_matches("/ratings").to_string();
+    let job = |stats: &Path, extra: &[&str]| {
+        let mut a = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
+        a.extend(s(&["--stats", stats.to_str().unwrap()]));
+        a.extend(s(extra));
+        a.extend(s(&[
+            "mf",
+            "--input",
+            &input,
+            "--passes",
+            "6",
+            "--clocks-per-pass",
+            "2",
+            "--rank",
+            "6",
+            "--seed",
+            "3",
+        ]));
+        a.extend(s(&["--test-fraction", "0.1", "--straggler", "random", "--straggler-p", "1"]));
+        a.extend(s(&["--straggler-delay", "0.1"]));
+        a
+    };
+    let plain = dir.join("plain.json");
+    let o = output(submit().args(job(&plain, &[])));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (want, _) = test_rmse(&plain);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    for run in 0..3 {
+        let (stats, ck) = (dir.join(format!("run{run}.json")), format!("{base}/ck{run}"));
+        // --restarts left at its YARN default (3 with a checkpoint).
+        let args = job(&stats, &["--checkpoint", &ck, "--checkpoint-every", "2"]);
+        let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(&args));
+        wait_for(&rx, ": RUNNING", &mut log);
+        let t0 = Instant::now();
+        let store = CheckpointStore::open(&ck).unwrap();
+        while !store.list().unwrap_or_default().iter().any(|x| x.1) {
+            assert!(t0.elapsed() < Duration::from_secs(60), "no checkpoint of {app} completed");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..500)));
+        let victim = format!("--id {} ", rng.gen_range(0..2));
+        let pid = runtime_pids(&app).into_iter().find(|(_, c)| c.contains(&victim)).expect("the victim runs").0;
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let status = wait_within(child, JOB_LIMIT, "yarn-submit of a job with a killed container");
+        log.extend(rx.iter());
+        let text = log.join("\n");
+        assert!(status.success(), "run {run}: {text}");
+        let (rmse, v) = test_rmse(&stats);
+        let r = v["restarts"].as_array().unwrap_or_else(|| panic!("run {run}: no restarts in the stats: {v}"));
+        assert_eq!(r.len(), 1, "run {run}: {r:?}");
+        assert!(r[0]["failed"].as_str().unwrap().contains("exit status 137"), "run {run}: {r:?}");
+        assert!(r[0]["from_clock"].as_i64().unwrap() >= 2, "run {run}: resumed from a checkpoint: {r:?}");
+        assert!((rmse - want).abs() <= 0.01 * want, "run {run}: held-out RMSE {rmse} against {want} uninterrupted");
+    }
+    let _ = ps_runtime::storage::storage_for(&base).and_then(|fs| fs.delete(&base));
+    std::fs::remove_dir_all(&dir).ok();
+}
