@@ -20,6 +20,9 @@ pub(crate) async fn drive(
             other => return other,
         };
         let what = failed.to_string();
+        if let AmError::ProcessFailed { process, .. } = &failed {
+            avoid_failing_node(am, *process);
+        }
         let reached = lock(&am.shared).progress.values().map(|(c, _)| *c).max();
         if !am.restarts.restart(&what, reached).await {
             if attempt == 0 && !am.restarts.log.can_restart() {
@@ -39,6 +42,28 @@ pub(crate) async fn drive(
         }
         while hello_rx.try_recv().is_ok() {}
         let _ = hosts_tx.send(None);
+    }
+}
+
+/// Failures on one node before the AM asks YARN to place no more of the job's containers there.
+const NODE_FAILURES_TO_AVOID: u32 = 2;
+
+/// Counts a failure against the node of process `i`; at `NODE_FAILURES_TO_AVOID` blacklists it.
+/// YARN's blacklist takes host names; where several NodeManagers of the job share a host (a test
+/// cluster), `host:port` names just the one (the stand-in honours it, a real RM would not).
+fn avoid_failing_node(am: &mut Am, i: usize) {
+    let Some(id) = am.procs.get(i).and_then(|c| c.node_id.clone()) else { return };
+    let key = node_key(&id);
+    let count = am.node_failures.entry(key.clone()).or_default();
+    *count += 1;
+    if *count == NODE_FAILURES_TO_AVOID {
+        let host = id.host.unwrap_or_default();
+        let shared_host = am.nodes_seen.iter().any(|k| *k != key && k.rsplit_once(':').map(|x| x.0) == Some(&*host));
+        let name = if shared_host { key.clone() } else { host };
+        log::warn!(
+            "{NODE_FAILURES_TO_AVOID} failures on node {key}: asking YARN to place no more containers there ({name})"
+        );
+        am.rm.blacklist(&name);
     }
 }
 
@@ -85,6 +110,7 @@ async fn run_attempt(
     let n = am.args.workers;
     am.set_status(if attempt == 0 { "allocating" } else { "allocating again after a failure" });
     am.gang_allocate().await?;
+    am.nodes_seen.extend(am.procs.iter().map(|c| node_key(c.node_id.as_ref().unwrap_or(&NodeIdProto::default()))));
     let dcs = am.dc_map.as_ref().map(|m| m.labels(&am.procs)).transpose()?;
     if let Some(d) = &dcs {
         log::info!("data centers of the processes ({}): {d:?}", am.dc_map.as_ref().map_or("", |m| m.by.as_str()));

@@ -104,6 +104,9 @@ struct Am {
     procs: Vec<ContainerProto>,
     dc_map: Option<DcMap>,
     restarts: restarts::Restarts,
+    /// Every node a container of this job ran on, and the failures per node.
+    nodes_seen: HashSet<String>,
+    node_failures: HashMap<String, u32>,
 }
 
 /// Which data center each node is in (`--dc-map`).
@@ -348,7 +351,16 @@ async fn run(args: Args) -> Result<()> {
         None => None,
     };
     let restarts = restarts::Restarts::load(args.restarts, &args.staging).await?;
-    let mut am = Am { args: args.clone(), rm, shared, procs: Vec::new(), dc_map, restarts };
+    let mut am = Am {
+        args: args.clone(),
+        rm,
+        shared,
+        procs: Vec::new(),
+        dc_map,
+        restarts,
+        nodes_seen: HashSet::new(),
+        node_failures: HashMap::new(),
+    };
     let tokens = creds.without_kind(KIND_AMRM).to_bytes();
     let outcome = drive::drive(&mut am, &resources, tokens, &am_addr, &mut hello_rx, &hosts_tx).await;
     if am.restarts.log.attempts() > 0 {

@@ -80,3 +80,57 @@ fn containers_killed_after_a_checkpoint_restart_from_it_and_the_job_succeeds() {
     let _ = ps_runtime::storage::storage_for(&base).and_then(|fs| fs.delete(&base));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The stand-in's node (`node-<i>`) a runtime process of `app` runs on, from its container's
+/// working directory.
+fn runtime_nodes(app: &str) -> Vec<(u32, String)> {
+    let node = |pid: u32| {
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+        cwd.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).find(|c| c.starts_with("node-"))
+    };
+    runtime_pids(app).into_iter().filter_map(|(pid, _)| node(pid).map(|n| (pid, n))).collect()
+}
+
+/// Waits for `n` runtime processes of `app` none of which is in `old`.
+fn new_processes(app: &str, n: usize, old: &[u32]) -> Vec<(u32, String)> {
+    let t0 = Instant::now();
+    loop {
+        let now: Vec<_> = runtime_nodes(app).into_iter().filter(|(p, _)| !old.contains(p)).collect();
+        if now.len() == n {
+            return now;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{n} new runtime processes of {app} never appeared: {now:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_node_that_failed_twice_gets_no_more_containers() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, input) = ratings("avoid");
+    let base = input.trim_end_matches("/ratings").to_string();
+    let mut args = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
+    args.extend(s(&["--restarts", "3", "--stats", dir.join("s.json").to_str().unwrap()]));
+    args.extend(s(&["mf", "--input", &input, "--passes", "30", "--rank", "4", "--straggler", "random"]));
+    args.extend(s(&["--straggler-p", "1", "--straggler-delay", "0.05"]));
+    let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(&args));
+    wait_for(&rx, ": RUNNING", &mut log);
+    let mut seen: Vec<u32> = Vec::new();
+    for kill in 0..2 {
+        let procs = new_processes(&app, 2, &seen);
+        seen.extend(procs.iter().map(|p| p.0));
+        let on_node0 = procs.iter().find(|(_, n)| n == "node-0").unwrap_or_else(|| panic!("kill {kill}: {procs:?}"));
+        unsafe { libc::kill(on_node0.0 as i32, libc::SIGKILL) };
+    }
+    // Two failures on node-0: the third attempt runs on node-1 only.
+    let third = new_processes(&app, 2, &seen);
+    assert!(third.iter().all(|(_, n)| n == "node-1"), "{third:?}");
+    let status = wait_within(child, JOB_LIMIT, "yarn-submit of a job that lost a node twice");
+    log.extend(rx.iter());
+    let text = log.join("\n");
+    assert!(status.success(), "{text}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    assert_eq!(v["restarts"].as_array().map(Vec::len), Some(2), "{}", v["restarts"]);
+    let _ = ps_runtime::storage::storage_for(&base).and_then(|fs| fs.delete(&base));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -37,6 +37,9 @@ pub struct AmRmClient {
     outstanding: Vec<ResourceRequestProto>,
     /// Containers released whose completion the RM has not reported yet.
     pending_release: Vec<ContainerIdProto>,
+    /// Nodes the scheduler is asked to avoid, and those not yet sent.
+    blacklist: Vec<String>,
+    blacklist_unsent: Vec<String>,
     /// Set by a re-registration: the next allocate re-sends everything outstanding.
     resend: bool,
     /// Re-registrations so far (failovers and resyncs).
@@ -71,6 +74,8 @@ impl AmRmClient {
             registration: None,
             outstanding: Vec::new(),
             pending_release: Vec::new(),
+            blacklist: Vec::new(),
+            blacklist_unsent: Vec::new(),
             resend: false,
             reregistrations: 0,
         };
@@ -170,6 +175,15 @@ impl AmRmClient {
         Ok(())
     }
 
+    /// Asks the scheduler not to place containers on `node` (a host name, as YARN's blacklist
+    /// takes), from the next heartbeat on.
+    pub fn blacklist(&mut self, node: &str) {
+        if !self.blacklist.iter().any(|n| n == node) {
+            self.blacklist.push(node.to_string());
+            self.blacklist_unsent.push(node.to_string());
+        }
+    }
+
     /// One heartbeat. `asks` are totals that replace earlier ones (send them only when they
     /// change). Handles the response id, NMTokens, a rolled AMRMToken, failover and re-registration.
     pub async fn allocate(
@@ -185,11 +199,24 @@ impl AmRmClient {
             }
         }
         self.pending_release.extend(release.iter().cloned());
-        let mut req = AllocateRequestProto { ask: asks, release, response_id: None, progress: Some(progress) };
+        let additions = std::mem::take(&mut self.blacklist_unsent);
+        let blacklist_request = |additions: Vec<String>| {
+            (!additions.is_empty())
+                .then_some(ResourceBlacklistRequestProto { blacklist_additions: additions, blacklist_removals: vec![] })
+        };
+        let mut req = AllocateRequestProto {
+            ask: asks,
+            release,
+            blacklist_request: blacklist_request(additions),
+            response_id: None,
+            progress: Some(progress),
+        };
         for _ in 0..3 {
             if std::mem::take(&mut self.resend) {
                 req.ask = self.outstanding.iter().filter(|a| a.num_containers.unwrap_or(0) > 0).cloned().collect();
                 req.release = self.pending_release.clone();
+                // An RM that lost this attempt's state lost its blacklist too.
+                req.blacklist_request = blacklist_request(self.blacklist.clone());
             }
             req.response_id = Some(self.response_id);
             match self.call::<_, AllocateResponseProto>("allocate", &req).await {

@@ -138,10 +138,21 @@ pub struct AllocateRequestProto {
     pub ask: Vec<ResourceRequestProto>,
     #[prost(message, repeated, tag = "2")]
     pub release: Vec<ContainerIdProto>,
+    #[prost(message, optional, tag = "3")]
+    pub blacklist_request: Option<ResourceBlacklistRequestProto>,
     #[prost(int32, optional, tag = "4")]
     pub response_id: Option<i32>,
     #[prost(float, optional, tag = "5")]
     pub progress: Option<f32>,
+}
+
+/// Nodes the application asks the scheduler not to place its containers on (host names).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ResourceBlacklistRequestProto {
+    #[prost(string, repeated, tag = "1")]
+    pub blacklist_additions: Vec<String>,
+    #[prost(string, repeated, tag = "2")]
+    pub blacklist_removals: Vec<String>,
 }
 
 pub const AM_RESYNC: i32 = 1;

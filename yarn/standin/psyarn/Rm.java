@@ -59,6 +59,9 @@ final class Rm {
     final Map<String, ResourceRequest> asks = new HashMap<>();
     final Map<ContainerId, Node> containers = new HashMap<>();
     final Set<NodeId> nmTokenSent = new HashSet<>();
+    /** Resource names the application blacklisted: host names, or (ours, for NodeManagers that
+     *  share a host here) host:port. */
+    final Set<String> blacklist = new HashSet<>();
     final List<ContainerStatus> completed = new ArrayList<>();
     final Set<ContainerId> released = new HashSet<>();
     ContainerId amContainer;
@@ -275,6 +278,18 @@ final class Rm {
         done.add(ContainerStatus.newInstance(c, ContainerState.COMPLETE, "Container released by application", -100));
       }
     }
+    ResourceBlacklistRequest bl = req.getResourceBlacklistRequest();
+    if (bl != null) {
+      a.blacklist.addAll(bl.getBlacklistAdditions());
+      a.blacklist.removeAll(bl.getBlacklistRemovals());
+    }
+    List<Node> usable = new ArrayList<>();
+    for (Node node : nodes) {
+      String id = node.id.getHost() + ":" + node.id.getPort();
+      if (!a.blacklist.contains(node.id.getHost()) && !a.blacklist.contains(id)) {
+        usable.add(node);
+      }
+    }
     // Serve asks made on an earlier heartbeat: containers never arrive on the call that asked.
     List<Container> alloc = new ArrayList<>();
     List<NMToken> tokens = new ArrayList<>();
@@ -282,8 +297,8 @@ final class Rm {
       // Asks recorded below are served from the next call on.
       ResourceRequest rr0 = e.getValue();
       int n = rr0.getNumContainers();
-      for (int i = 0; i < n; i++) {
-        Node node = nodes.get(rr++ % nodes.size());
+      for (int i = 0; i < n && !usable.isEmpty(); i++) {
+        Node node = usable.get(rr++ % usable.size());
         ContainerId cid = ContainerId.newContainerId(a.attempt, a.nextContainer++);
         Token ct = BuilderToken.create(containerTokens, cid, node.id, a.user, rr0.getCapability(), clusterTs);
         alloc.add(Container.newInstance(cid, node.id, "127.0.0.1:" + node.httpPort, rr0.getCapability(),
@@ -293,7 +308,7 @@ final class Rm {
           tokens.add(NMToken.newInstance(node.id, nmTokens.createNMToken(a.attempt, node.id, a.user)));
         }
       }
-      rr0.setNumContainers(0);
+      rr0.setNumContainers(usable.isEmpty() ? n : 0);
     }
     for (ResourceRequest r : req.getAskList()) {
       if (!ResourceRequest.ANY.equals(r.getResourceName())) {
