@@ -50,7 +50,7 @@ fn containers_killed_after_a_checkpoint_restart_from_it_and_the_job_succeeds() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (want, _) = test_rmse(&plain);
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-    for run in 0..3 {
+    for run in 0..10 {
         let (stats, ck) = (dir.join(format!("run{run}.json")), format!("{base}/ck{run}"));
         // --restarts left at its YARN default (3 with a checkpoint).
         let args = job(&stats, &["--checkpoint", &ck, "--checkpoint-every", "2"]);
