@@ -350,7 +350,10 @@ async fn run(args: Args) -> Result<()> {
         Some(url) => Some(DcMap::load(url).await?),
         None => None,
     };
-    let restarts = restarts::Restarts::load(args.restarts, &args.staging).await?;
+    let mut restarts = restarts::Restarts::load(args.restarts, &args.staging).await?;
+    if let Some(k) = ContainerIdProto::attempt_of(&cid).filter(|k| *k > 1) {
+        restarts.after_am_attempt(k).await;
+    }
     let mut am = Am {
         args: args.clone(),
         rm,

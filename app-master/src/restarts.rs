@@ -40,7 +40,22 @@ impl Restarts {
         if !self.log.can_restart() {
             return false;
         }
-        let from = match self.checkpoint.clone() {
+        let from = self.resume_clock().await;
+        self.log.record(what, reached, from);
+        true
+    }
+
+    /// This AM is YARN's attempt `attempt` > 1 (`--am-attempts`): the previous AM died with the
+    /// job running. Recorded as a restart (outside the `--restarts` budget's check): every
+    /// process starts as a restart, from the newest checkpoint.
+    pub async fn after_am_attempt(&mut self, attempt: u32) {
+        let from = self.resume_clock().await;
+        self.log.record(&format!("application master attempt {} ended", attempt - 1), None, from);
+    }
+
+    /// The clock of the newest resumable checkpoint (0 without one).
+    async fn resume_clock(&self) -> i64 {
+        match self.checkpoint.clone() {
             Some(url) => {
                 let latest =
                     tokio::task::spawn_blocking(move || CheckpointStore::open(&url).and_then(|s| s.latest_resumable()));
@@ -57,9 +72,7 @@ impl Restarts {
                 }
             }
             None => 0,
-        };
-        self.log.record(what, reached, from);
-        true
+        }
     }
 
     /// Writes the record for yarn-submit (best effort: the job's outcome does not depend on it).

@@ -55,6 +55,10 @@ pub struct Cli {
     /// Continue from the latest complete checkpoint under --checkpoint (from scratch if none).
     #[arg(long)]
     pub resume: bool,
+    /// YARN: how many times YARN may start the application master; after the AM dies, a new
+    /// attempt continues the job from the newest checkpoint (default 1).
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub am_attempts: u32,
     /// After a runtime process fails, start every process again from the newest resumable
     /// checkpoint (from the start if none), up to N times (default 0).
     #[arg(long, value_name = "N")]

@@ -187,6 +187,7 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         // only (and the AM to its runtime containers); it is never a file on HDFS.
         secrets: BTreeMap::from([(CREDENTIALS_ALIAS.to_string(), generate_secret().to_vec())]),
         tokens,
+        max_attempts: cli.am_attempts,
     };
     rm.submit(&sub).map_err(ClientError::Rm)?;
     let rep = follow(rm.as_ref(), &app_id)?;

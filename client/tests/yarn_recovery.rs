@@ -134,3 +134,72 @@ fn a_node_that_failed_twice_gets_no_more_containers() {
     let _ = ps_runtime::storage::storage_for(&base).and_then(|fs| fs.delete(&base));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The pid of `app`'s application master process (found by its container directory).
+fn am_pid(app: &str) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_string_lossy().parse().ok()?;
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let exe = String::from_utf8_lossy(cmd.split(|b| *b == 0).next()?).into_owned();
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+        (exe.ends_with("ps-app-master") && cwd.to_string_lossy().contains(app)).then_some(pid)
+    })
+}
+
+#[test]
+fn a_new_application_master_attempt_continues_the_job_from_its_checkpoint() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, input) = ratings("am");
+    let base = input.trim_end_matches("/ratings").to_string();
+    let ck = format!("{base}/ck");
+    let job = |stats: &Path, extra: &[&str]| {
+        let mut a = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
+        a.extend(s(&["--stats", stats.to_str().unwrap()]));
+        a.extend(s(extra));
+        a.extend(s(&[
+            "mf",
+            "--input",
+            &input,
+            "--passes",
+            "6",
+            "--clocks-per-pass",
+            "2",
+            "--rank",
+            "6",
+            "--seed",
+            "3",
+        ]));
+        a.extend(s(&["--test-fraction", "0.1", "--straggler", "random", "--straggler-p", "1"]));
+        a.extend(s(&["--straggler-delay", "0.1"]));
+        a
+    };
+    let plain = dir.join("plain.json");
+    let o = output(submit().args(job(&plain, &[])));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (want, _) = test_rmse(&plain);
+    // No process restarts: only YARN's second AM attempt can save this job.
+    let stats = dir.join("am.json");
+    let extra = ["--am-attempts", "2", "--restarts", "0", "--checkpoint", &ck, "--checkpoint-every", "2"];
+    let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(job(&stats, &extra)));
+    wait_for(&rx, ": RUNNING", &mut log);
+    let t0 = Instant::now();
+    let store = CheckpointStore::open(&ck).unwrap();
+    while !store.list().unwrap_or_default().iter().any(|x| x.1) {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no checkpoint of {app} completed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = am_pid(&app).expect("the application master runs");
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let status = wait_within(child, JOB_LIMIT, "yarn-submit of a job whose AM was killed");
+    log.extend(rx.iter());
+    let text = log.join("\n");
+    assert!(status.success(), "{text}");
+    let (rmse, v) = test_rmse(&stats);
+    let r = v["restarts"].as_array().unwrap_or_else(|| panic!("no restarts in the stats: {v}"));
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["failed"], "application master attempt 1 ended", "{r:?}");
+    assert!(r[0]["from_clock"].as_i64().unwrap() >= 2, "resumed from a checkpoint: {r:?}");
+    assert!((rmse - want).abs() <= 0.01 * want, "held-out RMSE {rmse} against {want} uninterrupted");
+    let _ = ps_runtime::storage::storage_for(&base).and_then(|fs| fs.delete(&base));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -198,7 +198,7 @@ fn submission_context(s: &Submission) -> Result<ApplicationSubmissionContextProt
             command: vec![s.command.clone()],
         }),
         cancel_tokens_when_complete: Some(true),
-        max_app_attempts: Some(1),
+        max_app_attempts: Some(s.max_attempts.max(1) as i32),
         resource: Some(ResourceProto { memory: Some(s.memory_mb as i64), virtual_cores: Some(s.vcores as i32) }),
         application_type: Some(s.app_type.clone()),
         application_tags: Vec::new(),
@@ -287,8 +287,10 @@ mod tests {
                 "10.0.0.1:8020".into(),
                 Token { kind: "HDFS_DELEGATION_TOKEN".into(), ..Default::default() },
             )],
+            max_attempts: 2,
         };
         let c = submission_context(&s).unwrap();
+        assert_eq!(c.max_app_attempts, Some(2));
         assert_eq!(c.application_id, Some(ApplicationIdProto { id: Some(3), cluster_timestamp: Some(17) }));
         let spec = c.am_container_spec.unwrap();
         let lr = spec.local_resources[0].value.clone().unwrap();

@@ -45,7 +45,7 @@ impl Submission {
             "application-name": self.name,
             "application-type": self.app_type,
             "queue": self.queue,
-            "max-app-attempts": 1,
+            "max-app-attempts": self.max_attempts.max(1),
             "resource": {"memory": self.memory_mb, "vCores": self.vcores},
             "am-container-spec": {
                 "local-resources": {"entry": lr},

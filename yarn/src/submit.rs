@@ -61,6 +61,9 @@ pub struct Submission {
     pub secrets: BTreeMap<String, Vec<u8>>,
     /// Tokens for the AM's credentials (secure clusters: HDFS delegation tokens), by alias.
     pub tokens: Vec<(String, crate::credentials::Token)>,
+    /// How many times YARN may start the application master (a new attempt after the AM's
+    /// container dies); 0 is taken as 1.
+    pub max_attempts: u32,
 }
 
 /// A NodeManager of the cluster and its rack (as the RM's topology resolves it).

@@ -112,6 +112,9 @@ final class Clients implements InvocationHandler {
     a.user = user;
     a.memory = ctx.getResource().getMemory();
     a.vcores = ctx.getResource().getVirtualCores();
+    if (ctx.getMaxAppAttempts() > 0) {
+      a.maxAttempts = ctx.getMaxAppAttempts();
+    }
     ContainerLaunchContext clc = ctx.getAMContainerSpec();
     rm.log("submit (IPC) " + a.id + " by " + user + ": " + clc.getCommands());
     rm.submitOrFail(a, clc);

@@ -243,6 +243,9 @@ final class Rest {
     a.user = user;
     a.memory = body.path("resource").path("memory").getIntValue();
     a.vcores = body.path("resource").path("vCores").getIntValue();
+    if (body.path("max-app-attempts").getIntValue() > 0) {
+      a.maxAttempts = body.path("max-app-attempts").getIntValue();
+    }
     JsonNode spec = body.path("am-container-spec");
     Map<String, LocalResource> res = new HashMap<>();
     for (JsonNode e : spec.path("local-resources").path("entry")) {

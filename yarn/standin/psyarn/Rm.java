@@ -42,10 +42,15 @@ final class Rm {
   /** Names of applications to fail over right after their first ask (tests, see Rest). */
   final Set<String> failoverOnAsk = ConcurrentHashMap.newKeySet();
 
-  /** One application (single attempt). */
+  /** One application; a new attempt when its AM container dies before unregistering, up to
+   *  maxAttempts (yarn.resourcemanager.am.max-attempts, 2, when the submission leaves it 0). */
   static final class App {
     ApplicationId id;
     ApplicationAttemptId attempt;
+    int maxAttempts = 2;
+    /** The AM's launch context as submitted (tokens without the AMRMToken), for later attempts. */
+    ContainerLaunchContext amSpec;
+    byte[] amTokens;
     String name = "", user = "", queue = "default", type = "";
     String state = "NEW", finalStatus = "UNDEFINED", diagnostics = "", trackingUrl = "";
     float progress;
@@ -152,12 +157,25 @@ final class Rm {
     a.submitted = System.currentTimeMillis();
     a.state = "ACCEPTED";
     a.failoverOnFirstAsk = failoverOnAsk.remove(a.name);
+    a.amSpec = clc;
+    ByteBuffer t = clc.getTokens();
+    a.amTokens = new byte[t == null ? 0 : t.remaining()];
+    if (t != null) {
+      t.duplicate().get(a.amTokens);
+    }
+    launchAttempt(a);
+  }
+
+  /** Launches the AM container of the application's current attempt, with its own AMRMToken. */
+  synchronized void launchAttempt(App a) throws Exception {
+    ContainerLaunchContext clc = ContainerLaunchContext.newInstance(a.amSpec.getLocalResources(),
+        a.amSpec.getEnvironment(), a.amSpec.getCommands(), null, ByteBuffer.wrap(a.amTokens.clone()), null);
     amrm.live.add(a.attempt);
     AMRMTokenIdentifier tid = new AMRMTokenIdentifier(a.attempt, 1);
     org.apache.hadoop.security.token.Token<AMRMTokenIdentifier> tok =
         new org.apache.hadoop.security.token.Token<>(tid.getBytes(), amrm.retrievePassword(tid), tid.getKind(), new Text());
     Credentials creds = new Credentials();
-    if (clc.getTokens() != null) {
+    if (clc.getTokens() != null && clc.getTokens().remaining() > 0) {
       org.apache.hadoop.io.DataInputByteBuffer in = new org.apache.hadoop.io.DataInputByteBuffer();
       in.reset(clc.getTokens().duplicate());
       creds.readTokenStorageStream(in);
@@ -197,6 +215,32 @@ final class Rm {
     }
     if (cid.equals(a.amContainer)) {
       amrm.live.remove(a.attempt);
+      if (!a.unregisterAsked && !isFinal(a.state) && a.attempt.getAttemptId() < a.maxAttempts) {
+        // As the real RM: the attempt's containers go, a new attempt starts the AM again.
+        killAll(a, false);
+        log("AM container " + cid + " of " + a.attempt + " exited with " + st.getExitStatus() + "; a new attempt");
+        a.attempt = ApplicationAttemptId.newInstance(a.id, a.attempt.getAttemptId() + 1);
+        a.registered = false;
+        a.last = null;
+        a.lastResponseId = -1;
+        a.nextContainer = 2;
+        a.asks.clear();
+        a.nmTokenSent.clear();
+        a.completed.clear();
+        a.blacklist.clear();
+        new Thread(() -> {
+          try {
+            launchAttempt(a);
+          } catch (Exception e) {
+            synchronized (Rm.this) {
+              a.state = "FAILED";
+              a.finalStatus = "FAILED";
+              a.diagnostics = "AM container of " + a.attempt + " failed to launch: " + e;
+            }
+          }
+        }).start();
+        return;
+      }
       if (!a.unregisterAsked && !isFinal(a.state)) {
         a.state = "FAILED";
         a.finalStatus = "FAILED";
@@ -208,8 +252,8 @@ final class Rm {
       killAll(a, false);
       return;
     }
-    if (a.released.contains(cid)) {
-      // Already reported as released (-100).
+    if (a.released.contains(cid) || !cid.getApplicationAttemptId().equals(a.attempt)) {
+      // Already reported as released (-100), or of an earlier attempt (its AM is gone).
       return;
     }
     a.completed.add(st);
