@@ -23,23 +23,12 @@ fn hdfs() -> String {
 }
 
 fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ps-ckpt-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmpdir("ckpt", tag)
 }
 
 /// Small Netflix-shaped ratings (planted rank 5), generated once per test.
 fn ratings(dir: &Path) -> String {
-    let out = dir.join("ratings.tsv");
-    let st = output(
-        Command::new(bin("ps-runtime"))
-            .args(["gen", "ratings", "--ratings", "60000", "--users", "2000", "--items", "400", "--rank", "5"])
-            .arg("--out")
-            .arg(&out),
-    );
-    assert!(st.status.success());
-    out.to_string_lossy().into_owned()
+    common::gen_ratings(dir, 60000, 2000, 400)
 }
 
 fn mf_args<'a>(input: &'a str, extra: &[&'a str]) -> Vec<&'a str> {

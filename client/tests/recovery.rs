@@ -19,22 +19,11 @@ fn submit() -> Command {
 }
 
 fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ps-recovery-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmpdir("recovery", tag)
 }
 
 fn ratings(dir: &Path) -> String {
-    let out = dir.join("ratings.tsv");
-    let st = output(
-        Command::new(bin("ps-runtime"))
-            .args(["gen", "ratings", "--ratings", "40000", "--users", "1500", "--items", "300", "--rank", "5"])
-            .arg("--out")
-            .arg(&out),
-    );
-    assert!(st.status.success());
-    out.to_string_lossy().into_owned()
+    common::gen_ratings(dir, 40000, 1500, 300)
 }
 
 /// MF with a checkpoint every pass, each clock slowed by 40 ms so that a kill lands in training.

@@ -19,49 +19,48 @@ fn test_rmse(stats: &Path) -> (f64, Value) {
     (r, v)
 }
 
+/// MF on YARN, 2 workers, every clock slowed by 0.1 s so that a kill lands mid-job.
+fn mf_job(input: &str, stats: &Path, extra: &[&str]) -> Vec<String> {
+    let mut a = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
+    a.extend(s(&["--stats", stats.to_str().unwrap()]));
+    a.extend(s(extra));
+    a.extend(s(&["mf", "--input", input, "--passes", "6", "--clocks-per-pass", "2", "--rank", "6", "--seed", "3"]));
+    a.extend(s(&["--test-fraction", "0.1", "--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.1"]));
+    a
+}
+
+/// The held-out RMSE of the job run without interruption.
+fn uninterrupted(input: &str, dir: &Path) -> f64 {
+    let plain = dir.join("plain.json");
+    let o = output(submit().args(mf_job(input, &plain, &[])));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    test_rmse(&plain).0
+}
+
+/// Waits (at most a minute) until a checkpoint of `app` under `ck` is complete.
+fn wait_checkpoint(ck: &str, app: &str) {
+    let t0 = Instant::now();
+    let store = CheckpointStore::open(ck).unwrap();
+    while !store.list().unwrap_or_default().iter().any(|x| x.1) {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no checkpoint of {app} completed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn containers_killed_after_a_checkpoint_restart_from_it_and_the_job_succeeds() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, input) = ratings("recover");
     let base = input.trim_end_matches("/ratings").to_string();
-    let job = |stats: &Path, extra: &[&str]| {
-        let mut a = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
-        a.extend(s(&["--stats", stats.to_str().unwrap()]));
-        a.extend(s(extra));
-        a.extend(s(&[
-            "mf",
-            "--input",
-            &input,
-            "--passes",
-            "6",
-            "--clocks-per-pass",
-            "2",
-            "--rank",
-            "6",
-            "--seed",
-            "3",
-        ]));
-        a.extend(s(&["--test-fraction", "0.1", "--straggler", "random", "--straggler-p", "1"]));
-        a.extend(s(&["--straggler-delay", "0.1"]));
-        a
-    };
-    let plain = dir.join("plain.json");
-    let o = output(submit().args(job(&plain, &[])));
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (want, _) = test_rmse(&plain);
+    let want = uninterrupted(&input, &dir);
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
     for run in 0..10 {
         let (stats, ck) = (dir.join(format!("run{run}.json")), format!("{base}/ck{run}"));
         // --restarts left at its YARN default (3 with a checkpoint).
-        let args = job(&stats, &["--checkpoint", &ck, "--checkpoint-every", "2"]);
+        let args = mf_job(&input, &stats, &["--checkpoint", &ck, "--checkpoint-every", "2"]);
         let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(&args));
         wait_for(&rx, ": RUNNING", &mut log);
-        let t0 = Instant::now();
-        let store = CheckpointStore::open(&ck).unwrap();
-        while !store.list().unwrap_or_default().iter().any(|x| x.1) {
-            assert!(t0.elapsed() < Duration::from_secs(60), "no checkpoint of {app} completed");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_checkpoint(&ck, &app);
         std::thread::sleep(Duration::from_millis(rng.gen_range(0..500)));
         let victim = format!("--id {} ", rng.gen_range(0..2));
         let pid = runtime_pids(&app).into_iter().find(|(_, c)| c.contains(&victim)).expect("the victim runs").0;
@@ -152,42 +151,13 @@ fn a_new_application_master_attempt_continues_the_job_from_its_checkpoint() {
     let (dir, input) = ratings("am");
     let base = input.trim_end_matches("/ratings").to_string();
     let ck = format!("{base}/ck");
-    let job = |stats: &Path, extra: &[&str]| {
-        let mut a = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
-        a.extend(s(&["--stats", stats.to_str().unwrap()]));
-        a.extend(s(extra));
-        a.extend(s(&[
-            "mf",
-            "--input",
-            &input,
-            "--passes",
-            "6",
-            "--clocks-per-pass",
-            "2",
-            "--rank",
-            "6",
-            "--seed",
-            "3",
-        ]));
-        a.extend(s(&["--test-fraction", "0.1", "--straggler", "random", "--straggler-p", "1"]));
-        a.extend(s(&["--straggler-delay", "0.1"]));
-        a
-    };
-    let plain = dir.join("plain.json");
-    let o = output(submit().args(job(&plain, &[])));
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (want, _) = test_rmse(&plain);
+    let want = uninterrupted(&input, &dir);
     // No process restarts: only YARN's second AM attempt can save this job.
     let stats = dir.join("am.json");
     let extra = ["--am-attempts", "2", "--restarts", "0", "--checkpoint", &ck, "--checkpoint-every", "2"];
-    let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(job(&stats, &extra)));
+    let Submitted { child, rx, mut log, app, _guard } = submit_app(submit().args(mf_job(&input, &stats, &extra)));
     wait_for(&rx, ": RUNNING", &mut log);
-    let t0 = Instant::now();
-    let store = CheckpointStore::open(&ck).unwrap();
-    while !store.list().unwrap_or_default().iter().any(|x| x.1) {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no checkpoint of {app} completed");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_checkpoint(&ck, &app);
     let pid = am_pid(&app).expect("the application master runs");
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let status = wait_within(child, JOB_LIMIT, "yarn-submit of a job whose AM was killed");

@@ -20,6 +20,28 @@ pub fn bin(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_yarn-submit")).with_file_name(name)
 }
 
+/// A fresh directory for test `tag` of suite `suite` under the temp dir.
+pub fn tmpdir(suite: &str, tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ps-{suite}-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Netflix-shaped ratings with a planted rank-5 model (`ps-runtime gen ratings`), written to
+/// `dir/ratings.tsv`; returns its path.
+pub fn gen_ratings(dir: &std::path::Path, ratings: u32, users: u32, items: u32) -> String {
+    let out = dir.join("ratings.tsv");
+    let (r, u, i) = (ratings.to_string(), users.to_string(), items.to_string());
+    let st = output(
+        Command::new(bin("ps-runtime"))
+            .args(["gen", "ratings", "--ratings", &r, "--users", &u, "--items", &i, "--rank", "5", "--out"])
+            .arg(&out),
+    );
+    assert!(st.status.success());
+    out.to_string_lossy().into_owned()
+}
+
 /// Children die with the test thread that started them, so an aborted test leaves nothing behind
 /// (yarn-submit in turn takes its runtime processes down with it).
 fn die_with_parent(cmd: &mut Command) -> &mut Command {
