@@ -34,7 +34,7 @@ impl Restarts {
         Ok(Restarts { log: RestartLog::new(max), staging: staging.to_string(), checkpoint })
     }
 
-    /// After failure `what` (the slowest process had reported clock `reached`): records a
+    /// After failure `what` (the newest clock a process had reported: `reached`): records a
     /// restart and returns true, or returns false when none is left.
     pub async fn restart(&mut self, what: &str, reached: Option<i64>) -> bool {
         if !self.log.can_restart() {
