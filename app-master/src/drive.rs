@@ -4,18 +4,20 @@
 
 use super::*;
 
+/// What every attempt starts its processes with and talks to them through.
+pub(crate) struct Launch<'a> {
+    pub resources: &'a [StringLocalResourceMapProto],
+    pub tokens: Vec<u8>,
+    pub am_addr: &'a str,
+    pub hello_rx: &'a mut mpsc::UnboundedReceiver<(usize, String, u16)>,
+    pub hosts_tx: &'a watch::Sender<Option<Hostfile>>,
+}
+
 /// Runs the job, restarting it after a process failure while restarts last.
-pub(crate) async fn drive(
-    am: &mut Am,
-    resources: &[StringLocalResourceMapProto],
-    tokens: Vec<u8>,
-    am_addr: &str,
-    hello_rx: &mut mpsc::UnboundedReceiver<(usize, String, u16)>,
-    hosts_tx: &watch::Sender<Option<Hostfile>>,
-) -> Result<()> {
+pub(crate) async fn drive(am: &mut Am, l: &mut Launch<'_>) -> Result<()> {
     loop {
         let attempt = am.restarts.log.attempts();
-        let failed = match run_attempt(am, resources, tokens.clone(), am_addr, hello_rx, hosts_tx, attempt).await {
+        let failed = match run_attempt(am, l, attempt).await {
             Err(e @ AmError::ProcessFailed { .. }) => e,
             other => return other,
         };
@@ -40,8 +42,8 @@ pub(crate) async fn drive(
             g.progress.clear();
             g.failures.clear();
         }
-        while hello_rx.try_recv().is_ok() {}
-        let _ = hosts_tx.send(None);
+        while l.hello_rx.try_recv().is_ok() {}
+        let _ = l.hosts_tx.send(None);
     }
 }
 
@@ -98,15 +100,7 @@ async fn wait_gone(am: &mut Am, finished: &mut HashSet<usize>) {
 
 /// One attempt of the job: allocation, start-up, rendezvous and the heartbeat loop until every
 /// process has finished or one has failed (then the others are stopped and gone).
-async fn run_attempt(
-    am: &mut Am,
-    resources: &[StringLocalResourceMapProto],
-    tokens: Vec<u8>,
-    am_addr: &str,
-    hello_rx: &mut mpsc::UnboundedReceiver<(usize, String, u16)>,
-    hosts_tx: &watch::Sender<Option<Hostfile>>,
-    attempt: u32,
-) -> Result<()> {
+async fn run_attempt(am: &mut Am, l: &mut Launch<'_>, attempt: u32) -> Result<()> {
     let n = am.args.workers;
     am.set_status(if attempt == 0 { "allocating" } else { "allocating again after a failure" });
     am.gang_allocate().await?;
@@ -115,19 +109,19 @@ async fn run_attempt(
     if let Some(d) = &dcs {
         log::info!("data centers of the processes ({}): {d:?}", am.dc_map.as_ref().map_or("", |m| m.by.as_str()));
     }
-    am.start_all(resources, tokens, am_addr, attempt).await?;
+    am.start_all(l.resources, l.tokens.clone(), l.am_addr, attempt).await?;
     am.set_status("starting processes");
     let mut reported: BTreeMap<usize, (String, u16)> = BTreeMap::new();
     let mut finished: HashSet<usize> = HashSet::new();
     let mut last_log = Instant::now();
     loop {
         // Rendezvous: once every process reported its port, publish the hostfile.
-        while let Ok((id, h, p)) = hello_rx.try_recv() {
+        while let Ok((id, h, p)) = l.hello_rx.try_recv() {
             if id < n {
                 reported.insert(id, (h, p));
             }
         }
-        if hosts_tx.borrow().is_none() && reported.len() == n {
+        if l.hosts_tx.borrow().is_none() && reported.len() == n {
             let mut hosts = Hostfile::new(reported.values().cloned().collect());
             if let Some(d) = dcs.clone() {
                 hosts = hosts.with_dcs(d).map_err(AmError::Staging)?;
@@ -142,7 +136,7 @@ async fn run_attempt(
             .await
             .map_err(AmError::Task)??;
             log::info!("hostfile written to {url}");
-            let _ = hosts_tx.send(Some(hosts));
+            let _ = l.hosts_tx.send(Some(hosts));
             am.set_status("running");
         }
         let progress = lock(&am.shared).fraction(n);

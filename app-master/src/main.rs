@@ -365,7 +365,14 @@ async fn run(args: Args) -> Result<()> {
         node_failures: HashMap::new(),
     };
     let tokens = creds.without_kind(KIND_AMRM).to_bytes();
-    let outcome = drive::drive(&mut am, &resources, tokens, &am_addr, &mut hello_rx, &hosts_tx).await;
+    let mut launch = drive::Launch {
+        resources: &resources,
+        tokens,
+        am_addr: &am_addr,
+        hello_rx: &mut hello_rx,
+        hosts_tx: &hosts_tx,
+    };
+    let outcome = drive::drive(&mut am, &mut launch).await;
     if am.restarts.log.attempts() > 0 {
         am.restarts.write().await;
     }

@@ -229,7 +229,7 @@ impl ClientTask {
                 self.ship(clock.completed());
                 let shared = &self.core.shared;
                 if shared.topo.is_asp() && !shared.cfg.fault.skip_barrier_sync {
-                    for &q in &self.core.shared.servers {
+                    for &q in &shared.servers {
                         self.send(q, Msg::SyncRequest { clock: clock.completed() });
                     }
                     self.sync.pending = Some((epoch, clock));
