@@ -25,7 +25,7 @@ pub(crate) async fn drive(am: &mut Am, l: &mut Launch<'_>) -> Result<()> {
         if let AmError::ProcessFailed { process, .. } = &failed {
             avoid_failing_node(am, *process);
         }
-        let reached = lock(&am.shared).progress.values().map(|(c, _)| *c).max();
+        let reached = lock(&am.shared).view.newest_clock();
         if !am.restarts.restart(&what, reached).await {
             if attempt == 0 && !am.restarts.log.can_restart() {
                 return Err(failed); // no restarts asked for
@@ -39,8 +39,7 @@ pub(crate) async fn drive(am: &mut Am, l: &mut Launch<'_>) -> Result<()> {
             g.attempt += 1;
             g.expected = None;
             g.registered.clear();
-            g.progress.clear();
-            g.failures.clear();
+            g.view.begin_attempt(am.restarts.log.attempts(), am.restarts.log.to_json());
         }
         while l.hello_rx.try_recv().is_ok() {}
         let _ = l.hosts_tx.send(None);
@@ -139,7 +138,7 @@ async fn run_attempt(am: &mut Am, l: &mut Launch<'_>, attempt: u32) -> Result<()
             let _ = l.hosts_tx.send(Some(hosts));
             am.set_status("running");
         }
-        let progress = lock(&am.shared).fraction(n);
+        let progress = lock(&am.shared).view.fraction() as f32;
         // Connection errors and RM failovers are retried inside, for up to
         // yarn.resourcemanager.connect.max-wait.ms: an error here is final.
         let r = am.rm.allocate(vec![], vec![], progress).await.map_err(AmError::Heartbeat)?;

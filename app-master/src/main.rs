@@ -14,6 +14,7 @@ use clap::Parser;
 use error::{AmError, Result};
 use ps_runtime::internal::{check_secret, CREDENTIALS_ALIAS};
 use ps_runtime::storage::{storage_for, write_atomic};
+use ps_runtime::tracking::JobView;
 use ps_runtime::Hostfile;
 use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
 use ps_yarn::conf::HadoopConf;
@@ -173,14 +174,14 @@ impl Am {
     }
 
     fn set_status(&self, s: impl Into<String>) {
-        lock(&self.shared).status = s.into();
+        lock(&self.shared).view.status = s.into();
     }
 
     /// Why process `i` failed, as it reported over the rendezvous connection. Its last words are
     /// sent just before it exits, so they may trail the NodeManager's exit report slightly.
     async fn failure_reason(&self, i: usize) -> Option<String> {
         for _ in 0..10 {
-            if let Some(r) = lock(&self.shared).failures.get(&i) {
+            if let Some(r) = lock(&self.shared).view.failures.get(&i) {
                 return Some(r.clone());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -329,7 +330,9 @@ async fn run(args: Args) -> Result<()> {
     let port = listener.local_addr().map_err(AmError::RendezvousAddr)?.port();
     let am_addr = format!("{host}:{port}");
     let tracking = format!("http://{am_addr}/");
-    let shared = Arc::new(Mutex::new(Shared { status: "starting".into(), ..Default::default() }));
+    let job = restarts::read_job(&args.staging).await?;
+    let what = format!("{} {}", job.app, job.app_args.join(" "));
+    let shared = Arc::new(Mutex::new(Shared::new(JobView::new(what.trim(), args.workers))));
     let (hello_tx, mut hello_rx) = mpsc::unbounded_channel();
     let (hosts_tx, hosts_rx) = watch::channel(None);
     let rcfg = rendezvous::Config {
@@ -350,9 +353,10 @@ async fn run(args: Args) -> Result<()> {
         Some(url) => Some(DcMap::load(url).await?),
         None => None,
     };
-    let mut restarts = restarts::Restarts::load(args.restarts, &args.staging).await?;
+    let mut restarts = restarts::Restarts::new(args.restarts, &args.staging, job.runtime.checkpoint.url);
     if let Some(k) = ContainerIdProto::attempt_of(&cid).filter(|k| *k > 1) {
         restarts.after_am_attempt(k).await;
+        lock(&shared).view.begin_attempt(restarts.log.attempts(), restarts.log.to_json());
     }
     let mut am = Am {
         args: args.clone(),
@@ -381,6 +385,8 @@ async fn run(args: Args) -> Result<()> {
         Err(d) => (APP_FAILED, d.to_string()),
     };
     am.set_status(if outcome.is_ok() { "succeeded" } else { "failed" });
+    let page = lock(&am.shared).status_json();
+    write_report(&args.staging, page).await;
     log::info!("finishing: {}: {diag}", if outcome.is_ok() { "SUCCEEDED" } else { "FAILED" });
     am.rm.finish(status, &diag, &tracking).await.map_err(AmError::Unregister)?;
     if outcome.is_ok() && !args.keep_staging {
@@ -388,6 +394,18 @@ async fn run(args: Args) -> Result<()> {
         tokio::task::spawn_blocking(move || clean_staging(&staging)).await.map_err(AmError::Task)?;
     }
     outcome
+}
+
+/// Writes the job's final page to `<staging>/stats/report.html`, which yarn-submit puts next to
+/// `--stats` (best effort: the job's outcome does not depend on it).
+async fn write_report(staging: &str, status: serde_json::Value) {
+    let url = format!("{staging}/stats/report.html");
+    let u = url.clone();
+    match tokio::task::spawn_blocking(move || ps_runtime::tracking::serve::write_report(&u, &status)).await {
+        Ok(Ok(())) => log::info!("job report written to {url}"),
+        Ok(Err(e)) => log::warn!("writing {url}: {e}"),
+        Err(e) => log::warn!("writing {url}: {e}"),
+    }
 }
 
 /// After a successful unregister, removes what only this application needed from its staging

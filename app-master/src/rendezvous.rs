@@ -1,21 +1,24 @@
 //! The AM's rendezvous server (protocol: `ps_runtime::rendezvous`). Runtime processes report
 //! `hello` with the port they bound; once all N have, each gets the hostfile; afterwards their
-//! `clock` lines give the job's progress and a `failed` line the reason a process is failing. An
-//! HTTP GET on the same port answers a JSON status: it is the tracking URL.
+//! report lines (progress, ticks, objective, staleness, snapshots, and a `failed` line with the
+//! reason a process is failing) go into the job's view. HTTP on the same port serves that view
+//! as the job's page and `status.json` (`ps_runtime::tracking`): it is the tracking URL.
 //!
 //! The port is published as the tracking URL and listens on all interfaces, so it trusts nobody:
 //! a hello counts only if its MAC verifies under the job secret, names a process id of this job
 //! and the node YARN allocated that process's container on; lines are capped at `MAX_LINE`, silent
 //! connections time out, and at most `max_connections` are served at once (the rest are closed
-//! at once). The HTTP side is read-only: GET and HEAD answer the status, anything else is 405.
+//! at once). The HTTP side is read-only: GET and HEAD answer, anything else is 405.
 
 use crate::error::RendezvousError;
-use ps_runtime::rendezvous::{bounded_line, http_method, Hello, HostsReply, Report, MAX_LINE};
+use ps_runtime::rendezvous::{http_request, Hello, HostsReply, Report};
+use ps_runtime::tracking::serve::{self, line_within};
+use ps_runtime::tracking::JobView;
 use ps_runtime::Hostfile;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 
@@ -32,16 +35,12 @@ pub struct Config {
     pub max_connections: usize,
 }
 
-#[derive(Default)]
 pub struct Shared {
     /// The job's attempt (automatic restarts): reports from connections of an earlier one are
     /// ignored.
     pub attempt: u32,
-    /// Per process: (clock, total clocks if known).
-    pub progress: BTreeMap<usize, (i64, i64)>,
-    /// Per process: the reason it reported before failing.
-    pub failures: BTreeMap<usize, String>,
-    pub status: String,
+    /// What the processes reported: progress, objective, failures (the tracking page).
+    pub view: JobView,
     /// The node host YARN allocated each process's container on; hellos are refused before this
     /// is known and for any other host.
     pub expected: Option<Vec<String>>,
@@ -55,17 +54,16 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Slowest process clock over the planned total (0 when unknown).
-    pub fn fraction(&self, n: usize) -> f32 {
-        if self.progress.len() < n {
-            return 0.0;
-        }
-        let (c, t) = self.progress.values().fold((i64::MAX, 0), |(c, t), (pc, pt)| (c.min(*pc), t.max(*pt)));
-        if t <= 0 {
-            0.0
-        } else {
-            (c as f32 / t as f32).clamp(0.0, 1.0)
-        }
+    pub fn new(view: JobView) -> Shared {
+        Shared { attempt: 0, view, expected: None, registered: BTreeMap::new(), refused: 0, open: 0 }
+    }
+
+    /// `status.json`: the job's view plus the rendezvous's own counters.
+    pub fn status_json(&self) -> serde_json::Value {
+        let mut v = self.view.status_json();
+        v["registered"] = self.registered.len().into();
+        v["refused_connections"] = self.refused.into();
+        v
     }
 }
 
@@ -118,63 +116,6 @@ pub async fn serve(
     }
 }
 
-/// One line of at most `MAX_LINE` bytes, within `limit`. `Ok(None)` at end of stream.
-async fn line_within(r: &mut (impl AsyncBufRead + Unpin), limit: Duration) -> std::io::Result<Option<String>> {
-    let mut buf = Vec::new();
-    let mut bounded = (&mut *r).take(MAX_LINE as u64 + 1);
-    let n = tokio::time::timeout(limit, bounded.read_until(b'\n', &mut buf))
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("silent for {limit:?}")))??;
-    bounded_line(buf, n, MAX_LINE)
-}
-
-async fn http(
-    r: &mut (impl AsyncBufRead + Unpin),
-    w: &mut (impl AsyncWriteExt + Unpin),
-    method: &str,
-    cfg: &Config,
-    shared: &SharedRef,
-) -> std::io::Result<()> {
-    // Headers up to the blank line, each bounded; the body (if any) is never read.
-    for _ in 0..64 {
-        match line_within(r, cfg.first_line_timeout).await? {
-            Some(l) if !l.trim().is_empty() => continue,
-            _ => break,
-        }
-    }
-    let (code, body) = if method == "GET" || method == "HEAD" {
-        let g = lock(shared);
-        let v = serde_json::json!({"status": g.status, "progress": g.progress, "failures": g.failures,
-            "registered": g.registered.len(), "refused_connections": g.refused});
-        ("200 OK", v.to_string())
-    } else {
-        ("405 Method Not Allowed", r#"{"error":"the status page is read-only"}"#.to_string())
-    };
-    let head = format!(
-        "HTTP/1.0 {code}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nAllow: GET, HEAD\r\n\r\n",
-        body.len()
-    );
-    w.write_all(head.as_bytes()).await?;
-    if method != "HEAD" {
-        w.write_all(body.as_bytes()).await?;
-    }
-    // Closing with an unread request body would reset the connection and could destroy the
-    // answer in flight: end our side, then discard a bounded amount of what the client still sends.
-    w.shutdown().await?;
-    let _ = tokio::time::timeout(cfg.first_line_timeout, async {
-        let mut buf = [0u8; 4096];
-        let mut left = 64usize << 10;
-        while left > 0 {
-            match r.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    })
-    .await;
-    Ok(())
-}
-
 /// Checks a hello against the secret, the process ids and the allocated nodes, and registers it.
 fn admit(h: &Hello, cfg: &Config, shared: &SharedRef) -> Result<(), RendezvousError> {
     if !h.verify(&cfg.secret, &cfg.app_id) {
@@ -210,8 +151,11 @@ async fn handle(
         return Ok(());
     };
     let first = first.trim_end_matches('\r');
-    if let Some(m) = http_method(first) {
-        return http(&mut r, &mut w, m, cfg, shared).await.map_err(RendezvousError::Io);
+    if let Some((method, target)) = http_request(first) {
+        let status = || lock(shared).status_json();
+        return serve::answer(&mut r, &mut w, method, target, cfg.first_line_timeout, status)
+            .await
+            .map_err(RendezvousError::Io);
     }
     let hello = Hello::parse(first).map_err(RendezvousError::BadHello)?;
     admit(&hello, cfg, shared)?;
@@ -234,15 +178,10 @@ async fn handle(
         if g.attempt != attempt {
             return Ok(()); // a process of an attempt that has been given up
         }
-        match report {
-            Report::Clock(c, t) => {
-                g.progress.insert(hello.id, (c, t));
-            }
-            Report::Failed(why) => {
-                log::error!("process {} reports: {why}", hello.id);
-                g.failures.insert(hello.id, why);
-            }
+        if let Report::Failed(why) = &report {
+            log::error!("process {} reports: {why}", hello.id);
         }
+        g.view.apply(hello.id, report);
     }
     Ok(())
 }
@@ -267,7 +206,7 @@ mod tests {
             idle_timeout: Duration::from_secs(5),
             max_connections: max,
         };
-        let shared: SharedRef = Arc::default();
+        let shared: SharedRef = Arc::new(Mutex::new(Shared::new(JobView::new("test", 2))));
         lock(&shared).expected = Some(vec!["127.0.0.1".into(), "127.0.0.1".into()]);
         let (htx, hrx) = mpsc::unbounded_channel();
         let (stx, srx) = watch::channel(None);
@@ -315,8 +254,10 @@ mod tests {
         assert!(lock(&shared).refused >= bad.len() as u64 + 2);
         // The status page is read-only.
         assert!(exchange(&addr, b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc").starts_with("HTTP/1.0 405"));
-        let get = exchange(&addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        let get = exchange(&addr, b"GET /status.json HTTP/1.1\r\nHost: x\r\n\r\n");
         assert!(get.starts_with("HTTP/1.0 200") && get.contains("\"refused_connections\""), "{get}");
+        let page = exchange(&addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(page.starts_with("HTTP/1.0 200") && page.contains("text/html") && page.contains("<svg"), "{page}");
         // A genuine process (ps_runtime's own client) is admitted and gets an authenticated hostfile.
         let a = addr.clone();
         let joined = std::thread::spawn(move || {

@@ -17,21 +17,23 @@ pub struct Restarts {
     checkpoint: Option<String>,
 }
 
+/// The job staged at `staging` (its job.json: the app, and the checkpoint restarts resume from).
+pub async fn read_job(staging: &str) -> Result<JobConfig> {
+    let url = format!("{staging}/job.json");
+    let u = url.clone();
+    let read = tokio::task::spawn_blocking(move || -> ps_runtime::Result<JobConfig> {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut *storage_for(&u)?.open(&u, 0)?, &mut text)
+            .map_err(|e| ps_runtime::PsError::io("reading", e))?;
+        serde_json::from_str(&text).map_err(|e| ps_runtime::PsError::Config(format!("not a job configuration: {e}")))
+    });
+    read.await.map_err(AmError::Task)?.map_err(|source| AmError::JobFile { url, source })
+}
+
 impl Restarts {
-    /// Up to `max` restarts of the job staged at `staging` (its job.json names the checkpoint).
-    pub async fn load(max: u32, staging: &str) -> Result<Self> {
-        let url = format!("{staging}/job.json");
-        let u = url.clone();
-        let read = tokio::task::spawn_blocking(move || -> ps_runtime::Result<Option<String>> {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut *storage_for(&u)?.open(&u, 0)?, &mut text)
-                .map_err(|e| ps_runtime::PsError::io("reading", e))?;
-            let job: JobConfig = serde_json::from_str(&text)
-                .map_err(|e| ps_runtime::PsError::Config(format!("not a job configuration: {e}")))?;
-            Ok(job.runtime.checkpoint.url)
-        });
-        let checkpoint = read.await.map_err(AmError::Task)?.map_err(|source| AmError::JobFile { url, source })?;
-        Ok(Restarts { log: RestartLog::new(max), staging: staging.to_string(), checkpoint })
+    /// Up to `max` restarts of the job staged at `staging`, resuming from `checkpoint` if any.
+    pub fn new(max: u32, staging: &str, checkpoint: Option<String>) -> Self {
+        Restarts { log: RestartLog::new(max), staging: staging.to_string(), checkpoint }
     }
 
     /// After failure `what` (the newest clock a process had reported: `reached`): records a

@@ -109,6 +109,9 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    /// The local job tracker (progress reports, `--ui`) could not listen.
+    #[error("--ui-bind {bind}: cannot listen for the job's progress reports: {source}")]
+    Tracker { bind: String, source: std::io::Error },
     /// A local job: the first failure, with the failed process's own last words when it had any.
     #[error("job failed: {reason} (job directory kept: {})", dir.display())]
     JobFailed { reason: String, dir: PathBuf },

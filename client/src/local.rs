@@ -2,11 +2,12 @@
 //! config in a job directory; their logs are streamed with a `[pK]` prefix; the first process to
 //! fail (or Ctrl-C) stops all of them; per-process stats are merged into `--stats`.
 
+use crate::console::{BarAppender, Console, Progress};
 use crate::error::{ClientError, Result};
 use crate::restart::Restarts;
+use crate::tracker::Tracker;
 use crate::Cli;
 use log::LevelFilter;
-use log4rs::append::console::{ConsoleAppender, Target};
 use log4rs::config::{Appender, Config, Logger, Root};
 use log4rs::encode::pattern::PatternEncoder;
 use ps_runtime::internal::{self, generate_secret, write_secret_file, ProcessSummary};
@@ -21,15 +22,15 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Launcher messages get a timestamp; child lines are passed through under the `child` target
-/// (they carry their own).
-pub fn init_logging() {
+/// (they carry their own). Both go to stderr through `console`, below which a progress bar may
+/// stand.
+pub fn init_logging(console: Arc<Console>) {
     let level = std::env::var("PS_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(LevelFilter::Info);
-    let own = ConsoleAppender::builder()
-        .target(Target::Stderr)
-        .encoder(Box::new(PatternEncoder::new("{d(%H:%M:%S%.3f)} {h({l:5})} [submit] {m}{n}")))
-        .build();
-    let child =
-        ConsoleAppender::builder().target(Target::Stderr).encoder(Box::new(PatternEncoder::new("{m}{n}"))).build();
+    let own = BarAppender {
+        console: console.clone(),
+        encoder: Box::new(PatternEncoder::new("{d(%H:%M:%S%.3f)} {h({l:5})} [submit] {m}{n}")),
+    };
+    let child = BarAppender { console, encoder: Box::new(PatternEncoder::new("{m}{n}")) };
     let cfg = Config::builder()
         .appender(Appender::builder().build("own", Box::new(own)))
         .appender(Appender::builder().build("child", Box::new(child)))
@@ -85,6 +86,8 @@ struct Job {
     temp: bool,
     job_file: PathBuf,
     n: usize,
+    /// Where the processes report to; serves the job's page with `--ui`.
+    tracker: Tracker,
 }
 
 fn prepare(cli: &Cli) -> Result<Job> {
@@ -119,7 +122,11 @@ fn prepare(cli: &Cli) -> Result<Job> {
     std::fs::write(&hostfile, hosts.render()).map_err(|e| io("writing hostfile", e))?;
     // Fresh for every run; an existing file or symlink is replaced, never reused or followed.
     let secret_file = dir.join("secret");
-    write_secret_file(&secret_file, &generate_secret()).map_err(|e| io("writing job secret", e))?;
+    let secret = generate_secret();
+    write_secret_file(&secret_file, &secret).map_err(|e| io("writing job secret", e))?;
+    let bind = cli.ui_bind.as_deref().unwrap_or("127.0.0.1:0");
+    let tracker = Tracker::start(bind, secret.to_vec(), &cli.app.join(" "), n, cli.ui)
+        .map_err(|source| ClientError::Tracker { bind: bind.to_string(), source })?;
     let job = JobConfig {
         runtime,
         app: app.clone(),
@@ -128,11 +135,12 @@ fn prepare(cli: &Cli) -> Result<Job> {
         secret_file: Some(secret_file),
         secret_credential: None,
         stats_dir: dir.clone(),
+        tracker: Some(tracker.addr.to_string()),
     };
     let job_file = dir.join("job.json");
     let text = serde_json::to_string_pretty(&job).map_err(ClientError::Encode)?;
     std::fs::write(&job_file, text).map_err(|e| io("writing job config", e))?;
-    Ok(Job { dir, temp, job_file, n })
+    Ok(Job { dir, temp, job_file, n, tracker })
 }
 
 enum Event {
@@ -148,38 +156,20 @@ fn describe(status: &ExitStatus) -> String {
     }
 }
 
-/// What the processes' logs told: the last failure each reported (`process K failed: why`), so
-/// the job's final message can say why, not just which process exited first; and the newest
-/// clock any reported done (progress lines, at most one a second), for the restart records.
-#[derive(Default)]
-struct Heard {
-    reasons: Vec<Option<String>>,
-    clock: Option<i64>,
-}
-
-type Reasons = Arc<Mutex<Heard>>;
+/// The last failure each process reported in its log (`process K failed: why`), so the job's
+/// final message can say why, not just which process exited first.
+type Reasons = Arc<Mutex<Vec<Option<String>>>>;
 
 fn stream(k: usize, src: impl Read + Send + 'static, reasons: Reasons) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let marker = format!("process {k} failed: ");
         for line in BufReader::new(src).lines().map_while(Result::ok) {
             if let Some(why) = line.split_once(&marker).map(|x| x.1) {
-                reasons.lock().unwrap_or_else(|e| e.into_inner()).reasons[k] = Some(why.to_string());
-            }
-            if let Some(c) = progress_clock(&line) {
-                let mut h = reasons.lock().unwrap_or_else(|e| e.into_inner());
-                h.clock = h.clock.max(Some(c));
+                reasons.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(why.to_string());
             }
             log::info!(target: "child", "[p{k}] {line}");
         }
     })
-}
-
-/// The clock of a runtime's progress line (`... clock 12 done at 3.4s ...`).
-fn progress_clock(line: &str) -> Option<i64> {
-    let (_, rest) = line.split_once(" clock ")?;
-    let (n, rest) = rest.split_once(' ')?;
-    rest.starts_with("done at ").then(|| n.parse().ok()).flatten()
 }
 
 fn signal(pid: u32, sig: libc::c_int) {
@@ -190,7 +180,7 @@ fn signal(pid: u32, sig: libc::c_int) {
 }
 
 /// Runs the job; returns the process exit code.
-pub fn run(cli: &Cli) -> i32 {
+pub fn run(cli: &Cli, console: &Arc<Console>) -> i32 {
     let (job, bin) = match prepare(cli).and_then(|j| Ok((j, runtime_bin(cli)?))) {
         Ok(x) => x,
         Err(e) => {
@@ -205,39 +195,101 @@ pub fn run(cli: &Cli) -> i32 {
     let mut restarts = Restarts::new(cli, 0, output_of(cli));
     let (tx, rx) = mpsc::channel();
     watch_interrupt(tx.clone());
-    for attempt in 0.. {
+    if cli.ui {
+        println!("job page: http://{}/", job.tracker.addr);
+    }
+    let display = ProgressDisplay::start(&job.tracker, console.clone());
+    let code = run_attempts(cli, &job, &bin, &mut restarts, (&tx, &rx));
+    drop(display);
+    job.tracker.set_status(if code == 0 { "succeeded" } else { "failed" });
+    write_report(cli, &job);
+    let code = if code == 0 { finish_stats(cli, &job, &restarts) } else { code };
+    if code == 0 && job.temp {
+        let _ = std::fs::remove_dir_all(&job.dir);
+    }
+    code
+}
+
+/// Shows the tracker's progress on the console every half second until dropped.
+struct ProgressDisplay {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    console: Arc<Console>,
+}
+
+impl ProgressDisplay {
+    fn start(tracker: &Tracker, console: Arc<Console>) -> ProgressDisplay {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s, c, view) = (stop.clone(), console.clone(), tracker.clone());
+        std::thread::spawn(move || {
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                c.show(&Progress::from_status(&view.status_json()));
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        ProgressDisplay { stop, console }
+    }
+}
+
+impl Drop for ProgressDisplay {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.console.clear();
+    }
+}
+
+/// The final page, next to `--stats` (or in a job directory that is kept).
+fn write_report(cli: &Cli, job: &Job) {
+    let url = match &cli.stats {
+        Some(s) => ps_runtime::tracking::serve::report_next_to(s),
+        None if !job.temp => job.dir.join("report.html").to_string_lossy().into_owned(),
+        None => return,
+    };
+    match ps_runtime::tracking::serve::write_report(&url, &job.tracker.status_json()) {
+        Ok(()) => log::info!("job report written to {url}"),
+        Err(e) => log::warn!("writing the job report {url}: {e}"),
+    }
+}
+
+/// Runs attempts of the job until one succeeds or no restart is left; returns the exit code.
+fn run_attempts(
+    cli: &Cli,
+    job: &Job,
+    bin: &Path,
+    restarts: &mut Restarts,
+    (tx, rx): (&mpsc::Sender<Event>, &mpsc::Receiver<Event>),
+) -> i32 {
+    job.tracker.set_status("running");
+    let mut attempt = 0;
+    loop {
         log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
-        let procs = match launch(&bin, &job, attempt, &tx) {
+        let procs = match launch(bin, job, attempt, tx) {
             Ok(p) => p,
             Err(e) => {
                 log::error!("{e}");
                 return 1;
             }
         };
-        let Some((f, who)) = supervise(&rx, &procs.pids) else { break };
+        let Some((f, who)) = supervise(rx, &procs.pids) else { return 0 };
         // Every process has exited: once their pipes are drained, their last words are known.
         procs.streams.into_iter().for_each(|h| {
             let _ = h.join();
         });
         let heard = std::mem::take(&mut *procs.reasons.lock().unwrap_or_else(|e| e.into_inner()));
-        let why = who.and_then(|k| heard.reasons[k].clone()).map(|w| format!(": {w}")).unwrap_or_default();
+        let why = who.and_then(|k| heard[k].clone()).map(|w| format!(": {w}")).unwrap_or_default();
         let reason = format!("{f}{why}");
         // Ctrl-C or SIGTERM stops the job; a failed process restarts it, while restarts last.
         let next = match who {
-            Some(_) => restarts.restart(&reason, heard.clock),
+            Some(_) => restarts.restart(&reason, job.tracker.newest_clock()),
             None => Err(reason),
         };
-        let next = next.and_then(|_| rearm(&job).map_err(|e| e.to_string()));
+        let next = next.and_then(|_| rearm(job).map_err(|e| e.to_string()));
         if let Err(reason) = next {
             log::error!("{}", ClientError::JobFailed { reason, dir: job.dir.clone() });
             return 1;
         }
+        attempt += 1;
+        job.tracker.begin_attempt(attempt, restarts.log.to_json());
     }
-    let code = finish_stats(cli, &job, &restarts);
-    if code == 0 && job.temp {
-        let _ = std::fs::remove_dir_all(&job.dir);
-    }
-    code
 }
 
 /// The job's `--output`, if the app writes one.
@@ -283,8 +335,7 @@ struct Launched {
 /// `Event::Exited` on `tx` when it ends. If one cannot be started, those already started are
 /// killed.
 fn launch(bin: &Path, job: &Job, attempt: u32, tx: &mpsc::Sender<Event>) -> Result<Launched> {
-    let heard = Heard { reasons: vec![None; job.n], clock: None };
-    let mut l = Launched { pids: Vec::new(), streams: Vec::new(), reasons: Arc::new(Mutex::new(heard)) };
+    let mut l = Launched { pids: Vec::new(), streams: Vec::new(), reasons: Arc::new(Mutex::new(vec![None; job.n])) };
     for k in 0..job.n {
         let mut cmd = Command::new(bin);
         cmd.arg("run").arg("--job").arg(&job.job_file).arg("--id").arg(k.to_string());

@@ -1,11 +1,13 @@
 //! `yarn-submit`: the user's entry point, spark-submit style. `--master local[N]` runs the job as
 //! N local processes; `--master yarn` arrives with the YARN integration.
 
+mod console;
 mod error;
 mod local;
 mod placement;
 mod restart;
 mod staging;
+mod tracker;
 mod yarn;
 
 use clap::Parser;
@@ -37,9 +39,18 @@ pub struct Cli {
     /// Automatic prefetch: off, conservative or aggressive.
     #[arg(long, value_parser = parse_prefetch)]
     pub prefetch: Option<PrefetchPolicy>,
-    /// Write the job's merged stats JSON here at the end (a local path or an hdfs:// URL).
+    /// Write the job's merged stats JSON here at the end (a local path or an hdfs:// URL); the
+    /// job's final page goes next to it as report.html.
     #[arg(long)]
     pub stats: Option<String>,
+    /// Local: serve the job's live page (objective, progress, staleness, traffic) from the
+    /// launcher and print its URL. On YARN the page is the application's tracking URL.
+    #[arg(long)]
+    pub ui: bool,
+    /// Local: the address the job's page and the processes' progress reports use, HOST:PORT
+    /// (default 127.0.0.1 on a free port; 0.0.0.0:8080 to reach it from elsewhere).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub ui_bind: Option<String>,
     /// Also write per-clock stats lines (JSON lines, one file per process, in the job directory).
     #[arg(long)]
     pub stats_per_clock: bool,
@@ -301,7 +312,8 @@ fn kerberos_login(cli: &Cli) -> Result<(), i32> {
 }
 
 fn main() {
-    local::init_logging();
+    let console = console::Console::new();
+    local::init_logging(console.clone());
     // `yarn-submit status APP_ID` and `yarn-submit kill APP_ID` (with their own options).
     let argv: Vec<String> = std::env::args().collect();
     if matches!(argv.get(1).map(String::as_str), Some("status" | "kill")) {
@@ -312,9 +324,9 @@ fn main() {
         std::process::exit(code);
     }
     let code = if cli.master == "local" || cli.master.starts_with("local[") {
-        local::run(&cli)
+        local::run(&cli, &console)
     } else if cli.master == "yarn" {
-        yarn::run(&cli)
+        yarn::run(&cli, &console)
     } else {
         log::error!("--master: '{}' is not local, local[N], local[*] or yarn", cli.master);
         2

@@ -5,6 +5,7 @@
 //! follow the application until it ends (exit 0 only on FINISHED + SUCCEEDED). Also
 //! `yarn-submit status APP_ID` and `yarn-submit kill APP_ID`.
 
+use crate::console::{Console, Progress};
 use crate::error::{ClientError, Result};
 use crate::local::{next_to_me, report_stats, runtime_bin};
 use crate::staging::{cached_binary, stage, warn_if_not_portable};
@@ -86,8 +87,8 @@ fn app_master_bin() -> Result<PathBuf> {
     next_to_me("ps-app-master", "set PS_APP_MASTER_BIN")
 }
 
-pub fn run(cli: &Cli) -> i32 {
-    match submit_and_follow(cli) {
+pub fn run(cli: &Cli, console: &Console) -> i32 {
+    match submit_and_follow(cli, console) {
         Ok(code) => code,
         Err(e) => {
             log::error!("{e}");
@@ -96,7 +97,7 @@ pub fn run(cli: &Cli) -> i32 {
     }
 }
 
-fn submit_and_follow(cli: &Cli) -> Result<i32> {
+fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let runtime = cli.runtime_config()?;
     let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
     let built = apps::build(app, app_args).map_err(ClientError::App)?;
@@ -136,6 +137,8 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         secret_file: None,
         secret_credential: Some(CREDENTIALS_ALIAS.into()),
         stats_dir: format!("{staging}/stats").into(),
+        // The processes report to the AM's rendezvous instead.
+        tracker: None,
     };
     // The staging directory is private before anything lands in it (as Spark's .sparkStaging).
     storage_for(&staging).and_then(|st| st.create_private_dir(&staging)).map_err(ClientError::StagingDir)?;
@@ -190,7 +193,10 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
         max_attempts: cli.am_attempts,
     };
     rm.submit(&sub).map_err(ClientError::Rm)?;
-    let rep = follow(rm.as_ref(), &app_id)?;
+    let rep = follow(rm.as_ref(), &app_id, console);
+    console.clear();
+    let rep = rep?;
+    copy_report(cli, &staging);
     if !rep.succeeded() {
         let (state, final_status, diagnostics) = (rep.state, rep.final_status, rep.diagnostics);
         log::error!("{}", ClientError::AppFailed { app_id, state, final_status, diagnostics });
@@ -209,8 +215,23 @@ fn submit_and_follow(cli: &Cli) -> Result<i32> {
     Ok(code)
 }
 
-/// The user (the principal's short name) and an HDFS delegation token for the default file
-/// system, renewable by the ResourceManager.
+/// Copies the AM's final page (`stats/report.html` in staging) next to `--stats`.
+fn copy_report(cli: &Cli, staging: &str) {
+    let Some(stats) = &cli.stats else { return };
+    let (from, to) = (format!("{staging}/stats/report.html"), ps_runtime::tracking::serve::report_next_to(stats));
+    let copied = storage_for(&from).and_then(|src| {
+        let mut page = Vec::new();
+        std::io::Read::read_to_end(&mut *src.open(&from, 0)?, &mut page)
+            .map_err(|e| ps_runtime::PsError::io(format!("reading {from}"), e))?;
+        let dst = storage_for(&to)?;
+        ps_runtime::storage::write_atomic(dst.as_ref(), &to, &page, "job report page")
+    });
+    match copied {
+        Ok(()) => log::info!("job report written to {to}"),
+        Err(e) => log::warn!("no job report: {e}"),
+    }
+}
+
 /// The AM's record of automatic restarts (`stats/restarts.json` in staging), if it made any.
 fn restart_record(staging: &str) -> Option<serde_json::Value> {
     let url = format!("{staging}/stats/restarts.json");
@@ -229,6 +250,8 @@ fn restart_record(staging: &str) -> Option<serde_json::Value> {
     }
 }
 
+/// The user (the principal's short name) and an HDFS delegation token for the default file
+/// system, renewable by the ResourceManager.
 fn delegation(conf: &HadoopConf, fs: &str, login: &Login) -> Result<(String, Vec<(String, Token)>)> {
     let nn = fs.strip_prefix("hdfs://").unwrap_or(fs).to_string();
     let renewer = conf.rm_principal().map_err(ClientError::HadoopConf)?;
@@ -245,9 +268,12 @@ fn delegation(conf: &HadoopConf, fs: &str, login: &Login) -> Result<(String, Vec
     Ok((user, vec![(token.service.clone(), token)]))
 }
 
-/// Polls the application report, printing state changes and progress, until it ends.
-fn follow(rm: &dyn ResourceManager, app_id: &str) -> Result<AppReport> {
+/// Polls the application report, printing state changes and progress, until it ends. While
+/// it runs, the AM's `status.json` (at its tracking URL) feeds the progress display.
+fn follow(rm: &dyn ResourceManager, app_id: &str, console: &Console) -> Result<AppReport> {
     let (mut state, mut url, mut pct) = (String::new(), String::new(), -1i64);
+    let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(2)).build().ok();
+    let (mut last_status, mut have_status) = (std::time::Instant::now() - Duration::from_secs(60), false);
     loop {
         let rep = rm.report(app_id).map_err(ClientError::Rm)?;
         if rep.state != state {
@@ -258,8 +284,17 @@ fn follow(rm: &dyn ResourceManager, app_id: &str) -> Result<AppReport> {
             url = rep.tracking_url.clone();
             println!("tracking URL: {url}");
         }
+        if rep.state == "RUNNING" && url.starts_with("http") && last_status.elapsed() >= Duration::from_secs(1) {
+            last_status = std::time::Instant::now();
+            let status_url = format!("{}/status.json", url.trim_end_matches('/'));
+            let got = http.as_ref().and_then(|h| h.get(&status_url).send().ok()?.json::<serde_json::Value>().ok());
+            if let Some(s) = got {
+                console.show(&Progress::from_status(&s));
+                have_status = true; // the page's progress replaces the percentage lines
+            }
+        }
         let p = rep.progress.round() as i64;
-        if p / 10 != pct / 10 && rep.state == "RUNNING" {
+        if p / 10 != pct / 10 && rep.state == "RUNNING" && !have_status {
             pct = p;
             log::info!("{app_id}: progress {p}%");
         }

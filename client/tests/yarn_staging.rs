@@ -115,7 +115,7 @@ fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
             } else {
                 assert!(answers[5].starts_with("HTTP/1.0 405"), "POST answered {:?}", answers[5]);
             }
-            let Some(get) = send(b"GET / HTTP/1.1\r\n\r\n") else { break };
+            let Some(get) = send(b"GET /status.json HTTP/1.1\r\n\r\n") else { break };
             statuses.push(get);
             if silent.len() < 8 {
                 silent.extend(std::net::TcpStream::connect(&a).ok());

@@ -391,6 +391,10 @@ pub struct JobConfig {
     pub secret_credential: Option<String>,
     /// Directory for per-process stats files (`stats-<id>.json`).
     pub stats_dir: PathBuf,
+    /// Local jobs: the launcher's tracker (`HOST:PORT`) that processes report progress to. On
+    /// YARN they report to the application master instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracker: Option<String>,
 }
 
 impl JobConfig {

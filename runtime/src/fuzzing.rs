@@ -128,7 +128,7 @@ pub fn rendezvous_lines(data: &[u8]) {
             let _ = h.verify(&[1; 32], "application_1_0001");
         }
         let _ = rendezvous::Report::parse(&line);
-        let _ = rendezvous::http_method(&line);
+        let _ = rendezvous::http_request(&line);
     }
     let _ = rendezvous::parse_hosts_reply(data, "application_1_0001", &[1; 32], &[2; 16]);
 }

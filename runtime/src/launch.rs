@@ -5,11 +5,13 @@ use crate::apps;
 use crate::config::JobConfig;
 use crate::error::{PsError, Result};
 use crate::hostfile::Hostfile;
+use crate::live::Live;
 use crate::process::{run_app, ProcessSpec};
 use crate::registry::RowTypeRegistry;
 use crate::rendezvous::{self, AmLink};
 use crate::storage;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Warn when the resident set reaches this fraction of the container's memory.
@@ -24,9 +26,14 @@ const MEMORY_WARN_FRACTION: f64 = 0.9;
 /// from the newest resumable checkpoint if the job has a `checkpoint.url`, else from the start.
 pub fn run_job_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32) -> Result<()> {
     let mut link = None;
-    let r = run_process(job, id, rendezvous, attempt, &mut link);
+    let mut live = None;
+    let r = run_process(job, id, rendezvous, attempt, &mut link, &mut live);
     if let (Err(e), Some(l)) = (&r, &link) {
-        // The AM puts this in the application's diagnostics (an exit status alone says little).
+        // What happened up to the failure (the tracker's page), then why: the AM puts the
+        // reason in the application's diagnostics (an exit status alone says little).
+        if let Some((live, total)) = &live {
+            l.flush(live, *total);
+        }
         l.report_failure(&format!("process {id} failed: {e}"));
     }
     r
@@ -57,7 +64,17 @@ fn watch_memory(id: usize) {
     }
 }
 
-fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32, link: &mut Option<AmLink>) -> Result<()> {
+/// What the tracker is told while the process runs, and the clocks planned.
+type LiveOut = Option<(Arc<Live>, Option<i64>)>;
+
+fn run_process(
+    job: &Path,
+    id: usize,
+    rendezvous: Option<&str>,
+    attempt: u32,
+    link: &mut Option<AmLink>,
+    live_out: &mut LiveOut,
+) -> Result<()> {
     let mut job = JobConfig::load(job)?;
     if attempt > 0 {
         job.runtime.restart_attempt = attempt;
@@ -66,7 +83,8 @@ fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32, li
     let app = apps::build(&job.app, &job.app_args)?;
     let secret = job.load_secret()?;
     // Under YARN the hostfile comes from the application master (ports bound here, reported there).
-    let (hosts, listener, progress) = match rendezvous {
+    let live = Arc::new(Live::new(job.runtime.threads));
+    let (hosts, listener) = match rendezvous {
         Some(am) => {
             let host = std::env::var("NM_HOST").unwrap_or_else(|_| "127.0.0.1".into());
             let cid = std::env::var("CONTAINER_ID").map_err(|_| {
@@ -78,13 +96,25 @@ fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32, li
             watch_memory(id);
             let (l, hosts, am_link) =
                 rendezvous::join(am, &app_id, &secret, id, &host, timeout, job.runtime.port_range)?;
-            let clock = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
-            am_link.report_progress(clock.clone(), app.total_clocks());
             *link = Some(am_link);
-            (hosts, Some(l), Some(clock))
+            (hosts, Some(l))
         }
-        None => (Hostfile::load(&job.hostfile)?, None, None),
+        None => {
+            if let Some(addr) = &job.tracker {
+                // Progress is a nicety: a launcher that cannot be reached does not stop the job.
+                match rendezvous::report_to(addr, &rendezvous::local_app(attempt), &secret, id) {
+                    Ok(l) => *link = Some(l),
+                    Err(e) => log::warn!("no progress reports: {e}"),
+                }
+            }
+            (Hostfile::load(&job.hostfile)?, None)
+        }
     };
+    let total = app.total_clocks();
+    if let Some(l) = link.as_ref() {
+        l.report_progress(live.clone(), total);
+        *live_out = Some((live.clone(), total));
+    }
     // On YARN with --dc-by / --dc-hosts the application master put each process's data center
     // (its node's rack or label) into the hostfile.
     if let Some(labels) = hosts.dcs() {
@@ -105,9 +135,12 @@ fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32, li
         listener,
         // Per-clock lines go to a local directory (the container's, when stats go to HDFS).
         stats_dir: Some(if stats_url.contains("://") { PathBuf::from(".") } else { job.stats_dir.clone() }),
-        progress,
+        live: link.is_some().then(|| live.clone()),
     };
     let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
+    if let Some(l) = link.as_ref() {
+        l.flush(&live, total);
+    }
     let path = format!("{}/stats-{id}.json", stats_url.trim_end_matches('/'));
     let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
     let st = storage::storage_for(&path)?;

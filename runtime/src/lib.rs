@@ -24,8 +24,8 @@
 
 // The public surface: the flat API below plus five modules a user reaches for by name (built-in
 // apps, input readers, data generators, snapshot reading, storage). Everything else is private.
-// `rendezvous`, `internal` and `fuzzing` are hidden: they exist for this workspace's other
-// binaries (the AM speaks the rendezvous protocol; yarn-submit needs a secret and stats merging;
+// `rendezvous`, `tracking`, `internal` and `fuzzing` are hidden: they exist for this workspace's other
+// binaries (the AM speaks the rendezvous protocol; it and yarn-submit serve the job's page; yarn-submit needs a secret and stats merging;
 // the fuzz crate calls the harnesses) and are not a user API.
 pub mod apps;
 mod client;
@@ -43,6 +43,7 @@ pub mod input;
 #[doc(hidden)]
 pub mod internal;
 mod launch;
+mod live;
 mod local_cluster;
 mod logging;
 mod mailbox;
@@ -53,6 +54,7 @@ mod process;
 mod registry;
 #[doc(hidden)]
 pub mod rendezvous;
+mod report;
 mod restart_log;
 mod row;
 mod secret;
@@ -61,6 +63,8 @@ pub mod snapshot;
 mod state;
 mod stats;
 pub mod storage;
+#[doc(hidden)]
+pub mod tracking;
 mod wan;
 mod wire;
 

@@ -40,7 +40,7 @@ pub fn run_local_cluster(
                 secret: secret.to_vec(),
                 listener: Some(l),
                 stats_dir: None,
-                progress: None,
+                live: None,
             };
             let (app, registry) = (make_app(pid), registry.clone());
             std::thread::spawn(move || run_app(spec, registry, app, serde_json::Value::Null))

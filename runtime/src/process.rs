@@ -52,8 +52,9 @@ pub struct ProcessSpec {
     pub listener: Option<std::net::TcpListener>,
     /// Where per-clock stats lines go when enabled.
     pub stats_dir: Option<PathBuf>,
-    /// Updated with the process clock as it advances (progress reports to a YARN AM).
-    pub progress: Option<Arc<std::sync::atomic::AtomicI64>>,
+    /// Progress figures and events for the job's tracker (the YARN AM or the local launcher),
+    /// which a reporter thread sends; `None`: nobody tracks this process.
+    pub live: Option<Arc<crate::live::Live>>,
 }
 
 /// A started process: its communication runtime, client and server. Create tables, call
@@ -94,8 +95,9 @@ impl PsContext {
         let snaps =
             crate::snapshot::Snapshots::open(&spec.cfg.checkpoint, spec.pid, n, spec.cfg.threads)?.map(Arc::new);
         let start_clock = Clock::new(snaps.as_ref().map_or(0, |s| s.start_clock()));
-        let shared = Arc::new(Shared::new(spec.pid, n, spec.cfg.clone(), start_clock, cmd_tx));
-        let core = Client::new(shared.clone(), snaps.clone(), spec.progress.clone());
+        let live = spec.live.clone().unwrap_or_else(|| Arc::new(crate::live::Live::disabled(spec.cfg.threads)));
+        let shared = Arc::new(Shared::new(spec.pid, n, spec.cfg.clone(), start_clock, cmd_tx, live));
+        let core = Client::new(shared.clone(), snaps.clone());
         let clock_log = match (&spec.stats_dir, spec.cfg.stats_per_clock) {
             (Some(d), true) => {
                 let p = d.join(format!("clocks-{}.jsonl", spec.pid));

@@ -22,15 +22,17 @@
 
 use crate::error::{PsError, Result};
 use crate::hostfile::Hostfile;
+use crate::live::Live;
 use crate::secret;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Longest line either side accepts (a hello is about 150 bytes, a failure reason is cut to fit).
-pub const MAX_LINE: usize = 2048;
+pub use crate::report::MAX_LINE;
+pub use crate::report::{Report, SnapshotState, Tick};
 /// Most processes a hostfile from the AM may list.
 pub const MAX_PROCESSES: usize = 1 << 16;
 const HELLO: &str = "ps-rendezvous hello v1";
@@ -176,47 +178,6 @@ impl HostsReply {
     }
 }
 
-/// What a process reports after start-up.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Report {
-    /// `clock <c> <total>`: the process clock and the planned clocks (-1: unknown).
-    Clock(i64, i64),
-    /// `failed <reason>`: why the process is about to exit with an error.
-    Failed(String),
-}
-
-impl Report {
-    /// The line as sent (with its newline). A failure reason becomes one line of at most
-    /// [`MAX_LINE`] bytes: control characters (a multi-line panic message) turn into spaces and
-    /// the end is cut at a character boundary, so that the AM neither refuses nor splits it.
-    pub fn encode(&self) -> String {
-        match self {
-            Report::Clock(c, t) => format!("clock {c} {t}\n"),
-            Report::Failed(reason) => {
-                let one: String = reason.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-                let mut line = format!("failed {one}");
-                while line.len() > MAX_LINE - 1 {
-                    line.pop();
-                }
-                line.push('\n');
-                line
-            }
-        }
-    }
-
-    /// Parses a report line (with or without its newline); `None` if it is none.
-    pub fn parse(line: &str) -> Option<Report> {
-        if let Some(r) = line.strip_prefix("failed ") {
-            return Some(Report::Failed(r.trim().to_string()));
-        }
-        let f: Vec<&str> = line.split_ascii_whitespace().collect();
-        match f.as_slice() {
-            ["clock", c, t] => Some(Report::Clock(c.parse().ok()?, t.parse().ok()?)),
-            _ => None,
-        }
-    }
-}
-
 /// Reads one line of at most `max` bytes (without its newline). `Ok(None)` at end of stream; an
 /// error for a longer line or one that is not UTF-8, so a peer cannot make us buffer without end.
 pub fn read_line_bounded(r: &mut impl BufRead, max: usize) -> std::io::Result<Option<String>> {
@@ -241,7 +202,8 @@ pub fn bounded_line(mut buf: Vec<u8>, n: usize, max: usize) -> std::io::Result<O
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "line is not UTF-8"))
 }
 
-/// The connection to the AM after start-up: progress and the failure report share it.
+/// The connection to the job's tracker after start-up (the AM, or the local launcher): progress
+/// and the failure report share it.
 #[derive(Clone)]
 pub struct AmLink {
     stream: Arc<Mutex<TcpStream>>,
@@ -253,19 +215,41 @@ impl AmLink {
         s.write_all(line.as_bytes()).and_then(|_| s.flush()).is_ok()
     }
 
-    /// Reports `clock <c> <total>` once a second until the connection or the process goes away.
-    pub fn report_progress(&self, clock: Arc<AtomicI64>, total: Option<i64>) {
+    /// Sends what `live` has to tell: the clock, the events queued since the last report and,
+    /// if it changed since `stale` (updated), the staleness histogram. Events are taken under
+    /// the connection's lock, so reports from two threads keep their order.
+    fn report(&self, live: &Live, total: i64, stale: &mut Vec<u64>) -> bool {
+        let mut s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Report::Clock(live.clock.load(Ordering::Relaxed), total).encode();
+        for e in live.take_events() {
+            out += &e.encode();
+        }
+        let now = live.staleness();
+        if now != *stale {
+            out += &Report::Staleness(now.clone()).encode();
+            *stale = now;
+        }
+        s.write_all(out.as_bytes()).and_then(|_| s.flush()).is_ok()
+    }
+
+    /// Reports `live` once a second until the connection or the process goes away.
+    pub fn report_progress(&self, live: Arc<Live>, total: Option<i64>) {
         let link = self.clone();
         std::thread::Builder::new()
             .name("ps-progress".into())
-            .spawn(move || loop {
-                let c = clock.load(Ordering::Relaxed);
-                if !link.send(&Report::Clock(c, total.unwrap_or(-1)).encode()) {
-                    return;
+            .spawn(move || {
+                let mut stale = Vec::new();
+                while link.report(&live, total.unwrap_or(-1), &mut stale) {
+                    std::thread::sleep(Duration::from_secs(1));
                 }
-                std::thread::sleep(Duration::from_secs(1));
             })
             .ok();
+    }
+
+    /// Sends what is left to report (the job's last evaluation, its final clock) before the
+    /// process exits.
+    pub fn flush(&self, live: &Live, total: Option<i64>) {
+        self.report(live, total.unwrap_or(-1), &mut Vec::new());
     }
 
     /// Tells the AM why this process is about to fail (one line, cut to fit), so that the YARN
@@ -273,6 +257,24 @@ impl AmLink {
     pub fn report_failure(&self, reason: &str) {
         self.send(&Report::Failed(reason.to_string()).encode());
     }
+}
+
+/// The application name a local launcher's tracker expects in the hellos of restart `attempt`'s
+/// processes (a process of an earlier attempt does not authenticate for a later one).
+pub fn local_app(attempt: u32) -> String {
+    format!("local-attempt-{attempt}")
+}
+
+/// Connects process `id` to a tracker without a hostfile to wait for (the local launcher, at
+/// `addr`): one authenticated hello (port 0), then reports.
+pub fn report_to(addr: &str, app: &str, secret: &[u8], id: usize) -> Result<AmLink> {
+    let mut s =
+        TcpStream::connect(addr).map_err(|e| PsError::io(format!("connecting to the job tracker {addr}"), e))?;
+    let mut nonce = [0u8; 16];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut nonce);
+    s.write_all(Hello::new(secret, app, id, "127.0.0.1", 0, nonce).encode().as_bytes())
+        .map_err(|e| PsError::io(format!("reporting to the job tracker {addr}"), e))?;
+    Ok(AmLink { stream: Arc::new(Mutex::new(s)) })
 }
 
 /// Binds a listener (any port, or one in `ports`), reports it to the AM at `am` (application `app`) and returns it
@@ -377,12 +379,14 @@ fn read_hosts(
     Ok(hosts)
 }
 
-/// The method of an HTTP request line such as `GET / HTTP/1.1` (the AM's status page shares the
-/// rendezvous port), or `None` if the line is not one.
-pub fn http_method(line: &str) -> Option<&str> {
+/// The method and target of an HTTP request line such as `GET /status.json HTTP/1.1` (the
+/// tracker's pages share the rendezvous port), or `None` if the line is not one.
+pub fn http_request(line: &str) -> Option<(&str, &str)> {
     let f: Vec<&str> = line.split(' ').collect();
     match f.as_slice() {
-        [m, _, v] if v.starts_with("HTTP/") && !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => Some(m),
+        [m, target, v] if v.starts_with("HTTP/") && !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => {
+            Some((m, target))
+        }
         _ => None,
     }
 }
@@ -469,40 +473,5 @@ mod tests {
         assert_eq!(bad("hosts 0 00"), "bad process count");
         assert_eq!(bad(&format!("hosts {} 00", MAX_PROCESSES + 1)), "bad process count");
         assert_eq!(bad("hosts 2 0g"), "bad hostfile MAC");
-    }
-
-    /// The failure line as `AmLink::report_failure` built it by hand before `Report::encode`.
-    fn old_failed_line(reason: &str) -> String {
-        let one: String = reason.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-        let mut line = format!("failed {one}");
-        while line.len() > MAX_LINE - 1 {
-            line.pop();
-        }
-        line + "\n"
-    }
-
-    #[test]
-    fn report_round_trip() {
-        for (r, line) in [
-            (Report::Clock(3, 10), "clock 3 10\n"),
-            (Report::Clock(0, -1), "clock 0 -1\n"),
-            (Report::Clock(-1, i64::MAX), "clock -1 9223372036854775807\n"),
-            (Report::Failed("boom at 3".into()), "failed boom at 3\n"),
-        ] {
-            assert_eq!(r.encode(), line);
-            assert_eq!(Report::parse(line.trim_end_matches('\n')), Some(r.clone()));
-            assert_eq!(Report::parse(line), Some(r));
-        }
-        // Reasons become one line that fits, cut at a character boundary, exactly as before.
-        let long = format!("worker panicked:\n{}", "ü".repeat(MAX_LINE));
-        for reason in ["a\tb\r\nc", long.as_str(), "", "ends with a space "] {
-            let line = Report::Failed(reason.into()).encode();
-            assert_eq!(line, old_failed_line(reason));
-            assert!(line.len() <= MAX_LINE && line.ends_with('\n') && line.matches('\n').count() == 1);
-            let mut r = std::io::Cursor::new(line.as_bytes());
-            let read = read_line_bounded(&mut r, MAX_LINE).unwrap().unwrap();
-            let Some(Report::Failed(why)) = Report::parse(&read) else { panic!("{read}") };
-            assert_eq!(why, line["failed ".len()..].trim());
-        }
     }
 }

@@ -14,10 +14,11 @@ use crate::clock::{Age, Clock};
 use crate::config::RuntimeConfig;
 use crate::error::{PsError, Result};
 use crate::geo::Topology;
+use crate::live::Live;
 use crate::mailbox::Mailbox;
 use crate::wire::{FetchReq, Msg};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -163,6 +164,8 @@ pub(crate) struct Shared {
     pub topo: Topology,
     /// The processes whose servers this process's client uses (`topo.servers_for(pid)`).
     pub servers: Vec<usize>,
+    /// Figures and events for the job's tracker (progress reports).
+    pub live: Arc<Live>,
     cmd: UnboundedSender<ClientCmd>,
 }
 
@@ -173,6 +176,7 @@ impl Shared {
         cfg: RuntimeConfig,
         start_clock: Clock,
         cmd: UnboundedSender<ClientCmd>,
+        live: Arc<Live>,
     ) -> Self {
         let mailbox = Mailbox::new(nprocs * cfg.threads);
         let topo = Topology::new(&cfg.geo, nprocs);
@@ -189,6 +193,7 @@ impl Shared {
             control: Control::default(),
             net: NetStats::default(),
             mailbox,
+            live,
             cmd,
         }
     }

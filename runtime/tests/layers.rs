@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 /// Layers of `ps-runtime`, lowest first. Keep in sync with ARCHITECTURE.md ("Module layers").
 const LAYERS: &[&[&str]] = &[
-    &["error", "clock", "hash", "logging", "stats", "restart_log"],
-    &["secret", "hostfile", "ports", "gen", "row", "storage", "mailbox", "wan"],
+    &["error", "clock", "hash", "logging", "stats", "restart_log", "report"],
+    &["secret", "hostfile", "ports", "gen", "row", "storage", "mailbox", "wan", "live"],
     &["wire", "geo"],
     &["config"],
     &["consistency", "oplog", "state", "input", "rendezvous"],
-    &["net", "snapshot"],
+    &["net", "snapshot", "tracking"],
     &["server", "client"],
     &["registry"],
     &["process"],

@@ -78,7 +78,7 @@ fn job_through_flipping_proxy(p: WireProtection) -> (Vec<ps_runtime::Result<ps_r
             secret: secret.clone(),
             listener: Some(l),
             stats_dir: None,
-            progress: None,
+            live: None,
         };
         let tx = tx.clone();
         std::thread::spawn(move || {

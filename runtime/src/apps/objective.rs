@@ -5,6 +5,7 @@
 use super::options::CommonArgs;
 use crate::config::TableConfig;
 use crate::error::{PsError, Result};
+use crate::report::Report;
 use crate::row::{ColumnGet, DenseRow};
 use crate::{PsContext, TableHandle, Worker};
 use serde_json::{json, Map, Value};
@@ -141,14 +142,14 @@ impl Tracker {
                     _ => break,
                 }
                 self.pending.pop_front();
-                self.publish(row, label, t, c)?;
+                self.publish(w, row, label, t, c)?;
             }
         }
         let stop = self.control.get(0)?.col(0);
         Ok(stop > 0 && c + 1 >= stop)
     }
 
-    fn publish(&mut self, row: u64, done: i64, t: f64, c: i64) -> Result<()> {
+    fn publish(&mut self, w: &Worker, row: u64, done: i64, t: f64, c: i64) -> Result<()> {
         let sums: Vec<f64> = self.table.get(row)?.to_vec();
         let vals = (self.obj.finish)(&sums);
         let value = vals.first().map(|v| v.1).unwrap_or(f64::NAN);
@@ -164,6 +165,8 @@ impl Tracker {
             line += &if v.abs() < 1e-3 && *v != 0.0 { format!(" {k} {v:.4e}") } else { format!(" {k} {v:.6}") };
         }
         log::info!("{line}");
+        let values = vals.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        w.report_live(Report::Objective { label: done, time_s: t, values });
         self.obj.records.lock().unwrap_or_else(|e| e.into_inner()).push(rec);
         if let Some(target) = self.target {
             let reached = if self.obj.lower_is_better { value <= target } else { value >= target };
@@ -219,7 +222,7 @@ impl Tracker {
         w.global_barrier()?;
         let c = w.current_clock();
         while let Some((row, label, _, t)) = self.pending.pop_front() {
-            self.publish(row, label, t, c)?;
+            self.publish(w, row, label, t, c)?;
         }
         Ok(())
     }

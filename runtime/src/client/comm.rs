@@ -148,6 +148,9 @@ impl ClientTask {
         if upto.is_finished() {
             return;
         }
+        let n = &shared.net;
+        let (sent, recv) = (n.bytes_sent.load(Ordering::Relaxed), n.bytes_recv.load(Ordering::Relaxed));
+        shared.live.tick(upto.get(), shared.start.elapsed().as_secs_f64(), sent, recv);
         if self.last_progress.elapsed().as_secs_f64() >= 1.0 {
             self.last_progress = std::time::Instant::now();
             let n = &shared.net;

@@ -21,7 +21,6 @@ pub use worker::Worker;
 
 use crate::snapshot::Snapshots;
 use crate::state::Shared;
-use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 
 /// The client side of one process, shared by its worker threads and its communication task.
@@ -36,13 +35,13 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    pub fn new(shared: Arc<Shared>, snaps: Option<Arc<Snapshots>>, progress: Option<Arc<AtomicI64>>) -> Arc<Self> {
+    pub fn new(shared: Arc<Shared>, snaps: Option<Arc<Snapshots>>) -> Arc<Self> {
         let barrier = Arc::new(LocalBarrier::new(shared.cfg.threads));
         let w: Arc<dyn crate::state::Wake> = barrier.clone();
         shared.failure.on_failure(Arc::downgrade(&w));
         Arc::new(Client {
             tables: TableRegistry::default(),
-            tracker: ClockTracker::new(shared.cfg.threads, shared.start_clock, progress),
+            tracker: ClockTracker::new(shared.cfg.threads, shared.start_clock),
             push: Arc::new(PushClocks::new(shared.nprocs)),
             barrier,
             snaps,

@@ -6,8 +6,8 @@
 use crate::clock::{Age, Clock};
 use crate::error::Result;
 use crate::state::{lock, ClientCmd, Shared, Wake};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{Condvar, Mutex};
 
 struct Clocks {
     threads: Vec<Clock>,
@@ -16,13 +16,11 @@ struct Clocks {
 
 pub(crate) struct ClockTracker {
     clocks: Mutex<Clocks>,
-    /// The process clock, for an observer outside the runtime (YARN progress).
-    progress: Option<Arc<AtomicI64>>,
 }
 
 impl ClockTracker {
-    pub fn new(threads: usize, start: Clock, progress: Option<Arc<AtomicI64>>) -> Self {
-        ClockTracker { clocks: Mutex::new(Clocks { threads: vec![start; threads], process: start }), progress }
+    pub fn new(threads: usize, start: Clock) -> Self {
+        ClockTracker { clocks: Mutex::new(Clocks { threads: vec![start; threads], process: start }) }
     }
 
     /// Thread `tid` is now at clock `clock` (has completed the one before). When the slowest
@@ -33,9 +31,8 @@ impl ClockTracker {
         let min = t.threads.iter().copied().min().unwrap_or(clock);
         if min > t.process {
             t.process = min;
-            if let Some(p) = &self.progress {
-                p.store(min.get().min(Age::FINISHED.get()), Ordering::Relaxed);
-            }
+            // For the tracker's progress (a finished process reports FINISHED).
+            shared.live.clock.store(min.get().min(Age::FINISHED.get()), Ordering::Relaxed);
             // Sent under the lock so the task sees process clocks in order.
             shared.send(ClientCmd::ProcessClock { completed: min.completed() });
         }

@@ -5,6 +5,7 @@ use super::thread_table::{TableHandle, ThreadClock, ThreadTable, ThreadTableOps}
 use super::Client;
 use crate::clock::{Age, Clock};
 use crate::error::{PsError, Result};
+use crate::live::Published;
 use crate::row::Row;
 use crate::stats::ThreadStats;
 use rustc_hash::FxHashMap;
@@ -34,6 +35,8 @@ pub struct Worker {
     finished: bool,
     /// Calls of `exchange` so far (the epoch of the next one).
     exchanges: u64,
+    /// This thread's counters as last added to the process's live figures.
+    published: Published,
 }
 
 impl Worker {
@@ -50,6 +53,7 @@ impl Worker {
             started: Instant::now(),
             finished: false,
             exchanges: 0,
+            published: Published::default(),
         }
     }
 
@@ -138,8 +142,34 @@ impl Worker {
             t.end_clock(old)?;
         }
         self.clock.clock.set(old.next());
+        self.publish_live();
         self.core.tracker.thread_clocked(&self.core.shared, self.tid, old.next());
         Ok(())
+    }
+
+    /// This thread's counters so far: its tables' plus time blocked in barriers.
+    fn thread_stats(&self) -> ThreadStats {
+        let mut st = ThreadStats::default();
+        for (t, _) in self.tables.values() {
+            st.add(&t.stats());
+        }
+        st.wait_ns += self.barrier_wait_ns.get();
+        st
+    }
+
+    /// Adds what is new in this thread's counters to the process's live figures (only when a
+    /// tracker watches; once a clock, off the read path).
+    fn publish_live(&mut self) {
+        let live = &self.core.shared.live;
+        if live.enabled() {
+            let st = self.thread_stats();
+            self.published.publish(live, &st);
+        }
+    }
+
+    /// Queues an event for the job's tracker (objective evaluations).
+    pub(crate) fn report_live(&self, r: crate::report::Report) {
+        self.core.shared.live.push(r);
     }
 
     /// Like [`Worker::clock`], and if a checkpoint is due after this clock, first stores this
@@ -267,11 +297,7 @@ impl Worker {
             }
             self.core.tracker.thread_clocked(&self.core.shared, self.tid, Clock::FINISHED);
         }
-        let mut st = ThreadStats::default();
-        for (t, _) in self.tables.values() {
-            st.add(&t.stats());
-        }
-        st.wait_ns += self.barrier_wait_ns.get();
-        Ok((st, self.started.elapsed().as_secs_f64(), clocks.get()))
+        self.publish_live();
+        Ok((self.thread_stats(), self.started.elapsed().as_secs_f64(), clocks.get()))
     }
 }

@@ -6,6 +6,7 @@ use super::ServerIn;
 use crate::clock::Clock;
 use crate::error::{PsError, Result};
 use crate::net::Link;
+use crate::report::{Report, SnapshotState};
 use crate::snapshot::format::{Manifest, ProcessPart, TableEntry, FORMAT_VERSION};
 use crate::snapshot::Snapshots;
 use crate::state::Shared;
@@ -90,6 +91,7 @@ impl NameNode {
             return Err(PsError::codec(format!("process {from} reported a snapshot, but none are configured")));
         };
         let writer = snaps.clone();
+        let live = self.shared.live.clone();
         writer.submit(&self.shared, move || {
             let r = snaps.store.write_manifest(&m).and_then(|_| {
                 let bytes = m.total_bytes();
@@ -101,6 +103,10 @@ impl NameNode {
                     bytes as f64 / 1e6,
                     if m.resumable { "resumable" } else { "not resumable" }
                 );
+                live.push(Report::Snapshot(
+                    m.clock,
+                    if m.resumable { SnapshotState::Committed } else { SnapshotState::Approx },
+                ));
                 let deleted = snaps.store.prune(snaps.cfg.keep)?;
                 if !deleted.is_empty() {
                     log::info!("pruned snapshots of clocks {deleted:?} (keeping {})", snaps.cfg.keep);

@@ -3,6 +3,7 @@
 
 use super::Server;
 use crate::clock::Age;
+use crate::report::{Report, SnapshotState};
 use crate::snapshot::format::{crc32c, FileEntry, ProcessPart, ShardHeader, FLAG_APPROX, FLAG_FINAL};
 use crate::snapshot::{CheckpointStore, Snapshots};
 use crate::state::ClientCmd;
@@ -132,6 +133,7 @@ impl Server {
             let part = ProcessPart { process: pid as u32, shards, workers, approx, is_final };
             let info = serde_json::to_string(&part).expect("serialisable");
             shared.send(ClientCmd::SnapshotDone { clock: t, info });
+            shared.live.push(Report::Snapshot(t, SnapshotState::Part));
             Ok(())
         });
     }

@@ -1,0 +1,137 @@
+//! The job's live page and final report, loaded in a real headless browser (Debian's
+//! `chromium-headless-shell`, installed by scripts/test.sh; `PS_BROWSER` names it): during a
+//! running local job (`yarn-submit --ui`) and from `report.html` after it. The numbers the browser
+//! shows must be the ones `status.json` and the job's stats carry.
+
+mod common;
+
+use common::{bin, output_within, spawn_lines, wait_for, wait_within, JOB_LIMIT};
+use serde_json::Value;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The headless browser: `$PS_BROWSER`, else one on the PATH.
+pub fn browser() -> String {
+    if let Ok(b) = std::env::var("PS_BROWSER") {
+        return b;
+    }
+    for b in ["chromium-headless-shell", "chromium"] {
+        let found = Command::new("sh").arg("-c").arg(format!("command -v {b}")).output();
+        if found.is_ok_and(|o| o.status.success()) {
+            return b.to_string();
+        }
+    }
+    panic!("no headless browser: run through scripts/test.sh (it installs chromium-headless-shell) or set PS_BROWSER")
+}
+
+/// The DOM of `url` after the browser parsed and laid it out (`--dump-dom`).
+pub fn dom(url: &str) -> String {
+    let out = output_within(
+        Command::new(browser()).args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", url]),
+        Duration::from_secs(90),
+    );
+    assert!(out.status.success(), "the browser failed on {url}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The text of the element with attribute `attr` (e.g. `id="job-clock"`).
+pub fn text_of<'a>(dom: &'a str, attr: &str) -> Option<&'a str> {
+    let rest = &dom[dom.find(attr)? + attr.len()..];
+    let rest = &rest[rest.find('>')? + 1..];
+    rest.split('<').next()
+}
+
+/// The points of the plotted series `name`, in the first chart that has it.
+pub fn points(dom: &str, name: &str) -> usize {
+    let at = dom.find(&format!(r#"data-name="{name}" fill="none""#)).unwrap_or_else(|| panic!("no series {name}"));
+    let rest = &dom[at..];
+    let pts = &rest[rest.find("points=\"").unwrap() + 8..];
+    pts[..pts.find('"').unwrap()].split_whitespace().count()
+}
+
+fn status(url: &str) -> Value {
+    let body = reqwest::blocking::get(format!("{url}status.json")).unwrap().text().unwrap();
+    serde_json::from_str(&body).unwrap()
+}
+
+fn clock_of(dom: &str, attr: &str) -> i64 {
+    let t = text_of(dom, attr).unwrap_or_else(|| panic!("no {attr} in the page"));
+    t.split_whitespace().next().unwrap().parse().unwrap_or_else(|_| panic!("{attr}: '{t}'"))
+}
+
+#[test]
+fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
+    let dir = common::tmpdir("tracking", "local");
+    let input = common::gen_ratings(&dir, 20000, 800, 200);
+    let stats = dir.join("stats.json");
+    // Every process sleeps 40 ms a clock: a job of about 16 s that the browser can watch.
+    let mut cmd = Command::new(bin("yarn-submit"));
+    cmd.env("PS_RUNTIME_BIN", bin("ps-runtime")).args(["--master", "local[2]", "--ui", "--stats"]).arg(&stats);
+    cmd.arg("--checkpoint").arg(dir.join("ck")).args(["--checkpoint-every", "100"]);
+    cmd.args(["mf", "--input", &input, "--passes", "200", "--rank", "4", "--test-fraction", "0.1"]);
+    cmd.args(["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.04"]);
+    let (child, rx) = spawn_lines(&mut cmd);
+    let mut log = Vec::new();
+    let url = wait_for(&rx, "job page: http://", &mut log).split_once("job page: ").unwrap().1.to_string();
+    // Wait (bounded) until a few evaluations are in, then look while the job runs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let before = loop {
+        let s = status(&url);
+        if s["objective"].as_array().is_some_and(|a| a.len() >= 3) {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no evaluations within a minute: {s}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let page = dom(&url);
+    let after = status(&url);
+    assert_eq!(text_of(&page, r#"id="job-status""#), Some("running"), "the job ended before the browser looked");
+    assert!(page.contains(r#"<meta http-equiv="refresh""#));
+    // What the browser shows lies between two status.json reads around it.
+    let c = clock_of(&page, r#"id="job-clock""#);
+    let (c0, c1) = (before["clock"].as_i64().unwrap(), after["clock"].as_i64().unwrap());
+    assert!(c0 <= c && c <= c1, "page clock {c} outside status.json's {c0}..={c1}");
+    for p in 0..2 {
+        let pc = clock_of(&page, &format!(r#"class="proc-clock" data-process="{p}""#));
+        let (b, a) =
+            (before["per_process"][p]["clock"].as_i64().unwrap(), after["per_process"][p]["clock"].as_i64().unwrap());
+        assert!(b <= pc && pc <= a, "process {p}: page clock {pc} outside {b}..={a}");
+    }
+    // The objective plot has a point per evaluation, and its newest value is one status.json has.
+    let shown = points(&page, "rmse");
+    let (n0, n1) = (before["objective"].as_array().unwrap().len(), after["objective"].as_array().unwrap().len());
+    assert!(n0 <= shown && shown <= n1, "{shown} points, status.json had {n0} then {n1} evaluations");
+    let last: f64 =
+        page.split(r#"data-name="rmse" data-value=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+    assert!(after["objective"].as_array().unwrap().iter().any(|r| r["rmse"].as_f64() == Some(last)), "{last}");
+    assert!(page.contains(r#"class="bar""#), "no staleness histogram");
+    assert!(points(&page, "sent") >= 2, "no bytes per clock");
+
+    let st = wait_within(child, JOB_LIMIT, "the job");
+    log.extend(rx.try_iter());
+    assert!(st.success(), "{}", log.join("\n"));
+    // The final page, next to the stats, shows the job's own final numbers.
+    let report = dir.join("report.html");
+    let final_page = dom(&format!("file://{}", report.display()));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let last = v["objective"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(text_of(&final_page, r#"id="job-status""#), Some("succeeded"));
+    assert!(!final_page.contains("refresh") && !final_page.contains("status.json"));
+    // 200 passes of 2 clocks, all done.
+    assert_eq!(clock_of(&final_page, r#"id="job-clock""#), 400);
+    assert_eq!(clock_of(&final_page, r#"id="job-total""#), 400);
+    for name in ["rmse", "test_rmse"] {
+        let shown = final_page.split(&format!(r#"data-name="{name}" data-value=""#)).nth(1).unwrap();
+        let shown: f64 = shown.split('"').next().unwrap().parse().unwrap();
+        assert_eq!(Some(shown), last[name].as_f64(), "{name}");
+        assert_eq!(points(&final_page, name), v["objective"].as_array().unwrap().len(), "{name}");
+    }
+    // Every snapshot the name node logged as complete is listed, committed.
+    let logged: Vec<&str> =
+        log.iter().filter_map(|l| l.split_once("snapshot ")?.1.split_once(" complete").map(|x| x.0)).collect();
+    assert!(logged.len() >= 4, "{logged:?}");
+    let listed: Vec<&str> =
+        final_page.split(r#"<tr class="snapshot"><td>"#).skip(1).map(|r| r.split('<').next().unwrap()).collect();
+    assert_eq!(listed, logged);
+    assert!(!final_page.contains("writing"));
+}
