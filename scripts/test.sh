@@ -4,7 +4,8 @@
 # HDFS (scripts/hdfs-up.sh; needs Java) and against the YARN stand-in built on Hadoop's own server
 # code (scripts/yarn-up.sh; needs a JDK), and against a Kerberos KDC with a secure HDFS
 # (scripts/kdc-up.sh, installing Debian's krb5 packages when missing), all started and stopped
-# here, then a short pass of
+# here, with the job's tracking page loaded in a headless browser (scripts/browser.sh, installing
+# Debian's chromium-headless-shell when missing), then a short pass of
 # every fuzz target (scripts/fuzz.sh). Also builds the portable dist/ binaries (scripts/package.sh:
 # zig from PyPI, cargo-zigbuild from crates.io) and checks their glibc version. CI runs exactly this.
 set -euo pipefail
@@ -33,6 +34,9 @@ eval "$(scripts/hdfs-up.sh | grep '^export ')"
 # The stand-in's conf dir (core/hdfs/yarn-site.xml) is for the YARN tests; the rest keep HDFS's.
 PS_YARN_CONF=$(scripts/yarn-up.sh "$HADOOP_CONF_DIR" | sed -n 's/^export HADOOP_CONF_DIR=//p')
 export PS_YARN_CONF
+# The headless browser the tracking-page tests load the job's page in.
+PS_BROWSER=$(scripts/browser.sh)
+export PS_BROWSER
 # Every test bounds its own waits; this only turns a hang the tests did not foresee into a failure.
 timeout --kill-after=30s 60m cargo test --release --workspace
 # A short pass of every fuzz target (the long runs: scripts/fuzz.sh 600, recorded in results/fuzz.md).

@@ -5,59 +5,11 @@
 
 mod common;
 
-use common::{bin, output_within, spawn_lines, wait_for, wait_within, JOB_LIMIT};
+use common::browser::{clock_of, dom, last_value, points, status, text_of};
+use common::{bin, spawn_lines, wait_for, wait_within, JOB_LIMIT};
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// The headless browser: `$PS_BROWSER`, else one on the PATH.
-pub fn browser() -> String {
-    if let Ok(b) = std::env::var("PS_BROWSER") {
-        return b;
-    }
-    for b in ["chromium-headless-shell", "chromium"] {
-        let found = Command::new("sh").arg("-c").arg(format!("command -v {b}")).output();
-        if found.is_ok_and(|o| o.status.success()) {
-            return b.to_string();
-        }
-    }
-    panic!("no headless browser: run through scripts/test.sh (it installs chromium-headless-shell) or set PS_BROWSER")
-}
-
-/// The DOM of `url` after the browser parsed and laid it out (`--dump-dom`).
-pub fn dom(url: &str) -> String {
-    let out = output_within(
-        Command::new(browser()).args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", url]),
-        Duration::from_secs(90),
-    );
-    assert!(out.status.success(), "the browser failed on {url}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// The text of the element with attribute `attr` (e.g. `id="job-clock"`).
-pub fn text_of<'a>(dom: &'a str, attr: &str) -> Option<&'a str> {
-    let rest = &dom[dom.find(attr)? + attr.len()..];
-    let rest = &rest[rest.find('>')? + 1..];
-    rest.split('<').next()
-}
-
-/// The points of the plotted series `name`, in the first chart that has it.
-pub fn points(dom: &str, name: &str) -> usize {
-    let at = dom.find(&format!(r#"data-name="{name}" fill="none""#)).unwrap_or_else(|| panic!("no series {name}"));
-    let rest = &dom[at..];
-    let pts = &rest[rest.find("points=\"").unwrap() + 8..];
-    pts[..pts.find('"').unwrap()].split_whitespace().count()
-}
-
-fn status(url: &str) -> Value {
-    let body = reqwest::blocking::get(format!("{url}status.json")).unwrap().text().unwrap();
-    serde_json::from_str(&body).unwrap()
-}
-
-fn clock_of(dom: &str, attr: &str) -> i64 {
-    let t = text_of(dom, attr).unwrap_or_else(|| panic!("no {attr} in the page"));
-    t.split_whitespace().next().unwrap().parse().unwrap_or_else(|_| panic!("{attr}: '{t}'"))
-}
 
 #[test]
 fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
@@ -101,8 +53,7 @@ fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
     let shown = points(&page, "rmse");
     let (n0, n1) = (before["objective"].as_array().unwrap().len(), after["objective"].as_array().unwrap().len());
     assert!(n0 <= shown && shown <= n1, "{shown} points, status.json had {n0} then {n1} evaluations");
-    let last: f64 =
-        page.split(r#"data-name="rmse" data-value=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+    let last = last_value(&page, "rmse");
     assert!(after["objective"].as_array().unwrap().iter().any(|r| r["rmse"].as_f64() == Some(last)), "{last}");
     assert!(page.contains(r#"class="bar""#), "no staleness histogram");
     assert!(points(&page, "sent") >= 2, "no bytes per clock");
@@ -121,9 +72,7 @@ fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
     assert_eq!(clock_of(&final_page, r#"id="job-clock""#), 400);
     assert_eq!(clock_of(&final_page, r#"id="job-total""#), 400);
     for name in ["rmse", "test_rmse"] {
-        let shown = final_page.split(&format!(r#"data-name="{name}" data-value=""#)).nth(1).unwrap();
-        let shown: f64 = shown.split('"').next().unwrap().parse().unwrap();
-        assert_eq!(Some(shown), last[name].as_f64(), "{name}");
+        assert_eq!(Some(last_value(&final_page, name)), last[name].as_f64(), "{name}");
         assert_eq!(points(&final_page, name), v["objective"].as_array().unwrap().len(), "{name}");
     }
     // Every snapshot the name node logged as complete is listed, committed.

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::browser::{clock_of, dom, last_value, points, status, text_of};
 use common::yarn::{hdfs, ratings, runtime_pids, s, submit, submit_app, whoami, Submitted, SERIAL};
 use common::{output, wait_for, wait_within, JOB_LIMIT};
 use std::path::PathBuf;
@@ -262,5 +263,61 @@ fn conf_dir_with_variables_in_site_files_submits() {
     let st = output(submit().args(["status", &app]).args(conf));
     let rep: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     assert_eq!((rep["state"].as_str(), rep["finalStatus"].as_str()), (Some("FINISHED"), Some("SUCCEEDED")));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The AM's tracking URL is the job's live page: loaded in a real headless browser while the job
+/// runs, it shows what `status.json` says; the final page lands next to `--stats` as report.html
+/// with the job's own final numbers. (The stand-in has no RM web proxy: the page is loaded from
+/// the AM directly; that it uses relative links only is checked by the page's unit test.)
+#[test]
+fn the_tracking_url_is_the_live_page_and_report_html_outlives_the_am() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, input) = ratings("page");
+    let stats = dir.join("stats.json");
+    let mut args = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
+    args.extend(s(&["--stats", stats.to_str().unwrap(), "mf", "--input", &input, "--passes", "60", "--rank", "4"]));
+    // 50 ms a clock: the job runs long enough for the browser to look at it.
+    args.extend(s(&[
+        "--test-fraction",
+        "0.1",
+        "--straggler",
+        "random",
+        "--straggler-p",
+        "1",
+        "--straggler-delay",
+        "0.05",
+    ]));
+    let Submitted { child, rx, mut log, _guard, .. } = submit_app(submit().args(&args));
+    let url = wait_for(&rx, "tracking URL: http://", &mut log).replace("tracking URL: ", "");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let before = loop {
+        let s = status(&url);
+        if s["objective"].as_array().is_some_and(|a| a.len() >= 2) {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no evaluations within 90 s: {s}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let page = dom(&url);
+    let after = status(&url);
+    assert_eq!(text_of(&page, r#"id="job-status""#), Some("running"), "the job ended before the browser looked");
+    let (c, c0, c1) =
+        (clock_of(&page, r#"id="job-clock""#), before["clock"].as_i64().unwrap(), after["clock"].as_i64().unwrap());
+    assert!(c0 <= c && c <= c1, "page clock {c} outside status.json's {c0}..={c1}");
+    let n = points(&page, "rmse");
+    assert!(n >= 2 && n <= after["objective"].as_array().unwrap().len(), "{n} points");
+    assert_eq!(after["registered"], 2);
+    let status = wait_within(child, JOB_LIMIT, "the job");
+    log.extend(rx.try_iter());
+    assert!(status.success(), "{}", log.join("\n"));
+    let final_page = dom(&format!("file://{}", dir.join("report.html").display()));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let last = v["objective"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(text_of(&final_page, r#"id="job-status""#), Some("succeeded"));
+    assert_eq!(Some(last_value(&final_page, "test_rmse")), last["test_rmse"].as_f64());
+    assert_eq!(points(&final_page, "rmse"), v["objective"].as_array().unwrap().len());
+    let base = input.trim_end_matches("/ratings");
+    ps_runtime::storage::storage_for(base).unwrap().delete(base).unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }

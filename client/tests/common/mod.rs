@@ -3,6 +3,7 @@
 //! instead of stalling CI.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod yarn;
 
 use std::io::{BufRead, BufReader, Read};
