@@ -96,6 +96,8 @@ impl PsContext {
             crate::snapshot::Snapshots::open(&spec.cfg.checkpoint, spec.pid, n, spec.cfg.threads)?.map(Arc::new);
         let start_clock = Clock::new(snaps.as_ref().map_or(0, |s| s.start_clock()));
         let live = spec.live.clone().unwrap_or_else(|| Arc::new(crate::live::Live::disabled(spec.cfg.threads)));
+        // A resumed process starts at its checkpoint's clock, not at 0 (the tracker's ETA).
+        live.clock.store(start_clock.get(), std::sync::atomic::Ordering::Relaxed);
         let shared = Arc::new(Shared::new(spec.pid, n, spec.cfg.clone(), start_clock, cmd_tx, live));
         let core = Client::new(shared.clone(), snaps.clone());
         let clock_log = match (&spec.stats_dir, spec.cfg.stats_per_clock) {

@@ -31,8 +31,11 @@ impl ClockTracker {
         let min = t.threads.iter().copied().min().unwrap_or(clock);
         if min > t.process {
             t.process = min;
-            // For the tracker's progress (a finished process reports FINISHED).
-            shared.live.clock.store(min.get().min(Age::FINISHED.get()), Ordering::Relaxed);
+            // For the tracker's progress: a finished process reports FINISHED, but threads that
+            // end because the job failed do not make the process look done.
+            if min < Clock::FINISHED || shared.check().is_ok() {
+                shared.live.clock.store(min.get().min(Age::FINISHED.get()), Ordering::Relaxed);
+            }
             // Sent under the lock so the task sees process clocks in order.
             shared.send(ClientCmd::ProcessClock { completed: min.completed() });
         }

@@ -30,7 +30,11 @@ fn num(x: f64) -> String {
         return "–".into();
     }
     let a = x.abs();
-    if a != 0.0 && !(1e-3..1e7).contains(&a) {
+    if (1e4..1e13).contains(&a) {
+        let (d, unit) =
+            [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")].into_iter().find(|(d, _)| a >= *d).unwrap_or((1.0, ""));
+        format!("{}{unit}", num(x / d))
+    } else if a != 0.0 && !(1e-3..1e13).contains(&a) {
         format!("{x:.3e}")
     } else if a >= 1000.0 || x == x.trunc() {
         format!("{x:.0}")
@@ -410,6 +414,8 @@ mod tests {
         }
         assert_eq!(num(0.012345), "0.01235");
         assert_eq!(num(0.25), "0.25");
+        assert_eq!(num(3117624.0), "3.118M");
+        assert_eq!(num(9999.0), "9999");
         assert_eq!(num(12.0), "12");
         assert_eq!(num(1.5e-7), "1.500e-7");
         assert_eq!(objective_groups(&[json!({"clock": 1, "loglik": 1, "loglik_per_token": 2})]).len(), 2);
