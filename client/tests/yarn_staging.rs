@@ -163,8 +163,8 @@ fn local_paths_are_refused_before_submission() {
 }
 
 /// The AM removes the job's files from its staging directory after it unregisters, even when
-/// nobody follows the job (the client was killed): only `stats/` stays, for `yarn-submit` to
-/// merge. With `--keep-staging` everything stays.
+/// nobody follows the job (the client was killed): only `stats/` stays (with the job's final
+/// page), for `yarn-submit` to merge. With `--keep-staging` everything stays.
 #[test]
 fn am_cleans_staging_without_the_client_and_keep_staging_keeps_it() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -188,7 +188,9 @@ fn am_cleans_staging_without_the_client_and_keep_staging_keeps_it() {
         assert!(t0.elapsed() < JOB_LIMIT, "state {rep} with staging {children:?} after {JOB_LIMIT:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(fs.children(&format!("{staging}/stats")).unwrap().len(), 1, "the process's stats are kept");
+    let mut kept = fs.children(&format!("{staging}/stats")).unwrap();
+    kept.sort();
+    assert_eq!(kept, ["report.html", "stats-0.json"], "the process's stats and the job's page are kept");
     fs.delete(&staging).unwrap();
 
     // With --keep-staging (and listening ports confined to a range, as on a firewalled cluster).
