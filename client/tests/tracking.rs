@@ -5,11 +5,11 @@
 
 mod common;
 
-use common::browser::{clock_of, dom, last_value, points, status, text_of};
+use common::browser::{clock_of, dom, last_value, points, status, text_of, wait_evaluations};
 use common::{bin, spawn_lines, wait_for, wait_within, JOB_LIMIT};
 use serde_json::Value;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
@@ -25,16 +25,8 @@ fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
     let (child, rx) = spawn_lines(&mut cmd);
     let mut log = Vec::new();
     let url = wait_for(&rx, "job page: http://", &mut log).split_once("job page: ").unwrap().1.to_string();
-    // Wait (bounded) until a few evaluations are in, then look while the job runs.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let before = loop {
-        let s = status(&url);
-        if s["objective"].as_array().is_some_and(|a| a.len() >= 3) {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "no evaluations within a minute: {s}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    // A few evaluations in, look while the job runs.
+    let before = wait_evaluations(&url, 3, Duration::from_secs(60));
     let page = dom(&url);
     let after = status(&url);
     assert_eq!(text_of(&page, r#"id="job-status""#), Some("running"), "the job ended before the browser looked");

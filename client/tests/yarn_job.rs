@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::browser::{clock_of, dom, last_value, points, status, text_of};
+use common::browser::{clock_of, dom, last_value, points, status, text_of, wait_evaluations};
 use common::yarn::{hdfs, ratings, runtime_pids, s, submit, submit_app, whoami, Submitted, SERIAL};
 use common::{output, wait_for, wait_within, JOB_LIMIT};
 use std::path::PathBuf;
@@ -290,15 +290,7 @@ fn the_tracking_url_is_the_live_page_and_report_html_outlives_the_am() {
     ]));
     let Submitted { child, rx, mut log, _guard, .. } = submit_app(submit().args(&args));
     let url = wait_for(&rx, "tracking URL: http://", &mut log).replace("tracking URL: ", "");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let before = loop {
-        let s = status(&url);
-        if s["objective"].as_array().is_some_and(|a| a.len() >= 2) {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "no evaluations within 90 s: {s}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let before = wait_evaluations(&url, 2, Duration::from_secs(90));
     let page = dom(&url);
     let after = status(&url);
     assert_eq!(text_of(&page, r#"id="job-status""#), Some("running"), "the job ended before the browser looked");

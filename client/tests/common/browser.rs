@@ -62,3 +62,16 @@ pub fn last_value(dom: &str, name: &str) -> f64 {
     let v = dom.split(&format!(r#"data-name="{name}" data-value=""#)).nth(1).unwrap_or_else(|| panic!("no {name}"));
     v.split('"').next().unwrap().parse().unwrap()
 }
+
+/// `status.json` once it lists at least `k` evaluations; fails the test after `limit`.
+pub fn wait_evaluations(url: &str, k: usize, limit: Duration) -> Value {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let s = status(url);
+        if s["objective"].as_array().is_some_and(|a| a.len() >= k) {
+            return s;
+        }
+        assert!(std::time::Instant::now() < deadline, "not {k} evaluations within {limit:?}: {s}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
