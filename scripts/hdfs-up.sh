@@ -19,14 +19,20 @@ netty-all-4.1.47.Final jackson-core-asl-1.9.13 jackson-mapper-asl-1.9.13 xercesI
 commons-lang-2.6 commons-collections-3.2.2 commons-configuration-1.6 commons-io-2.4 commons-logging-1.1.3
 commons-codec-1.10 javax.ws.rs-api-2.0.1 xmlenc-0.52 log4j-1.2.17 slf4j-api-1.7.16 slf4j-log4j12-1.7.16
 hadoop-yarn-api-2.7.3 hadoop-yarn-common-2.7.3 hadoop-yarn-server-common-2.7.3"
+# Hadoop's web proxy and what it needs (HTTP client, a JAX-RS implementation), for the YARN
+# stand-in only: in proxy/, outside the HDFS daemons' class path.
+PROXY_JAR_NAMES="hadoop-yarn-server-web-proxy-2.7.3 httpclient-4.5.6 httpcore-4.4.10 jersey-common-2.22.2
+jersey-guava-2.22.2 hk2-api-2.4.0-b34 hk2-locator-2.4.0-b34 hk2-utils-2.4.0-b34 javax.inject-2.4.0-b34
+aopalliance-repackaged-2.4.0-b34 javax.annotation-api-1.2 osgi-resource-locator-1.0.1"
 
 command -v java >/dev/null || { echo "hdfs-up.sh: java not found (install a JRE, e.g. openjdk-17-jre-headless)" >&2; exit 1; }
 if [ "${1:-}" != "--jars-only" ] && [ -f "$STATE/run/namenode.pid" ] && kill -0 "$(cat "$STATE/run/namenode.pid")" 2>/dev/null; then
   echo "hdfs-up.sh: already running ($STATE)"; cat "$STATE/env"; exit 0
 fi
 
-# .complete-2 marks the set with the YARN jars (scripts/yarn-up.sh compiles against them).
-if [ ! -f "$JARS/.complete-2" ]; then
+# .complete-3 marks the set with the YARN jars (scripts/yarn-up.sh compiles against them) and
+# Hadoop's web proxy.
+if [ ! -f "$JARS/.complete-3" ]; then
   echo "hdfs-up.sh: fetching Hadoop 2.7.3 jars (PyPI pyspark==2.4.8 sdist, 220 MB, once)"
   DL=$ROOT/data/_dl
   mkdir -p "$DL" "$JARS"
@@ -38,9 +44,13 @@ if [ ! -f "$JARS/.complete-2" ]; then
   members=$(for j in $JAR_NAMES; do printf 'pyspark-2.4.8/deps/jars/%s.jar ' "$j"; done)
   # shellcheck disable=SC2086
   tar -xzf "$DL/pyspark-2.4.8.tar.gz" -C "$JARS" --strip-components=3 $members
+  members=$(for j in $PROXY_JAR_NAMES; do printf 'pyspark-2.4.8/deps/jars/%s.jar ' "$j"; done)
+  mkdir -p "$JARS/proxy"
+  # shellcheck disable=SC2086
+  tar -xzf "$DL/pyspark-2.4.8.tar.gz" -C "$JARS/proxy" --strip-components=3 $members
   # hadoop-hdfs.jar lacks its web apps; the servers only need the folders on the classpath.
-  for w in hdfs datanode secondary; do mkdir -p "$JARS/webapps/$w" && touch "$JARS/webapps/$w/.keep"; done
-  touch "$JARS/.complete-2"
+  for w in hdfs datanode secondary proxy; do mkdir -p "$JARS/webapps/$w" && touch "$JARS/webapps/$w/.keep"; done
+  touch "$JARS/.complete-3"
 fi
 [ "${1:-}" = "--jars-only" ] && exit 0
 

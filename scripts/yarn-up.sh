@@ -22,7 +22,7 @@ SRC=$ROOT/yarn/standin/psyarn
 # Recompile when a source is newer than the build.
 if [ ! -f "$CLASSES/.built" ] || [ -n "$(find "$SRC" -newer "$CLASSES/.built" -name '*.java')" ]; then
   rm -rf "$CLASSES" && mkdir -p "$CLASSES"
-  javac -nowarn -d "$CLASSES" -cp "$JARS/*" "$SRC"/*.java 2>&1 | grep -v '^Note:' || true
+  javac -nowarn -d "$CLASSES" -cp "$JARS/*:$JARS/proxy/*" "$SRC"/*.java 2>&1 | grep -v '^Note:' || true
   [ -f "$CLASSES/psyarn/Main.class" ] || { echo "yarn-up.sh: compiling the stand-in failed" >&2; exit 1; }
   touch "$CLASSES/.built"
 fi
@@ -53,7 +53,7 @@ if grep -q '<name>hadoop.security.authentication</name><value>kerberos</value>' 
     --add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
     --add-exports=java.security.jgss/sun.security.jgss=ALL-UNNAMED)
 fi
-(exec java -Xmx384m -XX:TieredStopAtLevel=1 "${KRB_OPTS[@]}" -cp "$CLASSES:$JARS:$JARS/*" psyarn.Main "$STATE" "$NODES" "$HDFS_CONF") \
+(exec java -Xmx384m -XX:TieredStopAtLevel=1 "${KRB_OPTS[@]}" -cp "$CLASSES:$JARS:$JARS/*:$JARS/proxy/*" psyarn.Main "$STATE" "$NODES" "$HDFS_CONF") \
   >"$STATE/standin.out" 2>&1 &
 echo $! > "$STATE/run/standin.pid"
 for _ in $(seq 1 120); do

@@ -266,10 +266,20 @@ fn conf_dir_with_variables_in_site_files_submits() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// The AM's tracking URL is the job's live page: loaded in a real headless browser while the job
-/// runs, it shows what `status.json` says; the final page lands next to `--stats` as report.html
-/// with the job's own final numbers. (The stand-in has no RM web proxy: the page is loaded from
-/// the AM directly; that it uses relative links only is checked by the page's unit test.)
+/// The AM's tracking URL is the job's live page: loaded in a real headless browser through
+/// Hadoop's own web proxy (`WebAppProxy`, which the stand-in runs in front of the AMs, under
+/// `/proxy/<app>/` as on a real cluster) while the job runs, it shows what `status.json` (fetched
+/// through the proxy by the page's relative link) says; the final page lands next to `--stats` as
+/// report.html with the job's own final numbers.
+/// The stand-in's `yarn.web-proxy.address` (from PS_YARN_CONF's yarn-site.xml).
+fn web_proxy() -> String {
+    let conf = std::env::var("PS_YARN_CONF").expect("PS_YARN_CONF is not set: run through scripts/test.sh");
+    let site = std::fs::read_to_string(PathBuf::from(conf).join("yarn-site.xml")).unwrap();
+    let key = "<name>yarn.web-proxy.address</name><value>";
+    let at = site.find(key).expect("the stand-in runs no web proxy") + key.len();
+    site[at..site[at..].find('<').unwrap() + at].to_string()
+}
+
 #[test]
 fn the_tracking_url_is_the_live_page_and_report_html_outlives_the_am() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -288,8 +298,10 @@ fn the_tracking_url_is_the_live_page_and_report_html_outlives_the_am() {
         "--straggler-delay",
         "0.05",
     ]));
-    let Submitted { child, rx, mut log, _guard, .. } = submit_app(submit().args(&args));
-    let url = wait_for(&rx, "tracking URL: http://", &mut log).replace("tracking URL: ", "");
+    let Submitted { child, rx, mut log, _guard, app } = submit_app(submit().args(&args));
+    let direct = wait_for(&rx, "tracking URL: http://", &mut log).replace("tracking URL: ", "");
+    let url = format!("http://{}/proxy/{app}/", web_proxy());
+    assert_eq!(status(&direct)["app"], status(&url)["app"], "the proxy serves the AM's status");
     let before = wait_evaluations(&url, 2, Duration::from_secs(90));
     let page = dom(&url);
     let after = status(&url);

@@ -175,6 +175,10 @@ impl Checker {
 }
 
 impl App for Demo {
+    fn total_clocks(&self) -> Option<i64> {
+        Some(self.args.clocks)
+    }
+
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
         let cols = self.width() as usize;
         ctx.create_table(TableConfig::new(OWN, "own", "dense_i64", cols))?;

@@ -157,6 +157,9 @@ final class Clients implements InvocationHandler {
     r.setFinalApplicationStatus(FinalApplicationStatus.valueOf(a.finalStatus));
     r.setProgress(a.progress);
     r.setTrackingUrl(a.trackingUrl);
+    // What Hadoop's web proxy forwards to (a real RM reports the proxied URL as trackingUrl; the
+    // stand-in keeps the AM's, which tests use to reach the AM's port directly).
+    r.setOriginalTrackingUrl(a.trackingUrl);
     r.setDiagnostics(a.diagnostics);
     r.setApplicationType(a.type);
     r.setStartTime(a.submitted);

@@ -77,6 +77,10 @@ public final class Main {
     String sched = "127.0.0.1:" + rm.schedulers[0].server.getListenerAddress().getPort();
     String sched2 = "127.0.0.1:" + rm.schedulers[1].server.getListenerAddress().getPort();
     String web = "127.0.0.1:" + rest.http.getAddress().getPort();
+    // Hadoop's own web proxy (WebAppProxy, as `yarn proxyserver` runs it) in front of the AMs'
+    // tracking URLs, reading application reports from the client port over IPC. Not on a secure
+    // cluster (it would need its own Kerberos principal).
+    String proxy = secure ? null : startWebProxy(conf, client);
     try (PrintWriter w = new PrintWriter(new FileWriter(new File(confDir, "yarn-site.xml")))) {
       w.println("<configuration>");
       w.println(prop("yarn.resourcemanager.hostname", "127.0.0.1"));
@@ -84,6 +88,9 @@ public final class Main {
       w.println(prop("psyarn.standby.address", standbyAddr));
       w.println(prop("yarn.resourcemanager.scheduler.address", sched));
       w.println(prop("yarn.resourcemanager.webapp.address", web));
+      if (proxy != null) {
+        w.println(prop("yarn.web-proxy.address", proxy));
+      }
       // ResourceManager HA, as a cluster's yarn-site.xml sets it: two RMs sharing the
       // applications; a failover moves one application between them (see Rm.failover).
       if (secure) {
@@ -119,6 +126,23 @@ public final class Main {
       }
     }));
     Thread.currentThread().join();
+  }
+
+  /** Starts Hadoop's WebAppProxy on a free loopback port; returns its address. */
+  private static String startWebProxy(Configuration base, String clientAddr) throws Exception {
+    int port;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+      port = s.getLocalPort();
+    }
+    String addr = "127.0.0.1:" + port;
+    Configuration c = new YarnConfiguration(base);
+    c.set(YarnConfiguration.PROXY_ADDRESS, addr);
+    c.set(YarnConfiguration.RM_ADDRESS, clientAddr);
+    c.setBoolean(YarnConfiguration.RM_HA_ENABLED, false);
+    org.apache.hadoop.yarn.server.webproxy.WebAppProxy proxy = new org.apache.hadoop.yarn.server.webproxy.WebAppProxy();
+    proxy.init(c);
+    proxy.start();
+    return addr;
   }
 
   private static Configuration withProtection(Configuration base, String qop) {
