@@ -53,6 +53,12 @@ fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
     let st = wait_within(child, JOB_LIMIT, "the job");
     log.extend(rx.try_iter());
     assert!(st.success(), "{}", log.join("\n"));
+    // Not on a terminal: plain progress lines (every 10 s) with clock, objective and ETA.
+    assert!(
+        log.iter().any(|l| l.contains("[submit] progress: clock ") && l.contains("rmse") && l.contains("ETA")),
+        "no progress line with clock, objective and ETA:\n{}",
+        log.join("\n")
+    );
     // The final page, next to the stats, shows the job's own final numbers.
     let report = dir.join("report.html");
     let final_page = dom(&format!("file://{}", report.display()));

@@ -315,6 +315,8 @@ fn the_tracking_url_is_the_live_page_and_report_html_outlives_the_am() {
     let status = wait_within(child, JOB_LIMIT, "the job");
     log.extend(rx.try_iter());
     assert!(status.success(), "{}", log.join("\n"));
+    // yarn-submit's progress display read the AM's status.json (else it logs "progress N%").
+    assert!(log.iter().any(|l| l.contains("[submit] progress: ")), "{}", log.join("\n"));
     let final_page = dom(&format!("file://{}", dir.join("report.html").display()));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     let last = v["objective"].as_array().unwrap().last().unwrap().clone();
