@@ -104,18 +104,30 @@ def prefetch():
     save(fig, "prefetch")
 
 
+def bars(ax, pts_by_model, xlabel, title):
+    for model, off in [("SSP", -0.2), ("ESSP", 0.2)]:
+        pts = pts_by_model(model)
+        total = sum(c for _, c in pts) or 1
+        ax.bar([k + off for k, _ in pts], [c / total for _, c in pts], 0.4, label=model)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of reads")
+    ax.legend()
+    ax.set_title(title)
+
+
 def essp():
     h = rows("essp_staleness_hist")
+    prof = rows("essp_staleness_profile")
     r = rows("essp_robustness")
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    for model, off in [("SSP", -0.2), ("ESSP", 0.2)]:
-        pts = [(int(x["staleness"]), int(x["count"])) for x in h if x["model"] == model]
-        total = sum(c for _, c in pts) or 1
-        a.bar([k + off for k, _ in pts], [c / total for _, c in pts], 0.4, label=model)
-    a.set_xlabel("observed staleness (data age - reader clock)")
-    a.set_ylabel("fraction of reads")
-    a.legend()
-    a.set_title("Staleness distribution, s = 3")
+    fig, (a, lag, ahead, b) = plt.subplots(1, 4, figsize=(20, 4))
+    bars(a, lambda m: [(int(x["staleness"]), int(x["count"])) for x in h if x["model"] == m],
+         "observed staleness (data age - reader clock)", "Staleness, s = 3 (rank 100, 1% per clock)")
+    for ax, measure, xlabel in [
+        (lag, "delivery_lag", "delivery lag (freshest servable age - age read)"),
+        (ahead, "ahead_of_slowest", "reader's lead over the slowest worker (clocks)"),
+    ]:
+        bars(ax, lambda m: [(int(x["value"]), int(x["count"])) for x in prof
+                            if x["model"] == m and x["measure"] == measure], xlabel, measure.replace("_", " "))
     for model in ["SSP", "ESSP"]:
         pts = [(num(x["slack"]), num(x["final_rmse"])) for x in r if x["model"] == model]
         pts = [p for p in pts if p[1] is not None]

@@ -76,6 +76,9 @@ pub struct RuntimeConfig {
     pub batch_bytes: usize,
     /// Also write one JSON line of stats per clock (to `<stats dir>/clocks-<id>.jsonl`).
     pub stats_per_clock: bool,
+    /// Split each read's staleness into delivery lag and distance from the slowest worker
+    /// (`staleness_profile` in the stats; experiments: one atomic load more per read).
+    pub staleness_profile: bool,
     /// Snapshots and checkpoints (LazyTable §3.3); off unless `checkpoint.url` is set.
     pub checkpoint: CheckpointConfig,
     /// Ports to listen on (`A-B`) when a process binds its own (on YARN); any free port if unset.
@@ -177,6 +180,7 @@ impl Default for RuntimeConfig {
             wire_protection: crate::wire::WireProtection::Integrity,
             batch_bytes: 1 << 20,
             stats_per_clock: false,
+            staleness_profile: false,
             checkpoint: CheckpointConfig::default(),
             port_range: None,
             geo: crate::geo::GeoConfig::default(),

@@ -11,7 +11,7 @@ use crate::net;
 use crate::registry::RowTypeRegistry;
 use crate::server::{Server, ServerIn};
 use crate::state::{ClientCmd, Shared, Wake};
-use crate::stats::{hist_of, peak_rss_bytes, ProcessStats, ThreadStats};
+use crate::stats::{hist_of, peak_rss_bytes, ProcessStats, StalenessProfile, ThreadStats};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -367,6 +367,7 @@ impl Joined {
             peak_rss_bytes: peak_rss_bytes(),
             staleness_hist,
             mean_staleness,
+            staleness_profile: core.cfg.staleness_profile.then(|| StalenessProfile::of(&self.total)),
             config: echo,
             app,
         }

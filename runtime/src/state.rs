@@ -166,6 +166,9 @@ pub(crate) struct Shared {
     pub servers: Vec<usize>,
     /// Figures and events for the job's tracker (progress reports).
     pub live: Arc<Live>,
+    /// The data age this process's server can serve (its global clock): with every server's
+    /// vector clock covering every client, the freshest age any read could get now.
+    pub served_age: AtomicI64,
     cmd: UnboundedSender<ClientCmd>,
 }
 
@@ -194,6 +197,7 @@ impl Shared {
             net: NetStats::default(),
             mailbox,
             live,
+            served_age: AtomicI64::new(start_clock.completed().get()),
             cmd,
         }
     }

@@ -17,17 +17,45 @@ pub struct ThreadStats {
     pub wait_ns: u64,
     /// `staleness[d]`: reads that returned data age `clock - d`.
     pub staleness: Vec<u64>,
+    /// With `staleness_profile`: `lag[k]`: reads whose age was k clocks older than the freshest
+    /// the servers could serve then; `ahead[k]`: reads by a thread k clocks ahead of the slowest
+    /// worker (for staleness d: lag + ahead = d - 1).
+    pub lag: Vec<u64>,
+    pub ahead: Vec<u64>,
+}
+
+/// Adds one to bucket `k` (clamped to 0..2^20), growing the histogram as needed.
+#[inline]
+fn bump(h: &mut Vec<u64>, k: i64) {
+    let k = k.clamp(0, 1 << 20) as usize;
+    if k >= h.len() {
+        h.resize(k + 1, 0);
+    }
+    h[k] += 1;
+}
+
+fn add_hist(a: &mut Vec<u64>, b: &[u64]) {
+    if b.len() > a.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
 }
 
 impl ThreadStats {
     #[inline]
     pub fn record_get(&mut self, clock: i64, age: i64) {
         self.gets += 1;
-        let d = (clock - age).clamp(0, 1 << 20) as usize;
-        if d >= self.staleness.len() {
-            self.staleness.resize(d + 1, 0);
-        }
-        self.staleness[d] += 1;
+        bump(&mut self.staleness, clock - age);
+    }
+
+    /// The staleness profile of a read at `clock` that returned `age` while the servers could
+    /// serve age `served` (the slowest worker's completed clock).
+    #[inline]
+    pub fn record_profile(&mut self, clock: i64, age: i64, served: i64) {
+        bump(&mut self.lag, served - age);
+        bump(&mut self.ahead, clock - served - 1);
     }
 
     pub fn add(&mut self, o: &ThreadStats) {
@@ -36,12 +64,9 @@ impl ThreadStats {
         self.thread_cache_misses += o.thread_cache_misses;
         self.incs += o.incs;
         self.wait_ns += o.wait_ns;
-        if o.staleness.len() > self.staleness.len() {
-            self.staleness.resize(o.staleness.len(), 0);
-        }
-        for (a, b) in self.staleness.iter_mut().zip(&o.staleness) {
-            *a += b;
-        }
+        add_hist(&mut self.staleness, &o.staleness);
+        add_hist(&mut self.lag, &o.lag);
+        add_hist(&mut self.ahead, &o.ahead);
     }
 }
 
@@ -80,10 +105,37 @@ pub struct ProcessStats {
     /// Observed staleness (row data age minus reader clock) -> count.
     pub staleness_hist: BTreeMap<i64, u64>,
     pub mean_staleness: f64,
+    /// With `staleness_profile`: the observed staleness split into its two parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staleness_profile: Option<StalenessProfile>,
     pub config: Value,
     /// Application-specific results (e.g. `objective`), merged into the top level.
     #[serde(flatten)]
     pub app: Map<String, Value>,
+}
+
+/// A read's staleness `d` (reader clock minus data age) is `1 + delivery lag + ahead`: how much
+/// older the data was than what the servers could serve at that moment, and how many clocks the
+/// reader was ahead of the slowest worker (what bounded staleness allows). Counts by value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StalenessProfile {
+    pub delivery_lag: BTreeMap<i64, u64>,
+    pub ahead_of_slowest: BTreeMap<i64, u64>,
+}
+
+impl StalenessProfile {
+    pub(crate) fn of(t: &ThreadStats) -> StalenessProfile {
+        let m = |h: &[u64]| h.iter().enumerate().filter(|x| *x.1 > 0).map(|(k, n)| (k as i64, *n)).collect();
+        StalenessProfile { delivery_lag: m(&t.lag), ahead_of_slowest: m(&t.ahead) }
+    }
+
+    fn add(&mut self, o: &StalenessProfile) {
+        for (mine, theirs) in [(&mut self.delivery_lag, &o.delivery_lag), (&mut self.ahead_of_slowest, &o.ahead_of_slowest)] {
+            for (k, v) in theirs {
+                *mine.entry(*k).or_default() += v;
+            }
+        }
+    }
 }
 
 /// This process's peak resident set size in bytes (0 if unknown).
@@ -166,6 +218,8 @@ struct JobStats {
     peak_rss_bytes: u64,
     staleness_hist: BTreeMap<i64, u64>,
     mean_staleness: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    staleness_profile: Option<StalenessProfile>,
     config: Value,
 }
 
@@ -210,6 +264,11 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
         staleness_hist: hist,
         mean_staleness: mean,
+        staleness_profile: stats().filter_map(|p| p.staleness_profile.as_ref()).fold(None, |acc, p| {
+            let mut acc: StalenessProfile = acc.unwrap_or_default();
+            acc.add(p);
+            Some(acc)
+        }),
         config: procs.first().map(|p| p.stats.config.clone()).unwrap_or(Value::Null),
     };
     let mut out = serde_json::to_value(job).expect("numbers, strings and JSON values always serialize");

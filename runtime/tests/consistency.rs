@@ -199,3 +199,31 @@ fn essp_blocks_less_than_ssp() {
     eprintln!("ssp: mean staleness {ssp_mean:.3}, blocked {ssp_blocked}; essp: {essp_mean:.3}, {essp_blocked}");
     assert!(essp_blocked < ssp_blocked, "ESSP blocked {essp_blocked} times, SSP {ssp_blocked}");
 }
+
+/// `staleness_profile` splits every read's staleness d (reader clock - data age) into delivery
+/// lag (how much older than what the servers could serve) and the reader's lead over the slowest
+/// worker: both histograms count every read, their parts add up to at least d (each part is
+/// clamped at 0, so a lagging local estimate can only add), and deliberately uneven workers
+/// (thread g sleeps 4g ms more per clock) show fast readers ahead of the slowest.
+#[test]
+fn the_staleness_profile_accounts_for_every_read() {
+    for c in [Consistency::Ssp, Consistency::Essp] {
+        let mut on = cfg(c, 2, 2, PrefetchPolicy::Off);
+        on.staleness_profile = true;
+        let res = run_cluster(3, &on, |_| demo("--clocks 30 --delay-ms 1 --skew-ms 4"));
+        for r in &res {
+            let st = r.as_ref().expect("process failed");
+            let p = st.staleness_profile.as_ref().expect("a profile");
+            let (lag, ahead): (u64, u64) = (p.delivery_lag.values().sum(), p.ahead_of_slowest.values().sum());
+            assert_eq!((lag, ahead), (st.gets, st.gets), "{c:?}: every read in both histograms");
+            let parts: i64 = p.delivery_lag.iter().chain(&p.ahead_of_slowest).map(|(k, n)| k * *n as i64).sum::<i64>()
+                + st.gets as i64;
+            let d: i64 = st.staleness_hist.iter().map(|(k, n)| -k * *n as i64).sum();
+            assert!(parts >= d, "{c:?}: lag + ahead + 1 summed {parts} < staleness summed {d}");
+        }
+        let ahead = res.iter().flat_map(|r| r.as_ref().unwrap().staleness_profile.clone().unwrap().ahead_of_slowest);
+        assert!(ahead.filter(|(k, _)| *k >= 1).count() > 0, "{c:?}: no reader ever ahead of the slowest worker");
+    }
+    let off = run_cluster(2, &cfg(Consistency::Ssp, 1, 1, PrefetchPolicy::Off), |_| demo("--clocks 5"));
+    assert!(off.iter().all(|r| r.as_ref().unwrap().staleness_profile.is_none()), "profiled without asking");
+}

@@ -80,6 +80,8 @@ pub(crate) struct ThreadTable<R: Row> {
     dirty: Vec<u64>,
     touched: Vec<u64>,
     pub stats: ThreadStats,
+    /// `staleness_profile`: also split each read's staleness (one atomic load more).
+    profile: bool,
 }
 
 impl<R: Row> ThreadTable<R> {
@@ -87,6 +89,7 @@ impl<R: Row> ThreadTable<R> {
         ThreadTable {
             rule: proc.rule,
             capacity: proc.shared().cfg.thread_cache_rows,
+            profile: proc.shared().cfg.staleness_profile,
             proc,
             clock,
             cache: FxHashMap::default(),
@@ -107,7 +110,7 @@ impl<R: Row> ThreadTable<R> {
     /// caller changes the view in place (`start_write`).
     #[inline]
     fn read_entry(&mut self, row: u64, c: Clock, req: Age, write: bool) -> Result<&mut Entry<R>> {
-        let ThreadTable { cache, stats, touched, proc, dirty, .. } = self;
+        let ThreadTable { cache, stats, touched, proc, dirty, profile, .. } = self;
         let e = cache.entry(row).or_insert_with(Entry::new);
         if e.checked != Some(c) || !ReadRule::admits(e.age, req) || e.view.is_none() {
             stats.thread_cache_misses += 1;
@@ -118,6 +121,10 @@ impl<R: Row> ThreadTable<R> {
             e.checked = Some(c);
         }
         stats.record_get(c.get(), e.age.get());
+        if *profile {
+            let served = proc.shared().served_age.load(std::sync::atomic::Ordering::Relaxed);
+            stats.record_profile(c.get(), e.age.get(), served);
+        }
         if e.touched != Some(c) {
             e.touched = Some(c);
             touched.push(row);

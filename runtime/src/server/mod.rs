@@ -280,6 +280,7 @@ impl Server {
         let g = self.vc.iter().copied().min().unwrap_or(clock);
         if g > self.global {
             self.global = g;
+            self.shared.served_age.store(g.get(), std::sync::atomic::Ordering::Relaxed);
             if let Some(m) = self.mirror.as_mut() {
                 m.advance(&self.shared, g, &mut self.tables, &self.to_server);
             }
