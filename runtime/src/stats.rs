@@ -130,7 +130,9 @@ impl StalenessProfile {
     }
 
     fn add(&mut self, o: &StalenessProfile) {
-        for (mine, theirs) in [(&mut self.delivery_lag, &o.delivery_lag), (&mut self.ahead_of_slowest, &o.ahead_of_slowest)] {
+        for (mine, theirs) in
+            [(&mut self.delivery_lag, &o.delivery_lag), (&mut self.ahead_of_slowest, &o.ahead_of_slowest)]
+        {
             for (k, v) in theirs {
                 *mine.entry(*k).or_default() += v;
             }
