@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs the experiments and draws their plots into results/experiments/:
-#   staleness, stragglers, bytes, prefetch, essp: MovieLens-100K, 4 local processes (about 5 min);
+#   staleness, stragglers, background, bytes, prefetch, essp: MovieLens-100K, 4 local processes (about 5 min);
 #   gaia: LAN vs Gaia's Baseline vs Gaia across an emulated WAN, MF and LDA (about 15 min).
-#   scripts/experiments.sh [staleness|stragglers|bytes|prefetch|essp|gaia|all]
+#   scripts/experiments.sh [staleness|stragglers|background|bytes|prefetch|essp|gaia|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
 case "$which" in
-  staleness|stragglers|bytes|prefetch|essp|gaia|all) ;;
+  staleness|stragglers|background|bytes|prefetch|essp|gaia|all) ;;
   *) echo "experiments.sh: unknown experiment '$which' (staleness, stragglers, bytes, prefetch, essp, gaia, all)" >&2; exit 2 ;;
 esac
 scripts/fetch-data.sh ml-100k nyt

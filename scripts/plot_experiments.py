@@ -56,8 +56,9 @@ def staleness():
     save(fig, "staleness")
 
 
-def stragglers():
-    r = rows("stragglers")
+def stragglers(out="stragglers", title="Delayed-thread stragglers (4 processes)", ideal="ideal (d/N)",
+               xlabel="delay d per clock of the delayed process (s)"):
+    r = rows(out)
     fig, ax = plt.subplots(figsize=(6, 4))
     by = defaultdict(list)
     for x in r:
@@ -66,12 +67,17 @@ def stragglers():
         pts = [p for p in pts if p[1] is not None]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name)
     bsp = [p for p in by.get("BSP", []) if p[2] is not None]
-    ax.plot([p[0] for p in bsp], [p[2] for p in bsp], "k--", label="ideal (d/N)")
-    ax.set_xlabel("delay d per clock of the delayed process (s)")
+    ax.plot([p[0] for p in bsp], [p[2] for p in bsp], "k--", label=ideal)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("mean time per pass (s)")
     ax.legend()
-    ax.set_title("Delayed-thread stragglers (4 processes)")
-    save(fig, "stragglers")
+    ax.set_title(title)
+    save(fig, out)
+
+
+def background():
+    stragglers("background", "Background disruptions: each process, 10% of clocks", "ideal (0.1 d)",
+               "delay d of a disrupted clock (s)")
 
 
 def bytes_():
@@ -139,5 +145,5 @@ def essp():
     save(fig, "essp")
 
 
-for f in [staleness, stragglers, bytes_, prefetch, essp]:
+for f in [staleness, stragglers, background, bytes_, prefetch, essp]:
     f()

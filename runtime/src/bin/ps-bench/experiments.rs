@@ -2,6 +2,7 @@
 //! each writes a CSV into `<out>/`; `scripts/plot_experiments.py` draws the PNGs.
 //!   staleness   time to a target RMSE vs work per clock (A-BSP) and vs slack (SSP)   [LazyTable 5.2]
 //!   stragglers  mean pass time vs injected delay for BSP, A-BSP, SSP, ESSP           [LazyTable Fig. 6]
+//!   background  the same with every process disrupted in 10% of its clocks          [LazyTable §5.3]
 //!   bytes       bytes sent/received per pass for {wpc 4, s 0}, {2, 1}, {1, 3}       [LazyTable Table 2]
 //!   prefetch    compute vs wait per pass, prefetch off / conservative / aggressive  [LazyTable Fig. 9]
 //!   essp        observed staleness distribution, split into delivery lag and lead over the
@@ -138,8 +139,20 @@ fn staleness(a: &Args) {
 }
 
 fn stragglers(a: &Args) {
+    straggle(a, "delayed", 1.0, 12, "stragglers");
+}
+
+/// LazyTable's background-work disruptions (PAPERS.md §7): in every clock each process is
+/// disrupted (sleeps d) with probability 10%.
+fn background(a: &Args) {
+    // Many clocks, so that the 10% draws average out (12 passes see about 5 disruptions).
+    straggle(a, "random --straggler-p 0.1", 0.1, 60, "background");
+}
+
+/// Mean pass time against the delay d for BSP, A-BSP, SSP and ESSP, under `--straggler <how>`
+/// in which a process sleeps in a fraction `share` of its clocks (the ideal spreads that evenly).
+fn straggle(a: &Args, how: &str, share: f64, passes: i64, out: &str) {
     let mut csv = String::from("config,delay_s,pass_s,ideal_pass_s\n");
-    let passes = 12;
     let configs: [(&str, Consistency, u32, f64); 4] = [
         ("BSP", Consistency::Bsp, 0, 1.0),
         ("A-BSP wpc=2", Consistency::Bsp, 0, 2.0),
@@ -150,16 +163,18 @@ fn stragglers(a: &Args) {
     for d in [0.0, 0.05, 0.1, 0.2, 0.3] {
         for (name, c, s, wpc) in configs {
             let extra =
-                format!("--passes {passes} --samples 1 {} --straggler delayed --straggler-delay {d}", wpc_args(wpc));
+                format!("--passes {passes} --samples 1 {} --straggler {how} --straggler-delay {d}", wpc_args(wpc));
             let r = mf(a, cfg(c, s, PrefetchPolicy::Aggressive), &extra);
             let pass_s = r.app("train_s") / passes as f64;
             let b = *base.entry(name).or_insert(pass_s);
-            // Ideal: the delay spread evenly over the processes (one of N sleeps per clock).
+            // Ideal: the sleeping spread evenly over the processes' clocks (delayed: one of N
+            // sleeps per clock; background: each sleeps in 10% of its clocks).
             let clocks_per_pass = 1.0 / wpc;
-            writeln!(csv, "{name},{d},{pass_s},{}", b + d * clocks_per_pass / a.procs as f64).ok();
+            let per_clock = if share < 1.0 { share } else { 1.0 / a.procs as f64 };
+            writeln!(csv, "{name},{d},{pass_s},{}", b + d * clocks_per_pass * per_clock).ok();
         }
     }
-    write(a, "stragglers", &csv);
+    write(a, out, &csv);
 }
 
 fn bytes(a: &Args) {
@@ -250,6 +265,7 @@ pub fn run(a: Args) {
     for (name, f) in [
         ("staleness", staleness as fn(&Args)),
         ("stragglers", stragglers),
+        ("background", background),
         ("bytes", bytes),
         ("prefetch", prefetch),
         ("essp", essp),
