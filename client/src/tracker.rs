@@ -161,11 +161,11 @@ mod tests {
         let addr = t.addr.to_string();
         let forged = Hello::new(&[1u8; 32], &local_app(0), 0, "127.0.0.1", 0, [0; 16]).encode();
         refused(&addr, &format!("{forged}clock 99 100\n"));
-        let link = ps_runtime::rendezvous::report_to(&addr, &local_app(0), &key, 1).unwrap();
+        let mut link = ps_runtime::rendezvous::report_to(&addr, &local_app(0), &key, 1).unwrap();
         let live = Arc::new(ps_runtime::internal::Live::new(1));
         live.clock.store(3, Ordering::Relaxed);
         live.tick(2, 1.5, 100, 50);
-        link.flush(&live, Some(5));
+        link.report_progress(live, Some(5));
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while t.status_json()["progress"]["1"] != serde_json::json!([3, 5]) {
             assert!(std::time::Instant::now() < deadline, "{}", t.status_json());

@@ -26,14 +26,9 @@ const MEMORY_WARN_FRACTION: f64 = 0.9;
 /// from the newest resumable checkpoint if the job has a `checkpoint.url`, else from the start.
 pub fn run_job_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32) -> Result<()> {
     let mut link = None;
-    let mut live = None;
-    let r = run_process(job, id, rendezvous, attempt, &mut link, &mut live);
+    let r = run_process(job, id, rendezvous, attempt, &mut link);
     if let (Err(e), Some(l)) = (&r, &link) {
-        // What happened up to the failure (the tracker's page), then why: the AM puts the
-        // reason in the application's diagnostics (an exit status alone says little).
-        if let Some((live, total)) = &live {
-            l.flush(live, *total);
-        }
+        // The AM puts this in the application's diagnostics (an exit status alone says little).
         l.report_failure(&format!("process {id} failed: {e}"));
     }
     r
@@ -64,17 +59,7 @@ fn watch_memory(id: usize) {
     }
 }
 
-/// What the tracker is told while the process runs, and the clocks planned.
-type LiveOut = Option<(Arc<Live>, Option<i64>)>;
-
-fn run_process(
-    job: &Path,
-    id: usize,
-    rendezvous: Option<&str>,
-    attempt: u32,
-    link: &mut Option<AmLink>,
-    live_out: &mut LiveOut,
-) -> Result<()> {
+fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32, link: &mut Option<AmLink>) -> Result<()> {
     let mut job = JobConfig::load(job)?;
     if attempt > 0 {
         job.runtime.restart_attempt = attempt;
@@ -110,10 +95,8 @@ fn run_process(
             (Hostfile::load(&job.hostfile)?, None)
         }
     };
-    let total = app.total_clocks();
-    if let Some(l) = link.as_ref() {
-        l.report_progress(live.clone(), total);
-        *live_out = Some((live.clone(), total));
+    if let Some(l) = link.as_mut() {
+        l.report_progress(live.clone(), app.total_clocks());
     }
     // On YARN with --dc-by / --dc-hosts the application master put each process's data center
     // (its node's rack or label) into the hostfile.
@@ -139,7 +122,7 @@ fn run_process(
     };
     let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
     if let Some(l) = link.as_ref() {
-        l.flush(&live, total);
+        l.flush();
     }
     let path = format!("{}/stats-{id}.json", stats_url.trim_end_matches('/'));
     let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;

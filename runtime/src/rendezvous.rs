@@ -207,6 +207,8 @@ pub fn bounded_line(mut buf: Vec<u8>, n: usize, max: usize) -> std::io::Result<O
 #[derive(Clone)]
 pub struct AmLink {
     stream: Arc<Mutex<TcpStream>>,
+    /// What `report_progress` reports (and the planned clocks), flushed once more at the end.
+    watched: Option<(Arc<Live>, i64)>,
 }
 
 impl AmLink {
@@ -233,7 +235,8 @@ impl AmLink {
     }
 
     /// Reports `live` once a second until the connection or the process goes away.
-    pub fn report_progress(&self, live: Arc<Live>, total: Option<i64>) {
+    pub fn report_progress(&mut self, live: Arc<Live>, total: Option<i64>) {
+        self.watched = Some((live.clone(), total.unwrap_or(-1)));
         let link = self.clone();
         std::thread::Builder::new()
             .name("ps-progress".into())
@@ -248,13 +251,17 @@ impl AmLink {
 
     /// Sends what is left to report (the job's last evaluation, its final clock) before the
     /// process exits.
-    pub fn flush(&self, live: &Live, total: Option<i64>) {
-        self.report(live, total.unwrap_or(-1), &mut Vec::new());
+    pub fn flush(&self) {
+        if let Some((live, total)) = &self.watched {
+            self.report(live, *total, &mut Vec::new());
+        }
     }
 
-    /// Tells the AM why this process is about to fail (one line, cut to fit), so that the YARN
-    /// diagnostics say more than an exit status.
+    /// Tells the AM what happened up to the failure (the tracker's page), then why this process
+    /// is about to fail (one line, cut to fit), so that the YARN diagnostics say more than an
+    /// exit status.
     pub fn report_failure(&self, reason: &str) {
+        self.flush();
         self.send(&Report::Failed(reason.to_string()).encode());
     }
 }
@@ -274,7 +281,7 @@ pub fn report_to(addr: &str, app: &str, secret: &[u8], id: usize) -> Result<AmLi
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut nonce);
     s.write_all(Hello::new(secret, app, id, "127.0.0.1", 0, nonce).encode().as_bytes())
         .map_err(|e| PsError::io(format!("reporting to the job tracker {addr}"), e))?;
-    Ok(AmLink { stream: Arc::new(Mutex::new(s)) })
+    Ok(AmLink { stream: Arc::new(Mutex::new(s)), watched: None })
 }
 
 /// Binds a listener (any port, or one in `ports`), reports it to the AM at `am` (application `app`) and returns it
@@ -343,7 +350,7 @@ fn try_join(
     let mut r = BufReader::new(clone()?);
     let hosts = read_hosts(&mut r, am, app, secret, &nonce)?;
     s.set_read_timeout(None).ok();
-    Ok((hosts, AmLink { stream: Arc::new(Mutex::new(s)) }))
+    Ok((hosts, AmLink { stream: Arc::new(Mutex::new(s)), watched: None }))
 }
 
 /// Reads and checks the AM's answer to a hello made with `nonce`: `hosts <n> <mac>` and n lines.

@@ -141,17 +141,24 @@ impl JobView {
         }
     }
 
+    /// A reported process clock as shown: a finished process is at the planned total.
+    fn shown(&self, c: i64) -> i64 {
+        if c >= FINISHED {
+            self.total().unwrap_or(c)
+        } else {
+            c
+        }
+    }
+
     /// The slowest process's clock, once every process has reported one.
     pub fn clock(&self) -> Option<i64> {
         let clocks: Option<Vec<i64>> = self.procs.iter().map(|p| p.clock).collect();
-        let total = self.total();
-        clocks?.into_iter().map(|c| if c >= FINISHED { total.unwrap_or(c) } else { c }).min()
+        clocks?.into_iter().map(|c| self.shown(c)).min()
     }
 
     /// The newest clock any process reported (how far the job got before a failure).
     pub fn newest_clock(&self) -> Option<i64> {
-        let total = self.total();
-        self.procs.iter().filter_map(|p| p.clock).map(|c| if c >= FINISHED { total.unwrap_or(c) } else { c }).max()
+        self.procs.iter().filter_map(|p| p.clock).map(|c| self.shown(c)).max()
     }
 
     /// The planned clocks, if the app knows them.
