@@ -35,43 +35,70 @@ def save(fig, name):
     print("wrote", D / f"{name}.png")
 
 
+APPS = {"mf": "MF, MovieLens-100K", "lda": "LDA, NYT", "pagerank": "PageRank, 1M-node graph"}
+YLABEL = {"mf": "training RMSE", "lda": "log-likelihood per token", "pagerank": "L1 error vs exact ranks"}
+
+
+def apps_in(r):
+    seen = []
+    for x in r:
+        if x["app"] not in seen:
+            seen.append(x["app"])
+    return seen
+
+
 def staleness():
     r = rows("staleness")
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    ab = [x for x in r if x["model"] == "A-BSP"]
-    ss = [x for x in r if x["model"] == "SSP"]
-    for ax, data, key, label in [(a, ab, "wpc", "work per clock (passes), A-BSP"), (b, ss, "slack", "slack (clocks), SSP, wpc = 1/4")]:
-        xs = [num(x[key]) for x in data]
-        t = [num(x["time_to_target_s"]) for x in data]
-        ax.plot([x for x, y in zip(xs, t) if y is not None], [y for y in t if y is not None], "o-")
-        for x, y in zip(xs, t):
-            if y is None:
-                ax.annotate("diverged / not reached", (x, 0), rotation=90, fontsize=7, va="bottom")
-        ax.set_xlabel(label)
-        ax.set_ylabel("time to target training RMSE (s)")
-        ax.set_ylim(bottom=0)
-        if key == "wpc":
-            ax.set_xscale("log", base=2)
-    fig.suptitle("Staleness sweet spot: MF on MovieLens-100K")
+    apps = apps_in(r)
+    fig, axes = plt.subplots(len(apps), 2, figsize=(10, 3.6 * len(apps)), squeeze=False)
+    for (a, b), app in zip(axes, apps):
+        mine = [x for x in r if x["app"] == app]
+        ab = [x for x in mine if x["model"] == "A-BSP"]
+        ss = [x for x in mine if x["model"] == "SSP"]
+        wpc = ss[0]["wpc"] if ss else "1"
+        for ax, data, key, label in [(a, ab, "wpc", "work per clock (passes), A-BSP"),
+                                     (b, ss, "slack", f"slack (clocks), SSP, wpc = {wpc}")]:
+            if not data:
+                ax.text(0.5, 0.5, "one clock is one iteration:\nno A-BSP", ha="center", va="center",
+                        transform=ax.transAxes)
+                ax.set_axis_off()
+                continue
+            xs = [num(x[key]) for x in data]
+            t = [num(x["time_to_target_s"]) for x in data]
+            ax.plot([x for x, y in zip(xs, t) if y is not None], [y for y in t if y is not None], "o-")
+            for x, y in zip(xs, t):
+                if y is None:
+                    ax.annotate("not reached", (x, 0), rotation=90, fontsize=7, va="bottom")
+            ax.set_xlabel(label)
+            ax.set_ylabel("time to target (s)")
+            ax.set_ylim(bottom=0)
+            ax.set_title(APPS.get(app, app))
+            if key == "wpc":
+                ax.set_xscale("log", base=2)
+    fig.suptitle("Staleness sweet spot: time to a target objective")
     save(fig, "staleness")
 
 
 def stragglers(out="stragglers", title="Delayed-thread stragglers (4 processes)", ideal="ideal (d/N)",
                xlabel="delay d per clock of the delayed process (s)"):
     r = rows(out)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    by = defaultdict(list)
-    for x in r:
-        by[x["config"]].append((num(x["delay_s"]), num(x["pass_s"]), num(x["ideal_pass_s"])))
-    for name, pts in by.items():
-        pts = [p for p in pts if p[1] is not None]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name)
-    bsp = [p for p in by.get("BSP", []) if p[2] is not None]
-    ax.plot([p[0] for p in bsp], [p[2] for p in bsp], "k--", label=ideal)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("mean time per pass (s)")
-    ax.legend()
-    ax.set_title(title)
+    apps = apps_in(r)
+    fig, axes = plt.subplots(1, len(apps), figsize=(5.5 * len(apps), 4), squeeze=False)
+    for ax, app in zip(axes[0], apps):
+        by = defaultdict(list)
+        for x in r:
+            if x["app"] == app:
+                by[x["config"]].append((num(x["delay_s"]), num(x["pass_s"]), num(x["ideal_pass_s"])))
+        for name, pts in by.items():
+            pts = [p for p in pts if p[1] is not None]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name)
+        bsp = [p for p in by.get("BSP", []) if p[2] is not None]
+        ax.plot([p[0] for p in bsp], [p[2] for p in bsp], "k--", label=ideal)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("mean time per pass (s)")
+        ax.legend(fontsize=8)
+        ax.set_title(APPS.get(app, app))
+    fig.suptitle(title)
     save(fig, out)
 
 
@@ -82,31 +109,39 @@ def background():
 
 def bytes_():
     r = rows("bytes")
-    fig, ax = plt.subplots(figsize=(6, 4))
-    names = [x["config"] for x in r]
-    sent = [(num(x["bytes_sent_per_pass"]) or 0) / 1e6 for x in r]
-    recv = [(num(x["bytes_recv_per_pass"]) or 0) / 1e6 for x in r]
-    xs = range(len(names))
-    ax.bar([i - 0.2 for i in xs], sent, 0.4, label="sent")
-    ax.bar([i + 0.2 for i in xs], recv, 0.4, label="received")
-    ax.set_xticks(list(xs), names)
-    ax.set_ylabel("MB per process per pass")
-    ax.legend()
-    ax.set_title("Communication per pass (same staleness bound of 3 passes)")
+    apps = apps_in(r)
+    fig, axes = plt.subplots(1, len(apps), figsize=(5 * len(apps), 4), squeeze=False)
+    for ax, app in zip(axes[0], apps):
+        mine = [x for x in r if x["app"] == app]
+        names = [x["config"] for x in mine]
+        sent = [(num(x["bytes_sent_per_pass"]) or 0) / 1e6 for x in mine]
+        recv = [(num(x["bytes_recv_per_pass"]) or 0) / 1e6 for x in mine]
+        xs = range(len(names))
+        ax.bar([i - 0.2 for i in xs], sent, 0.4, label="sent")
+        ax.bar([i + 0.2 for i in xs], recv, 0.4, label="received")
+        ax.set_xticks(list(xs), names)
+        ax.set_ylabel("MB per process per pass")
+        ax.legend()
+        ax.set_title(APPS.get(app, app))
+    fig.suptitle("Communication per pass")
     save(fig, "bytes")
 
 
 def prefetch():
     r = rows("prefetch")
-    fig, ax = plt.subplots(figsize=(6, 4))
-    names = [x["prefetch"] for x in r]
-    comp = [num(x["compute_s_per_pass"]) or 0 for x in r]
-    wait = [num(x["wait_s_per_pass"]) or 0 for x in r]
-    ax.bar(names, comp, label="compute")
-    ax.bar(names, wait, bottom=comp, label="wait")
-    ax.set_ylabel("seconds per pass per worker")
-    ax.legend()
-    ax.set_title("Prefetching: compute vs wait (SSP s=1)")
+    apps = apps_in(r)
+    fig, axes = plt.subplots(1, len(apps), figsize=(4.5 * len(apps), 4), squeeze=False)
+    for ax, app in zip(axes[0], apps):
+        mine = [x for x in r if x["app"] == app]
+        names = [x["prefetch"] for x in mine]
+        comp = [num(x["compute_s_per_pass"]) or 0 for x in mine]
+        wait = [num(x["wait_s_per_pass"]) or 0 for x in mine]
+        ax.bar(names, comp, label="compute")
+        ax.bar(names, wait, bottom=comp, label="wait")
+        ax.set_ylabel("seconds per pass per worker")
+        ax.legend()
+        ax.set_title(APPS.get(app, app))
+    fig.suptitle("Prefetching: compute vs wait, {wpc 1, slack 1}")
     save(fig, "prefetch")
 
 
@@ -134,16 +169,57 @@ def essp():
     ]:
         bars(ax, lambda m: [(int(x["value"]), int(x["count"])) for x in prof
                             if x["model"] == m and x["measure"] == measure], xlabel, measure.replace("_", " "))
-    for model in ["SSP", "ESSP"]:
-        pts = [(num(x["slack"]), num(x["final_rmse"])) for x in r if x["model"] == model]
-        pts = [p for p in pts if p[1] is not None]
-        b.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=model)
+    for lr in sorted({x["lr"] for x in r}, key=float):
+        for model, style in [("SSP", "o-"), ("ESSP", "s--")]:
+            pts = [(num(x["slack"]), num(x["final_rmse"])) for x in r if x["model"] == model and x["lr"] == lr]
+            b.plot([p[0] for p in pts if p[1] is not None], [p[1] for p in pts if p[1] is not None], style,
+                   label=f"{model} lr {lr}")
+            for p in pts:
+                if p[1] is None:
+                    b.annotate("diverged", (p[0], b.get_ylim()[0]), rotation=90, fontsize=7, va="bottom")
+    b.set_xscale("symlog", base=2)
     b.set_xlabel("slack s")
     b.set_ylabel("training RMSE after 12 passes")
-    b.legend()
+    b.legend(fontsize=7)
     b.set_title("MF robustness to large staleness")
     save(fig, "essp")
 
 
-for f in [staleness, stragglers, background, bytes_, prefetch, essp]:
+def convergence():
+    r = rows("essp_convergence")
+    split = rows("essp_breakdown")
+    apps = apps_in(r)
+    fig, axes = plt.subplots(len(apps), 3, figsize=(16, 4 * len(apps)), squeeze=False)
+    slacks = sorted({int(x["slack"]) for x in r})
+    colors = dict(zip(slacks, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    for (per_pass, per_s, bar), app in zip(axes, apps):
+        for model, style in [("SSP", "-"), ("ESSP", "--")]:
+            for s in slacks:
+                pts = [(num(x["pass"]), num(x["time_s"]), num(x["objective"])) for x in r
+                       if x["app"] == app and x["model"] == model and int(x["slack"]) == s]
+                pts = [p for p in pts if p[2] is not None]
+                for ax, i in [(per_pass, 0), (per_s, 1)]:
+                    ax.plot([p[i] for p in pts], [p[2] for p in pts], style, color=colors[s],
+                            label=f"{model} s={s}")
+        per_pass.set_xlabel("passes")
+        per_s.set_xlabel("seconds")
+        for ax in (per_pass, per_s):
+            ax.set_ylabel(YLABEL.get(app, "objective"))
+            ax.set_title(APPS.get(app, app))
+        per_pass.legend(fontsize=7, ncol=2)
+        mine = [x for x in split if x["app"] == app]
+        labels = [f'{x["model"]}\ns={x["slack"]}' for x in mine]
+        comp = [(num(x["compute_s_per_clock"]) or 0) * 1e3 for x in mine]
+        wait = [(num(x["wait_s_per_clock"]) or 0) * 1e3 for x in mine]
+        bar.bar(labels, comp, label="computation")
+        bar.bar(labels, wait, bottom=comp, label="communication + waiting")
+        bar.set_ylabel("ms per clock per worker")
+        bar.tick_params(axis="x", labelsize=7)
+        bar.legend(fontsize=8)
+        bar.set_title(f"{APPS.get(app, app)}: where a clock goes")
+    fig.suptitle("SSP (solid) vs ESSP (dashed) across slack")
+    save(fig, "essp_convergence")
+
+
+for f in [staleness, stragglers, background, bytes_, prefetch, essp, convergence]:
     f()

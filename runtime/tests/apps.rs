@@ -292,6 +292,31 @@ fn pagerank_under_bsp_converges_as_fast_as_the_sequential_loop() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A-BSP for PageRank (`--passes-per-clock W`, LazyTable's {wpc 4, s 0}): alone, a worker reads
+/// its own pushes within the clock (read-my-updates), so W iterations a clock are exactly W
+/// clocks of one; with two workers each sees the other's only at clock boundaries, and still
+/// reaches the reference ranks.
+#[test]
+fn pagerank_runs_several_iterations_a_clock() {
+    let d = tmp("pr-absp");
+    let g = d.join("g.tsv");
+    gen::graph(&gen::GraphSpec { nodes: 3000, degree: 6, skew: 0.8, seed: 5 }, &g).unwrap();
+    let cfg = RuntimeConfig { consistency: ps_runtime::Consistency::Bsp, threads: 1, ..RuntimeConfig::default() };
+    let err = |procs: usize, passes: i64, wpc: i64| {
+        let a = args(format!("--input {} --passes {passes} --passes-per-clock {wpc} --reference", g.display()));
+        let e = objective(&run("pagerank", &a, procs, &cfg), "ref_l1");
+        eprintln!("{procs} x {passes} at {wpc}: {e:?}");
+        // Clock 0 publishes the base ranks, so iteration clocks are 1..=passes/W.
+        assert_eq!(e.last().unwrap().0, passes / wpc, "{passes} passes at {wpc} a clock: {e:?}");
+        e.last().unwrap().1
+    };
+    let (one, four) = (err(1, 16, 1), err(1, 16, 4));
+    assert!(one > 0.0 && (one - four).abs() <= 1e-12 * one, "alone: {one} vs {four} at 4 a clock");
+    let shared = err(2, 240, 4);
+    assert!(shared < 1e-6, "two workers, 4 iterations a clock: not converged ({shared})");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A corrupt edge whose node id is far beyond what the edges can justify fails the job with a
 /// clear message instead of allocating dense rank vectors for four billion nodes.
 #[test]

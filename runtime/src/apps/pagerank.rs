@@ -1,6 +1,6 @@
 //! `pagerank`: edge-scheduled PageRank (LazyTable §4). Ranks live in a table; each worker owns a
-//! share of the edges and, every iteration (clock), pushes to each destination the change of its
-//! sources' ranks since it last pushed them: `inc(rank[v], d * (r[u] - pushed[u]) / outdeg(u))`,
+//! share of the edges and, every iteration (a clock, or W a clock with --passes-per-clock W),
+//! pushes to each destination the change of its sources' ranks since it last pushed them: `inc(rank[v], d * (r[u] - pushed[u]) / outdeg(u))`,
 //! pre-aggregated per destination. Dangling nodes feed a global term spread uniformly. Under BSP
 //! this is the synchronous (Jacobi) iteration; under SSP it is an asynchronous one with the same
 //! fixed point: r = (1-d)/N + d (P^T r + dangling mass / N).
@@ -239,8 +239,11 @@ impl Iterative for PageRank {
         if !(0.0..1.0).contains(&args.damping) {
             return Err(PsError::Config("pagerank: --damping must be in [0, 1)".into()));
         }
-        if args.common.cpp() != 1 || args.common.passes_per_clock != 1 {
-            return Err(PsError::Config("pagerank: an iteration is one clock (--clocks-per-pass 1)".into()));
+        if args.common.cpp() != 1 {
+            return Err(PsError::Config(
+                "pagerank: an iteration cannot be split over clocks (--clocks-per-pass 1; --passes-per-clock W runs W a clock)"
+                    .into(),
+            ));
         }
         Ok(PageRank { args })
     }
@@ -336,48 +339,11 @@ impl Iterative for PageRank {
         Ok(st)
     }
 
-    /// One iteration: push the rank changes along this worker's edges, then fold the owned
-    /// dangling nodes' changes into the global term.
+    /// One iteration, or W with --passes-per-clock W (A-BSP): the later ones read this worker's
+    /// own pushes at once (read-my-updates) and the others' from the next clock on.
     fn run_clock(&self, st: &mut PrWorker, clock: i64) -> Result<()> {
-        let (d, b, n) = (self.args.damping, self.args.block, st.n);
-        let PrWorker { rank, global, edges, local, pushed, acc, share, out_deg, .. } = st;
-        let g = d * global.get(0)?.col(0) / n as f64;
-        st.g = g;
-        read_blocks(rank, &edges.src_blocks, b, n, |i, x| local[i] = x)?;
-        // The first iteration starts from the uniform distribution, as the sequential algorithm
-        // does. Starting from the table's base ranks (1-d)/N alone, whose total is 1-d, leaves a
-        // mass deficit that only decays as d^t, so the change per iteration fell at rate d
-        // instead of at the graph's own (much faster) rate.
-        if clock == 0 {
-            local.iter_mut().for_each(|x| *x = 1.0 / n as f64 - g);
-        }
-        // Rank changes along this worker's edges: each source's share once, then each
-        // destination's sum of its sources' shares.
-        for ((x, p), &u) in share.iter_mut().zip(pushed.iter_mut()).zip(&edges.sources) {
-            let r = local[u as usize] + g;
-            *x = d * (r - *p) / out_deg[u as usize];
-            *p = r;
-        }
-        for (j, &v) in edges.dsts.iter().enumerate() {
-            let terms = &edges.srcs[edges.offsets[j]..edges.offsets[j + 1]];
-            acc[v as usize] += terms.iter().map(|&si| share[si as usize]).sum::<f64>();
-        }
-        push_blocks(rank, acc, b, |x| x != 0.0)?;
-        // Dangling nodes owned here: fold their rank changes into the global term.
-        if !st.dangling.is_empty() {
-            read_blocks(rank, &st.owned, b, n, |i, x| local[i] = x)?;
-            if clock == 0 {
-                local.iter_mut().for_each(|x| *x = 1.0 / n as f64 - g);
-            }
-            let mut dsum = 0.0;
-            for (j, &v) in st.dangling.iter().enumerate() {
-                let r = local[v as usize] + g;
-                dsum += r - st.pushed_dangling[j];
-                st.pushed_dangling[j] = r;
-            }
-            if dsum != 0.0 {
-                global.inc_col(0, 0, dsum)?;
-            }
+        for (i, _) in self.args.common.segments(clock, 0).into_iter().enumerate() {
+            self.iterate(st, clock == 0 && i == 0)?;
         }
         Ok(())
     }
@@ -447,6 +413,52 @@ impl Iterative for PageRank {
 }
 
 impl PageRank {
+    /// One iteration: push the rank changes along this worker's edges, then fold the owned
+    /// dangling nodes' changes into the global term.
+    fn iterate(&self, st: &mut PrWorker, first: bool) -> Result<()> {
+        let (d, b, n) = (self.args.damping, self.args.block, st.n);
+        let PrWorker { rank, global, edges, local, pushed, acc, share, out_deg, .. } = st;
+        let g = d * global.get(0)?.col(0) / n as f64;
+        st.g = g;
+        read_blocks(rank, &edges.src_blocks, b, n, |i, x| local[i] = x)?;
+        // The first iteration starts from the uniform distribution, as the sequential algorithm
+        // does. Starting from the table's base ranks (1-d)/N alone, whose total is 1-d, leaves a
+        // mass deficit that only decays as d^t, so the change per iteration fell at rate d
+        // instead of at the graph's own (much faster) rate.
+        if first {
+            local.iter_mut().for_each(|x| *x = 1.0 / n as f64 - g);
+        }
+        // Rank changes along this worker's edges: each source's share once, then each
+        // destination's sum of its sources' shares.
+        for ((x, p), &u) in share.iter_mut().zip(pushed.iter_mut()).zip(&edges.sources) {
+            let r = local[u as usize] + g;
+            *x = d * (r - *p) / out_deg[u as usize];
+            *p = r;
+        }
+        for (j, &v) in edges.dsts.iter().enumerate() {
+            let terms = &edges.srcs[edges.offsets[j]..edges.offsets[j + 1]];
+            acc[v as usize] += terms.iter().map(|&si| share[si as usize]).sum::<f64>();
+        }
+        push_blocks(rank, acc, b, |x| x != 0.0)?;
+        // Dangling nodes owned here: fold their rank changes into the global term.
+        if !st.dangling.is_empty() {
+            read_blocks(rank, &st.owned, b, n, |i, x| local[i] = x)?;
+            if first {
+                local.iter_mut().for_each(|x| *x = 1.0 / n as f64 - g);
+            }
+            let mut dsum = 0.0;
+            for (j, &v) in st.dangling.iter().enumerate() {
+                let r = local[v as usize] + g;
+                dsum += r - st.pushed_dangling[j];
+                st.pushed_dangling[j] = r;
+            }
+            if dsum != 0.0 {
+                global.inc_col(0, 0, dsum)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The node count: the largest id + 1 over all workers' edges (published on a fresh start,
     /// checked against the edge count).
     fn node_count(&self, w: &mut Worker, edges: &Edges, fresh: bool) -> Result<usize> {
