@@ -130,18 +130,24 @@ def bytes_():
 def prefetch():
     r = rows("prefetch")
     apps = apps_in(r)
-    fig, axes = plt.subplots(1, len(apps), figsize=(4.5 * len(apps), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(apps), figsize=(5 * len(apps), 4), squeeze=False)
     for ax, app in zip(axes[0], apps):
         mine = [x for x in r if x["app"] == app]
-        names = [x["prefetch"] for x in mine]
+        both = len({x["refresh_ahead"] for x in mine}) > 1
+        names = [(x["prefetch"] + ("\n+ app refresh" if both and x["refresh_ahead"] == "true" else ""))
+                 for x in mine]
         comp = [num(x["compute_s_per_pass"]) or 0 for x in mine]
         wait = [num(x["wait_s_per_pass"]) or 0 for x in mine]
         ax.bar(names, comp, label="compute")
         ax.bar(names, wait, bottom=comp, label="wait")
+        for i, x in enumerate(mine):
+            ax.annotate(f'{int(float(x["get_misses"]))} blocked', (i, comp[i] + wait[i]), ha="center",
+                        va="bottom", fontsize=7)
         ax.set_ylabel("seconds per pass per worker")
+        ax.tick_params(axis="x", labelsize=7)
         ax.legend()
         ax.set_title(APPS.get(app, app))
-    fig.suptitle("Prefetching: compute vs wait, {wpc 1, slack 1}")
+    fig.suptitle("Prefetching: compute vs wait, slack 1")
     save(fig, "prefetch")
 
 

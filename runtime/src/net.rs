@@ -425,11 +425,16 @@ async fn write_loop(
     loop {
         let Some(mut batch) = Batch::start(&mut rx, hb).await else { return };
         let before = w.encoder().encoded_bytes;
+        let mut served = 0;
         let res: std::io::Result<()> = async {
             // Messages are encoded and sealed straight into the socket's write buffer; a batch
             // goes out with one flush.
             while let Some(m) = batch.next() {
+                let (server, at) = (m.is_server_to_client(), w.encoder().encoded_bytes);
                 w.feed(m).await?;
+                if server {
+                    served += w.encoder().encoded_bytes - at;
+                }
             }
             SinkExt::<Msg>::flush(&mut w).await
         }
@@ -437,6 +442,7 @@ async fn write_loop(
         let counted = batch.departed();
         let sent = w.encoder().encoded_bytes - before;
         core.net.bytes_sent.fetch_add(sent, Ordering::Relaxed);
+        core.net.server_bytes_sent.fetch_add(served, Ordering::Relaxed);
         if crosses {
             core.net.wan_bytes_sent.fetch_add(sent, Ordering::Relaxed);
         }

@@ -355,6 +355,7 @@ impl Joined {
             incs: self.total.incs,
             bytes_sent: net.bytes_sent.load(Ordering::Relaxed),
             bytes_recv: net.bytes_recv.load(Ordering::Relaxed),
+            server_bytes_sent: net.server_bytes_sent.load(Ordering::Relaxed),
             wan_bytes_sent: net.wan_bytes_sent.load(Ordering::Relaxed),
             wan_bytes_recv: net.wan_bytes_recv.load(Ordering::Relaxed),
             significant_updates: net.significant_updates.load(Ordering::Relaxed),

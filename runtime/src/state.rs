@@ -132,6 +132,9 @@ pub(crate) struct Control {
 pub(crate) struct NetStats {
     pub bytes_sent: AtomicU64,
     pub bytes_recv: AtomicU64,
+    /// The part of `bytes_sent` this process's server sent to clients (rows and acks): the
+    /// "received" side of LazyTable's Table 2; the rest is client and control traffic.
+    pub server_bytes_sent: AtomicU64,
     pub rows_recv: AtomicU64,
     /// Rows received from other processes' servers (over the network).
     pub rows_recv_remote: AtomicU64,

@@ -87,6 +87,8 @@ pub struct ProcessStats {
     pub incs: u64,
     pub bytes_sent: u64,
     pub bytes_recv: u64,
+    /// The part of `bytes_sent` that this process's server sent to clients (rows and acks).
+    pub server_bytes_sent: u64,
     pub rows_recv: u64,
     pub rows_recv_remote: u64,
     pub updates_sent: u64,
@@ -207,6 +209,7 @@ struct JobStats {
     incs: u64,
     bytes_sent: u64,
     bytes_recv: u64,
+    server_bytes_sent: u64,
     rows_recv: u64,
     rows_recv_remote: u64,
     updates_sent: u64,
@@ -254,6 +257,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         incs: sum(|p| p.incs),
         bytes_sent: sum(|p| p.bytes_sent),
         bytes_recv: sum(|p| p.bytes_recv),
+        server_bytes_sent: sum(|p| p.server_bytes_sent),
         rows_recv: sum(|p| p.rows_recv),
         rows_recv_remote: sum(|p| p.rows_recv_remote),
         updates_sent: sum(|p| p.updates_sent),
@@ -321,6 +325,7 @@ mod tests {
             "incs": int("incs"),
             "bytes_sent": int("bytes_sent"),
             "bytes_recv": int("bytes_recv"),
+            "server_bytes_sent": int("server_bytes_sent"),
             "rows_recv": int("rows_recv"),
             "rows_recv_remote": int("rows_recv_remote"),
             "updates_sent": int("updates_sent"),
@@ -355,6 +360,7 @@ mod tests {
             "compute_s": 0.726183944 + k as f64 * 0.0103, "wait_s": 0.0439693385 / (k + 1) as f64,
             "threads": threads, "gets": 3200 + k, "get_misses": 93 - 30 * k, "thread_cache_misses": 3200,
             "incs": 2000, "bytes_sent": 1583137 - 283528 * k, "bytes_recv": 1299609 + 283528 * k,
+            "server_bytes_sent": 700000 + 1000 * k,
             "rows_recv": 1553, "rows_recv_remote": 589 + 375 * k, "updates_sent": 1200, "fetches_sent": 8,
             "wan_bytes_sent": 7000 * k, "wan_bytes_recv": 6000 + k,
             "significant_updates": 40 + k, "mirror_clock_waits": 3 * k,
@@ -393,7 +399,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 24] = [
+    const JOB_KEYS: [&str; 25] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -410,6 +416,7 @@ mod tests {
         "rows_recv",
         "rows_recv_remote",
         "selective_barriers",
+        "server_bytes_sent",
         "significant_updates",
         "staleness_hist",
         "thread_cache_misses",

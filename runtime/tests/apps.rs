@@ -73,6 +73,11 @@ fn mf_converges_and_writes_factors() {
     assert!(last < 0.55, "final training RMSE {last}");
     assert!(test.last().unwrap().1 < 0.65, "final held-out RMSE {:?}", test.last());
     assert!(rmse.windows(2).all(|w| w[1].1 <= w[0].1 * 1.02), "RMSE does not fall: {rmse:?}");
+    // Traffic splits by role: each server sends the other process item rows, each client its
+    // updates and clocks.
+    for p in &st {
+        assert!(0 < p.server_bytes_sent && p.server_bytes_sent < p.bytes_sent, "{p:?}");
+    }
     // Complete output: every user and item exactly once, rank values each, and _SUCCESS.
     assert!(out.join("_SUCCESS").exists());
     assert!(!out.join("_temporary").exists());

@@ -57,6 +57,10 @@ pub struct MfArgs {
     /// the LazyTable and ESSP experiments).
     #[arg(long, value_enum, default_value_t = UserFactors::Local)]
     pub user_factors: UserFactors,
+    /// Ask for each clock's rows ahead, in one batch (`false` leaves prefetching to the runtime's
+    /// `prefetch` policy alone; the prefetch experiment compares the two).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub refresh_ahead: bool,
 }
 
 /// `--user-factors`.
@@ -280,6 +284,9 @@ impl Iterative for Mf {
     /// prefetch (rows read last clock) does not cover them; without this each would be a
     /// blocking round trip on first read.
     fn begin_clock(&self, st: &mut MfWorker, clock: i64) -> Result<()> {
+        if !self.args.refresh_ahead {
+            return Ok(());
+        }
         let MfWorker { train, lt, rt, segment_rows, local, .. } = st;
         for (_, range) in self.args.common.segments(clock, train.len()) {
             // The ratings' order is fixed, so a segment's rows are the same every pass: computed

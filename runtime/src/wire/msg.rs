@@ -166,6 +166,12 @@ impl Msg {
         )
     }
 
+    /// True for what a server sends its clients: rows (replies and pushes) and acknowledgements
+    /// (counted apart as `server_bytes_sent`).
+    pub fn is_server_to_client(&self) -> bool {
+        matches!(self, Msg::Rows { .. } | Msg::ClockAck { .. } | Msg::Synced { .. })
+    }
+
     pub fn encode(&self, b: &mut BytesMut) {
         match self {
             Msg::Fetch(reqs) => {
