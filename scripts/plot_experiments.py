@@ -66,9 +66,10 @@ def staleness():
             xs = [num(x[key]) for x in data]
             t = [num(x["time_to_target_s"]) for x in data]
             ax.plot([x for x, y in zip(xs, t) if y is not None], [y for y in t if y is not None], "o-")
-            for x, y in zip(xs, t):
-                if y is None:
-                    ax.annotate("not reached", (x, 0), rotation=90, fontsize=7, va="bottom")
+            missed = [x for x, y in zip(xs, t) if y is None]
+            if missed:
+                ax.plot(missed, [0] * len(missed), "rx", label="target not reached")
+                ax.legend(fontsize=7)
             ax.set_xlabel(label)
             ax.set_ylabel("time to target (s)")
             ax.set_ylim(bottom=0)
@@ -166,7 +167,7 @@ def essp():
     h = rows("essp_staleness_hist")
     prof = rows("essp_staleness_profile")
     r = rows("essp_robustness")
-    fig, (a, lag, ahead, b) = plt.subplots(1, 4, figsize=(20, 4))
+    fig, (a, lag, ahead, b) = plt.subplots(1, 4, figsize=(22, 4))
     bars(a, lambda m: [(int(x["staleness"]), int(x["count"])) for x in h if x["model"] == m],
          "observed staleness (data age - reader clock)", "Staleness, s = 3 (rank 100, 1% per clock)")
     for ax, measure, xlabel in [
@@ -186,7 +187,7 @@ def essp():
     b.set_xscale("symlog", base=2)
     b.set_xlabel("slack s")
     b.set_ylabel("training RMSE after 12 passes")
-    b.legend(fontsize=7)
+    b.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     b.set_title("MF robustness to large staleness")
     save(fig, "essp")
 
@@ -221,7 +222,8 @@ def convergence():
         bar.bar(labels, wait, bottom=comp, label="communication + waiting")
         bar.set_ylabel("ms per clock per worker")
         bar.tick_params(axis="x", labelsize=7)
-        bar.legend(fontsize=8)
+        bar.set_ylim(top=max(c + w for c, w in zip(comp, wait)) * 1.3)
+        bar.legend(fontsize=8, ncol=2, loc="upper center")
         bar.set_title(f"{APPS.get(app, app)}: where a clock goes")
     fig.suptitle("SSP (solid) vs ESSP (dashed) across slack")
     save(fig, "essp_convergence")
