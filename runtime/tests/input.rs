@@ -220,3 +220,93 @@ fn missing_input_names_the_path() {
     let e = read_edges("s3://bucket/x", 0, 1, BadRecords::Fail).unwrap_err().to_string();
     assert!(e.contains("not supported"), "{e}");
 }
+
+/// Compresses `text` with the codec of `name`'s extension into `d/name`.
+fn write_compressed(d: &Path, name: &str, text: &str) -> (String, u64) {
+    use std::io::Write;
+    let p = d.join(name);
+    let bytes = match name.rsplit('.').next().unwrap() {
+        "gz" => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(text.as_bytes()).unwrap();
+            e.finish().unwrap()
+        }
+        "bz2" => {
+            let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::default());
+            e.write_all(text.as_bytes()).unwrap();
+            e.finish().unwrap()
+        }
+        "zst" => zstd::encode_all(text.as_bytes(), 3).unwrap(),
+        x => panic!("no codec {x}"),
+    };
+    std::fs::write(&p, &bytes).unwrap();
+    (p.to_string_lossy().to_string(), bytes.len() as u64)
+}
+
+/// gzip, bzip2 and zstd parts read like the plain text they hold, each whole by exactly one
+/// worker whatever the number of workers, mixed with plain parts; a bad line in a compressed
+/// part is reported by its line number in the decompressed text.
+#[test]
+fn compressed_inputs_read_like_plain_ones() {
+    let d = dir("compressed");
+    let line = |u: u32| format!("{u}\t{}\t{}\n", u % 17, 1 + u % 5);
+    let text = |r: std::ops::Range<u32>| r.map(line).collect::<String>();
+    write(&d.join("part-00000"), &text(0..300));
+    let parts = [("part-00001.gz", 300..700), ("part-00002.bz2", 700..900), ("part-00003.zst", 900..1500)];
+    let listed: Vec<(String, u64)> = parts.iter().map(|(n, r)| write_compressed(&d, n, &text(r.clone()))).collect();
+    let url = d.to_string_lossy().to_string();
+    let want: Vec<(u32, u32, f32)> = (0..1500).map(|u| (u, u % 17, (1 + u % 5) as f32)).collect();
+    for n in 1..6 {
+        assert_eq!(all_ratings(&url, n, RatingFormat::Auto), want, "{n} workers");
+        for (p, _) in &listed {
+            let owners = (0..n).filter(|&k| plan_splits(&listed, k, n).iter().any(|s| &s.path == p)).count();
+            assert_eq!(owners, 1, "{p} with {n} workers");
+        }
+    }
+    let bad = d.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    write_compressed(&bad, "r.tsv.gz", &format!("{}1\tx\t3\n", text(0..41)));
+    let e = read_ratings(&bad.to_string_lossy(), 0, 1, RatingFormat::Auto, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("r.tsv.gz:42") && e.contains("item id 'x'"), "{e}");
+    // A UCI corpus, gzipped with its vocabulary beside it.
+    let c = d.join("corpus");
+    std::fs::create_dir_all(&c).unwrap();
+    let (doc, _) = write_compressed(&c, "docword.x.txt.gz", "2\n3\n4\n1 1 2\n1 3 1\n2 2 5\n2 3 1\n");
+    write(&c.join("vocab.x.txt"), "a\nb\nc\n");
+    let (corpus, _) =
+        read_corpus(&doc, Some(&c.join("vocab.x.txt").to_string_lossy()), 0, 1, BadRecords::Fail).unwrap();
+    assert_eq!((corpus.docs.len(), corpus.vocab_size), (2, 3));
+    assert_eq!(corpus.docs.iter().map(|d| d.words.len()).sum::<usize>(), 9);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// lda-c (`N id:count ...`) and LibSVM (`label id:count ...`) corpora: one document per line,
+/// every document read whole by one worker, and every worker agreeing on the vocabulary size.
+#[test]
+fn sparse_corpora_hold_one_document_per_line() {
+    let d = dir("sparse");
+    let ldac = write(&d.join("c.ldac"), "2 0:2 3:1\n1 1:4\n\n3 0:1 1:1 2:1\n");
+    let svm = write(&d.join("c.svm"), "+1 1:2 4:1\n-1 2:4\n0 1:1 2:1 3:1");
+    let want_ldac = vec![vec![0, 0, 3], vec![0, 1, 2], vec![1, 1, 1, 1]];
+    let want_svm = vec![vec![1, 1, 4], vec![1, 2, 3], vec![2, 2, 2, 2]];
+    for n in 1..4 {
+        for (url, v, want) in [(&ldac, 4, &want_ldac), (&svm, 5, &want_svm)] {
+            let mut docs = Vec::new();
+            for k in 0..n {
+                let (c, _) = read_corpus(url, None, k, n, BadRecords::Fail).unwrap();
+                assert_eq!(c.vocab_size, v, "{url}, worker {k} of {n}");
+                docs.extend(c.docs.into_iter().map(|d| {
+                    let mut w = d.words;
+                    w.sort();
+                    w
+                }));
+            }
+            docs.sort();
+            assert_eq!(&docs, want, "{url} with {n} workers");
+        }
+    }
+    let bad = write(&d.join("bad.ldac"), "2 0:2 3:1\n1 1:x\n");
+    let e = read_corpus(&bad, None, 0, 1, BadRecords::Fail).unwrap_err().to_string();
+    assert!(e.contains("bad.ldac:2") && e.contains("count 'x'"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -4,7 +4,7 @@
 //! documents are never cut between workers.
 
 use super::split::find_line_before;
-use super::{field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
+use super::{field, on_bad, plan_splits, BadRecords, Decoded, LineReader, ReadStats};
 use crate::error::{PsError, Result};
 use crate::storage::{storage_for, Storage};
 use std::collections::BTreeSet;
@@ -120,13 +120,13 @@ fn check_header(path: &str, len: u64, h: [u64; 3], body_start: u64, vocab_lines:
 /// file (docword) or supplies one (token files; otherwise it is built from the whole input).
 pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadRecords) -> Result<(Corpus, ReadStats)> {
     let storage = storage_for(url)?;
-    let st = storage.as_ref();
+    let st: &dyn crate::storage::Storage = &Decoded(storage.as_ref());
     let files = st.list(url)?;
     let mut stats = ReadStats::default();
     let header = docword_header(st, &files[0].0)?;
     let docword = header.is_some();
     let words = match (vocab, docword) {
-        (Some(v), _) => Some(read_lines(storage_for(v)?.as_ref(), v)?),
+        (Some(v), _) => Some(read_lines(&Decoded(storage_for(v)?.as_ref()), v)?),
         (None, true) => match sibling_vocab(&files[0].0) {
             Some(v) => Some(read_lines(st, &v)?),
             None => None,
@@ -136,7 +136,10 @@ pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadR
     let mut corpus = Corpus::default();
     if docword {
         if let Some((h, end)) = header_and_end(st, &files[0].0)? {
-            check_header(&files[0].0, files.iter().map(|f| f.1).sum(), h, end, words.as_ref().map_or(0, Vec::len))?;
+            // Compressed sizes bound nothing about the entries they hold.
+            let compressed = files.iter().any(|f| super::Codec::of(&f.0).is_some());
+            let len = if compressed { u64::MAX } else { files.iter().map(|f| f.1).sum() };
+            check_header(&files[0].0, len, h, end, words.as_ref().map_or(0, Vec::len))?;
         }
         let limits = header.map(|h| (h[0], h[1]));
         let mut max_w = 0usize;
@@ -146,6 +149,8 @@ pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadR
         let declared = header.map(|h| h[1] as usize).unwrap_or(0);
         corpus.vocab_size = words.as_ref().map(|w| w.len()).unwrap_or(0).max(max_w).max(declared);
         corpus.vocab = words;
+    } else if super::sparse_corpus::is_sparse(st, &files[0].0)? {
+        super::sparse_corpus::read(st, &files, words, k, n, bad, &mut corpus, &mut stats)?;
     } else {
         // Token files: ids from the given vocabulary, else from every word of the input (every
         // process builds the same sorted vocabulary).
@@ -181,7 +186,7 @@ pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadR
                     stats.records += 1;
                 }
             }
-            stats.bytes += split.end - split.start;
+            stats.bytes += split.bytes_read(&r);
         }
         corpus.vocab_size = vocab.len();
         corpus.vocab = Some(vocab);
@@ -257,6 +262,6 @@ fn read_docword_split(
     if let Some(doc) = cur {
         corpus.docs.push(doc);
     }
-    stats.bytes += split.end - split.start;
+    stats.bytes += split.bytes_read(&r);
     Ok(())
 }

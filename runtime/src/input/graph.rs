@@ -1,6 +1,6 @@
 //! Graphs as SNAP edge lists: `src dst` per line (tab or spaces), `#` comments.
 
-use super::{digits, field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
+use super::{digits, field, on_bad, plan_splits, BadRecords, Decoded, LineReader, ReadStats};
 use crate::error::Result;
 use crate::storage::storage_for;
 
@@ -23,7 +23,7 @@ fn fast_edge(t: &[u8]) -> Option<(u32, u32)> {
 /// Reads worker `k`'s share (of `n`) of the edge list at `url`.
 pub fn read_edges(url: &str, k: usize, n: usize, bad: BadRecords) -> Result<(Edges, ReadStats)> {
     let storage = storage_for(url)?;
-    let st = storage.as_ref();
+    let st: &dyn crate::storage::Storage = &Decoded(storage.as_ref());
     let mut out = Edges::default();
     let mut stats = ReadStats::default();
     for split in plan_splits(&st.list(url)?, k, n) {
@@ -49,7 +49,7 @@ pub fn read_edges(url: &str, k: usize, n: usize, bad: BadRecords) -> Result<(Edg
                 Err(why) => on_bad(bad, &mut stats, st, &split.path, at, &why)?,
             }
         }
-        stats.bytes += split.end - split.start;
+        stats.bytes += split.bytes_read(&r);
     }
     Ok((out, stats))
 }

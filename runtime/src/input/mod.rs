@@ -1,13 +1,17 @@
 //! Input layer: line-aligned byte-range splits (like Hadoop's text input),
 //! and readers for the formats of the applications. Each worker reads only its share of the input:
 //! a line belongs to the split that holds its first byte, so any number of workers covers every
-//! line exactly once. Malformed lines are reported with file and line number.
+//! line exactly once. Malformed lines are reported with file and line number. Compressed files
+//! (`.gz`, `.bz2`, `.zst`) are read whole by one worker each.
 
+mod compressed;
 mod corpus;
 mod graph;
 mod ratings;
+mod sparse_corpus;
 mod split;
 
+pub use compressed::{Codec, Decoded};
 pub use corpus::{read_corpus, Corpus, Doc};
 pub use graph::{read_edges, Edges};
 pub use ratings::{read_ratings, Rating, RatingFormat};

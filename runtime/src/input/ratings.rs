@@ -3,7 +3,7 @@
 //! movie or several movies per file).
 
 use super::split::find_line_before;
-use super::{digits, field, on_bad, plan_splits, BadRecords, LineReader, ReadStats};
+use super::{digits, field, on_bad, plan_splits, BadRecords, Decoded, LineReader, ReadStats};
 use crate::error::{PsError, Result};
 use crate::storage::{storage_for, Storage};
 
@@ -116,7 +116,7 @@ pub fn read_ratings(
     bad: BadRecords,
 ) -> Result<(Vec<Rating>, ReadStats)> {
     let storage = storage_for(url)?;
-    let st = storage.as_ref();
+    let st: &dyn crate::storage::Storage = &Decoded(storage.as_ref());
     let files = st.list(url)?;
     let mut out = Vec::new();
     let mut stats = ReadStats::default();
@@ -168,7 +168,7 @@ pub fn read_ratings(
                 Err(why) => on_bad(bad, &mut stats, st, &split.path, at, &why)?,
             }
         }
-        stats.bytes += split.end - split.start;
+        stats.bytes += split.bytes_read(&r);
     }
     Ok((out, stats))
 }

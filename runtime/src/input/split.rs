@@ -1,6 +1,7 @@
 //! Byte-range splits over the concatenation of an input's files, and a line reader that applies
 //! the ownership rule: a line belongs to the split holding its first byte.
 
+use super::compressed::Codec;
 use crate::error::{PsError, Result};
 use crate::storage::Storage;
 use std::io::{BufRead, BufReader, Read};
@@ -13,7 +14,21 @@ pub struct Split {
     pub end: u64,
 }
 
+impl Split {
+    /// The bytes this split holds, once `r` has read it: its range, or for a compressed file
+    /// (read to its end) the decompressed bytes read.
+    pub fn bytes_read(&self, r: &LineReader) -> u64 {
+        if self.end == u64::MAX {
+            r.position()
+        } else {
+            self.end - self.start
+        }
+    }
+}
+
 /// The splits of worker `k` of `n`: an even share of the total bytes, cut at file boundaries.
+/// A compressed file cannot be split: it goes whole to the worker whose share holds its first
+/// byte, as one split to its end (`end` = `u64::MAX`: offsets count decompressed bytes).
 pub fn plan_splits(files: &[(String, u64)], k: usize, n: usize) -> Vec<Split> {
     let total: u64 = files.iter().map(|f| f.1).sum();
     let (lo, hi) = (total * k as u64 / n as u64, total * (k as u64 + 1) / n as u64);
@@ -22,7 +37,18 @@ pub fn plan_splits(files: &[(String, u64)], k: usize, n: usize) -> Vec<Split> {
     for (path, len) in files {
         let (fs, fe) = (base, base + len);
         let (s, e) = (lo.max(fs), hi.min(fe));
-        if s < e {
+        if Codec::of(path).is_some() {
+            if (lo..hi).contains(&fs) {
+                if *len > hi - lo && n > 1 {
+                    log::warn!(
+                        "{path} is compressed ({len} bytes), so one worker reads it whole: more than its \
+                         1/{n} share of the input ({} bytes); split it into several files to balance the job",
+                        hi - lo
+                    );
+                }
+                out.push(Split { path: path.clone(), start: 0, end: u64::MAX });
+            }
+        } else if s < e {
             out.push(Split { path: path.clone(), start: s - fs, end: e - fs });
         }
         base = fe;
