@@ -82,7 +82,7 @@ impl RatingsSpec {
 
 /// Writes `user<TAB>item<TAB>rating` lines (ids 1-based, ratings 1..5). Deterministic per seed.
 pub fn ratings(spec: &RatingsSpec, path: &Path) -> Result<()> {
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(spec.seed);
+    let mut rng = crate::hash::SeededRng::seed_from_u64(spec.seed);
     let normal = Normal::new(0.0, 1.0 / (spec.rank as f64).sqrt()).map_err(|e| PsError::Config(e.to_string()))?;
     let u: Vec<f32> = (0..spec.users * spec.rank).map(|_| normal.sample(&mut rng) as f32).collect();
     let v: Vec<f32> = (0..spec.items * spec.rank).map(|_| normal.sample(&mut rng) as f32).collect();
@@ -138,7 +138,7 @@ fn pick(cdf: &[f64], rng: &mut impl Rng) -> usize {
 
 /// Writes `docword.<name>.txt` (UCI format) and `vocab.<name>.txt` into `dir`.
 pub fn corpus(spec: &CorpusSpec, dir: &Path, name: &str) -> Result<()> {
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(spec.seed);
+    let mut rng = crate::hash::SeededRng::seed_from_u64(spec.seed);
     let phis: Vec<Vec<f64>> = (0..spec.topics)
         .map(|_| dirichlet(spec.vocab, spec.beta, &mut rng).map(|p| cumulative(&p)))
         .collect::<Result<_>>()?;
@@ -192,7 +192,7 @@ pub struct GraphSpec {
 /// Writes a SNAP-style edge list: power-law in-degrees (Zipf-chosen targets), geometric
 /// out-degrees, some dangling nodes, no self loops.
 pub fn graph(spec: &GraphSpec, path: &Path) -> Result<()> {
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(spec.seed);
+    let mut rng = crate::hash::SeededRng::seed_from_u64(spec.seed);
     let targets = Zipf::new(spec.nodes, spec.skew, &mut rng);
     let mut f = create(path)?;
     writeln!(

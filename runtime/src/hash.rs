@@ -2,6 +2,12 @@
 //! process-cache shards) or seeded (table initialisation): cheap, well mixing, and stable across
 //! builds and platforms, so every process computes the same placement.
 
+/// The random generator behind every seed the README promises (fixed-seed data, LDA's draws,
+/// exact resumes): a named algorithm, xoshiro256++ seeded through splitmix64, whose output is
+/// fixed by its definition. rand's `SmallRng` promises stability neither across rand versions
+/// nor across platforms.
+pub type SeededRng = rand_xoshiro::Xoshiro256PlusPlus;
+
 /// A cheap, well-mixing 64-bit hash (splitmix64 finaliser).
 #[inline]
 pub fn mix64(mut x: u64) -> u64 {

@@ -75,6 +75,7 @@ pub use config::{
 };
 pub use error::{PsError, Result};
 pub use geo::{GeoConfig, InterDc, WanMatrix};
+pub use hash::SeededRng;
 pub use hostfile::Hostfile;
 pub use launch::run_job_process;
 pub use local_cluster::run_local_cluster;

@@ -98,7 +98,7 @@ pub fn lda(
     passes: usize,
     seed: u64,
 ) -> Result<BaselineRun> {
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let mut rng = crate::hash::SeededRng::seed_from_u64(seed);
     let mut counts = LocalCounts(vec![SparseRow::new(); vocab]);
     let mut s = Sampler::new(k, alpha, beta, vocab, docs.iter().map(|d| d.len() as u32).collect());
     let mut block = Block::new(docs, 0..docs.len(), vocab, |_| true);

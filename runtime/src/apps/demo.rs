@@ -190,7 +190,7 @@ impl App for Demo {
         let me = w.global_thread_id() as u64;
         let mut own = w.table::<DenseRow<i64>>(OWN)?;
         let mut shared = w.table::<SparseRow<i32>>(SHARED)?;
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(self.args.seed ^ (me + 1).wrapping_mul(0x9e3779b97f4a7c15));
+        let mut rng = crate::hash::SeededRng::seed_from_u64(self.args.seed ^ (me + 1).wrapping_mul(0x9e3779b97f4a7c15));
         // A resumed worker continues at its checkpoint's clock; its check count is its state.
         let mut checks = match w.resume_state()? {
             Some(b) => u64::from_le_bytes(

@@ -16,11 +16,11 @@ use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
+use crate::hash::SeededRng;
 use crate::input::read_corpus;
 use crate::row::{DenseRow, SparseRow};
 use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
-use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use std::io::Write;
@@ -90,14 +90,14 @@ pub struct LdaWorker {
     ts: TableHandle<DenseRow<i64>>,
     sampler: Sampler,
     /// The generator of the current clock (clock -1: the initial assignments).
-    rng: SmallRng,
+    rng: SeededRng,
 }
 
 impl Lda {
     /// The RNG is re-seeded from (seed, worker, clock) every clock, so a resumed worker draws the
     /// same numbers as an uninterrupted one without saving generator state.
-    fn rng_at(&self, gid: usize, clock: i64) -> SmallRng {
-        SmallRng::seed_from_u64(mix64(
+    fn rng_at(&self, gid: usize, clock: i64) -> SeededRng {
+        SeededRng::seed_from_u64(mix64(
             self.args.common.seed.wrapping_mul(0x9e37_79b9) ^ (gid as u64) << 40 ^ clock as u64,
         ))
     }

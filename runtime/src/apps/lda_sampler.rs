@@ -280,7 +280,7 @@ mod tests {
         let others = [[3, 0, 1], [1, 2, 0]];
         // The swept document: word 0 (topic 0) then word 1 (topic 1).
         let docs = vec![vec![0u32, 1]];
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let mut rng = crate::hash::SeededRng::seed_from_u64(7);
         let trials = 20_000;
         let mut seen = [0usize; 3];
         for _ in 0..trials {
