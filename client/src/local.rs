@@ -203,6 +203,7 @@ pub fn run(cli: &Cli, console: &Arc<Console>) -> i32 {
     drop(display);
     job.tracker.set_status(if code == 0 { "succeeded" } else { "failed" });
     write_report(cli, &job);
+    keep_clock_logs(cli, &job.dir.to_string_lossy());
     let code = if code == 0 { finish_stats(cli, &job, &restarts) } else { code };
     if code == 0 && job.temp {
         let _ = std::fs::remove_dir_all(&job.dir);
@@ -247,6 +248,17 @@ fn write_report(cli: &Cli, job: &Job) {
     match ps_runtime::tracking::serve::write_report(&url, &job.tracker.status_json()) {
         Ok(()) => log::info!("job report written to {url}"),
         Err(e) => log::warn!("writing the job report {url}: {e}"),
+    }
+}
+
+/// Copies the `--stats-per-clock` lines from `dir` (the local job directory, or the stats
+/// directory in a YARN job's staging) next to `--stats`, so they outlive that directory.
+pub(crate) fn keep_clock_logs(cli: &Cli, dir: &str) {
+    let Some(stats) = &cli.stats else { return };
+    match ps_runtime::tracking::serve::copy_clock_logs(dir, stats) {
+        Ok(0) => {}
+        Ok(n) => log::info!("per-clock stats of {n} processes written next to {stats}"),
+        Err(e) => log::warn!("copying the per-clock stats next to {stats}: {e}"),
     }
 }
 

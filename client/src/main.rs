@@ -51,7 +51,8 @@ pub struct Cli {
     /// (default 127.0.0.1 on a free port; 0.0.0.0:8080 to reach it from elsewhere).
     #[arg(long, value_name = "HOST:PORT")]
     pub ui_bind: Option<String>,
-    /// Also write per-clock stats lines (JSON lines, one file per process, in the job directory).
+    /// Also write per-clock stats lines (JSON lines, `clocks-<K>.jsonl` per process, next to the
+    /// --stats file; in the job directory without --stats).
     #[arg(long)]
     pub stats_per_clock: bool,
     /// Where snapshots and checkpoints go (a local path or an hdfs:// URL): `clock-<t>/` directories.

@@ -197,6 +197,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     console.clear();
     let rep = rep?;
     copy_report(cli, &staging);
+    crate::local::keep_clock_logs(cli, &format!("{staging}/stats"));
     if !rep.succeeded() {
         let (state, final_status, diagnostics) = (rep.state, rep.final_status, rep.diagnostics);
         log::error!("{}", ClientError::AppFailed { app_id, state, final_status, diagnostics });

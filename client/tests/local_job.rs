@@ -36,9 +36,19 @@ fn demo_job_succeeds_and_writes_stats() {
             .args(["--master", "local[3]", "--threads", "2", "--consistency", "essp", "--staleness", "2"])
             .arg("--stats")
             .arg(&stats)
+            .arg("--stats-per-clock")
             .args(["demo", "--clocks", "15", "--jitter-ms", "2"]),
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The per-clock lines outlive the (temporary) job directory, next to the stats file.
+    for k in 0..3 {
+        let text = std::fs::read_to_string(dir.join(format!("clocks-{k}.jsonl"))).expect("per-clock stats kept");
+        let clocks: Vec<i64> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["clock"].as_i64().unwrap())
+            .collect();
+        assert_eq!(clocks, (0..15).collect::<Vec<i64>>(), "process {k}: one line per clock");
+    }
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     for k in [
         "clocks",

@@ -18,6 +18,7 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
     let (out, ck, stats) = (format!("{base}/out"), format!("{base}/ckpt"), dir.join("stats.json"));
     let mut args = s(&["--master", "yarn", "--workers", "2", "--threads", "2", "--worker-memory", "256"]);
     args.extend(s(&["--checkpoint", &ck, "--checkpoint-every", "6", "--stats", stats.to_str().unwrap()]));
+    args.push("--stats-per-clock".into());
     args.extend(s(&[
         "mf",
         "--input",
@@ -50,6 +51,11 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
     assert_eq!(v["processes_count"], 2);
     let rmse = v["objective"].as_array().unwrap().last().unwrap()["value"].as_f64().unwrap();
     assert!(rmse < 1.2, "final RMSE {rmse}");
+    // Per-clock lines written in the containers come back next to --stats.
+    for k in 0..2 {
+        let text = std::fs::read_to_string(dir.join(format!("clocks-{k}.jsonl"))).expect("per-clock stats kept");
+        assert!(text.lines().count() >= 6 * 3, "process {k}: {text}");
+    }
     // The RM's record agrees, and the staging directory is gone after success.
     let st = output(submit().args(["status", &app]));
     let rep: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();

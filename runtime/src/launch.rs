@@ -120,7 +120,17 @@ fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32, li
         stats_dir: Some(if stats_url.contains("://") { PathBuf::from(".") } else { job.stats_dir.clone() }),
         live: link.is_some().then(|| live.clone()),
     };
+    let per_clock = job.runtime.stats_per_clock;
     let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
+    // Per-clock lines written in the container go to the stats directory, whence the client
+    // copies them next to --stats (the container directory is deleted with the container).
+    if per_clock && stats_url.contains("://") {
+        let (from, to) =
+            (format!("clocks-{id}.jsonl"), format!("{}/clocks-{id}.jsonl", stats_url.trim_end_matches('/')));
+        if let Err(e) = storage::copy(&from, &to, "per-clock stats") {
+            log::warn!("keeping the per-clock stats: {e}");
+        }
+    }
     if let Some(l) = link.as_ref() {
         l.flush();
     }

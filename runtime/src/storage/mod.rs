@@ -87,6 +87,16 @@ pub fn storage_for(url: &str) -> Result<Arc<dyn Storage>> {
     }
 }
 
+/// Copies a small file (read whole) from one URL to another, atomically at the destination.
+pub fn copy(from: &str, to: &str, what: &str) -> Result<()> {
+    let mut data = Vec::new();
+    storage_for(from)?
+        .open(from, 0)?
+        .read_to_end(&mut data)
+        .map_err(|e| PsError::io(format!("reading {what} {from}"), e))?;
+    write_atomic(storage_for(to)?.as_ref(), to, &data, what)
+}
+
 /// Writes `data` to `path` under a temporary name (`<path>.tmp`) and then renames it, so a reader
 /// sees the whole file or none of it (the rename is atomic on local file systems and on HDFS).
 /// `what` names the file in errors, e.g. "job stats".

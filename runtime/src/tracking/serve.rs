@@ -99,10 +99,29 @@ pub async fn answer(
 /// Where the final page goes: `report.html` in the directory of the stats file `stats_url`
 /// (a local path or a URL).
 pub fn report_next_to(stats_url: &str) -> String {
+    next_to(stats_url, "report.html")
+}
+
+/// The URL of file `name` in the directory of the `--stats` file (local or `hdfs://`).
+pub fn next_to(stats_url: &str, name: &str) -> String {
     match stats_url.rsplit_once('/') {
-        Some((dir, _)) => format!("{dir}/report.html"),
-        None => "report.html".into(),
+        Some((dir, _)) => format!("{dir}/{name}"),
+        None => name.into(),
     }
+}
+
+/// Copies the per-clock stats lines (`clocks-<pid>.jsonl`, `--stats-per-clock`) from `dir`, a
+/// job's local directory or its stats directory on HDFS, next to the `--stats` file. Returns
+/// how many files it copied.
+pub fn copy_clock_logs(dir: &str, stats_url: &str) -> Result<usize> {
+    let st = storage::storage_for(dir)?;
+    let logs: Vec<String> =
+        st.children(dir)?.into_iter().filter(|n| n.starts_with("clocks-") && n.ends_with(".jsonl")).collect();
+    for name in &logs {
+        let from = format!("{}/{name}", dir.trim_end_matches('/'));
+        storage::copy(&from, &next_to(stats_url, name), "per-clock stats")?;
+    }
+    Ok(logs.len())
 }
 
 /// Writes the final page for `status` to `url` (local or `hdfs://`), atomically.
