@@ -70,6 +70,16 @@ fn storage_roundtrip_and_splits_on_hdfs() {
     put(st.as_ref(), &format!("{dir}/bad/g.txt"), b"1\t2\n3\tx\n");
     let e = read_edges(&format!("{dir}/bad"), 0, 1, BadRecords::Fail).unwrap_err().to_string();
     assert!(e.contains("g.txt:2"), "{e}");
+    // A gzipped part on HDFS reads as its text, whole by one of the workers.
+    let text: String = (0..3000).map(|i| format!("{i}\t{}\n", (i * 7) % 3000)).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(text.as_bytes()).unwrap();
+    put(st.as_ref(), &format!("{dir}/gz/part-00000.gz"), &gz.finish().unwrap());
+    put(st.as_ref(), &format!("{dir}/gz/part-00001"), b"5000\t1\n");
+    let edges: Vec<usize> =
+        (0..3).map(|k| read_edges(&format!("{dir}/gz"), k, 3, BadRecords::Fail).unwrap().0.src.len()).collect();
+    assert_eq!(edges.iter().sum::<usize>(), 3001, "{edges:?}");
+    assert!(edges.contains(&3000) || edges.contains(&3001), "the gzipped part is read whole: {edges:?}");
     st.delete(&dir).unwrap();
 }
 
