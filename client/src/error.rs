@@ -85,7 +85,7 @@ pub enum ClientError {
     },
 
     // The YARN cluster: its configuration and the ResourceManager (IPC or REST).
-    #[error("HADOOP_CONF_DIR is not set: point it at the cluster's configuration (yarn-site.xml, core-site.xml)")]
+    #[error("neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set: point one at the cluster's configuration (yarn-site.xml, core-site.xml)")]
     NoHadoopConf,
     #[error("{dir}/yarn-site.xml sets neither {key} nor yarn.resourcemanager.hostname")]
     NoResourceManager { dir: String, key: &'static str },
@@ -184,7 +184,7 @@ mod tests {
             (ClientError::UploadWrite { url: "hdfs://n/f".into(), source: io() }, "uploading hdfs://n/f: gone"),
             (
                 ClientError::NoHadoopConf,
-                "HADOOP_CONF_DIR is not set: point it at the cluster's configuration (yarn-site.xml, core-site.xml)",
+                "neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set: point one at the cluster's configuration (yarn-site.xml, core-site.xml)",
             ),
             (
                 ClientError::NoResourceManager { dir: "/etc/h".into(), key: "yarn.resourcemanager.webapp.address" },

@@ -91,16 +91,16 @@ pub struct Cli {
     /// YARN: runtime processes (one container each).
     #[arg(long)]
     pub workers: Option<usize>,
-    /// YARN: memory per runtime container, MB: the process's whole limit (YARN kills a container
-    /// that exceeds it; there is no separate heap). Size it from `peak_rss_bytes` of a smaller
-    /// run plus headroom.
-    #[arg(long, default_value_t = 1024)]
+    /// YARN: memory per runtime container, e.g. 4g or 512m (a plain number is MB): the process's
+    /// whole limit (YARN kills a container that exceeds it; there is no separate heap). Size it
+    /// from `peak_rss_bytes` of a smaller run plus headroom.
+    #[arg(long, default_value = "1024", value_name = "SIZE", value_parser = parse_mb)]
     pub worker_memory: i64,
     /// YARN: virtual cores per runtime container.
     #[arg(long, default_value_t = 1)]
     pub worker_vcores: i32,
-    /// YARN: memory of the application master's container, MB.
-    #[arg(long, default_value_t = 512)]
+    /// YARN: memory of the application master's container, e.g. 512m or 1g (a plain number is MB).
+    #[arg(long, default_value = "512", value_name = "SIZE", value_parser = parse_mb_u64)]
     pub am_memory: u64,
     /// YARN: the Hadoop configuration directory (`*-site.xml`; default: $HADOOP_CONF_DIR).
     #[arg(long, value_name = "DIR")]
@@ -188,6 +188,28 @@ fn parse_consistency(s: &str) -> Result<Consistency, ps_runtime::PsError> {
 
 fn parse_inter_dc(s: &str) -> Result<ps_runtime::InterDc, ps_runtime::PsError> {
     s.parse()
+}
+
+/// A memory size in MB, as spark-submit and YARN write them: `4g`, `512m`, `2048` (MB), `1.5g`;
+/// k, m, g, t (any case, optionally followed by b), rounded up to whole MB.
+fn parse_mb(s: &str) -> Result<i64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.strip_suffix('b').filter(|r| r.ends_with(['k', 'm', 'g', 't'])).unwrap_or(&t);
+    let (num, mb_per_unit) = match t.char_indices().last() {
+        Some((i, 'k')) => (&t[..i], 1.0 / 1024.0),
+        Some((i, 'm')) => (&t[..i], 1.0),
+        Some((i, 'g')) => (&t[..i], 1024.0),
+        Some((i, 't')) => (&t[..i], 1024.0 * 1024.0),
+        _ => (t, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && (v * mb_per_unit) < 1e12 => Ok((v * mb_per_unit).ceil() as i64),
+        _ => Err(format!("'{s}' is not a memory size like 4g, 512m or 2048 (MB)")),
+    }
+}
+
+fn parse_mb_u64(s: &str) -> Result<u64, String> {
+    parse_mb(s).map(|v| v as u64)
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -333,4 +355,21 @@ fn main() {
         2
     };
     std::process::exit(code);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_mb;
+
+    #[test]
+    fn memory_sizes_read_as_spark_writes_them() {
+        for (s, mb) in [("2048", 2048), ("4g", 4096), ("4G", 4096), ("512m", 512), ("512MB", 512), ("1.5g", 1536)] {
+            assert_eq!(parse_mb(s), Ok(mb), "{s}");
+        }
+        assert_eq!(parse_mb("1t"), Ok(1 << 20));
+        assert_eq!(parse_mb("100k"), Ok(1), "rounded up to whole MB");
+        for bad in ["", "g", "-1g", "0", "4x", "lots"] {
+            assert!(parse_mb(bad).unwrap_err().contains("is not a memory size"), "{bad}");
+        }
+    }
 }

@@ -33,11 +33,26 @@ impl HadoopConf {
         Ok(c)
     }
 
-    /// From `$HADOOP_CONF_DIR` (empty if unset).
+    /// From `$HADOOP_CONF_DIR` and `$YARN_CONF_DIR` (empty if neither is set). As Hadoop's `yarn`
+    /// command does, `YARN_CONF_DIR`'s files take precedence where both directories set a key.
     pub fn from_env() -> Result<Self> {
-        match std::env::var_os("HADOOP_CONF_DIR") {
-            Some(d) => Self::load_dir(Path::new(&d)),
-            None => Ok(HadoopConf::default()),
+        let dir = |k: &str| std::env::var_os(k).filter(|d| !d.is_empty()).map(std::path::PathBuf::from);
+        Self::from_dirs(dir("HADOOP_CONF_DIR"), dir("YARN_CONF_DIR"))
+    }
+
+    fn from_dirs(hadoop: Option<std::path::PathBuf>, yarn: Option<std::path::PathBuf>) -> Result<Self> {
+        match (hadoop, yarn) {
+            (Some(h), Some(y)) if h != y => {
+                let mut c = Self::load_dir(&h)?;
+                for f in ["core-site.xml", "hdfs-site.xml", "yarn-site.xml"] {
+                    if y.join(f).exists() {
+                        c.add_file(&y.join(f))?;
+                    }
+                }
+                Ok(c)
+            }
+            (Some(d), _) | (None, Some(d)) => Self::load_dir(&d),
+            (None, None) => Ok(HadoopConf::default()),
         }
     }
 
@@ -105,6 +120,11 @@ impl HadoopConf {
         system.or_else(|| self.props.get(name).cloned())
     }
 
+    /// Every property, variables expanded (for clients configured from a map, like hdfs-native).
+    pub fn all(&self) -> Result<HashMap<String, String>> {
+        self.props.keys().map(|k| Ok((k.clone(), self.get(k)?.unwrap_or_default()))).collect()
+    }
+
     pub fn set(&mut self, key: &str, value: &str) {
         self.props.insert(key.to_string(), value.to_string());
     }
@@ -112,7 +132,10 @@ impl HadoopConf {
     /// A required key; the error names it and where it was looked for.
     pub fn require(&self, key: &str) -> Result<String> {
         self.get(key)?.ok_or_else(|| {
-            let dir = self.dir.as_ref().map_or("(HADOOP_CONF_DIR not set)".into(), |d| d.display().to_string());
+            let dir = self
+                .dir
+                .as_ref()
+                .map_or("(neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set)".into(), |d| d.display().to_string());
             YarnError::Config(format!("{key} is not set in {dir}"))
         })
     }
@@ -276,6 +299,30 @@ fn innermost_reference(s: &str) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Either directory alone is the configuration; with both, YARN_CONF_DIR's keys win.
+    #[test]
+    fn hadoop_and_yarn_conf_dirs() {
+        let base = std::env::temp_dir().join(format!("ps-yarn-dirs-{}", std::process::id()));
+        let site = |d: &str, kv: &[(&str, &str)]| {
+            let p = base.join(d);
+            std::fs::create_dir_all(&p).unwrap();
+            let props: String =
+                kv.iter().map(|(k, v)| format!("<property><name>{k}</name><value>{v}</value></property>")).collect();
+            std::fs::write(p.join("yarn-site.xml"), format!("<configuration>{props}</configuration>")).unwrap();
+            p
+        };
+        let h = site("h", &[("yarn.resourcemanager.hostname", "rm-h"), ("a", "1")]);
+        let y = site("y", &[("yarn.resourcemanager.hostname", "rm-y")]);
+        let host = |c: HadoopConf| c.get("yarn.resourcemanager.hostname").unwrap();
+        assert_eq!(host(HadoopConf::from_dirs(Some(h.clone()), None).unwrap()).as_deref(), Some("rm-h"));
+        assert_eq!(host(HadoopConf::from_dirs(None, Some(y.clone())).unwrap()).as_deref(), Some("rm-y"));
+        let both = HadoopConf::from_dirs(Some(h), Some(y)).unwrap();
+        assert_eq!(both.get("a").unwrap().as_deref(), Some("1"));
+        assert_eq!(host(both).as_deref(), Some("rm-y"));
+        assert!(HadoopConf::from_dirs(None, None).unwrap().all().unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(&base);
+    }
 
     #[test]
     fn reads_site_files_and_defaults() {

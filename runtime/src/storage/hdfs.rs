@@ -63,6 +63,14 @@ impl HdfsFs {
         let rest = url.strip_prefix("hdfs://").ok_or_else(|| PsError::Config(format!("{url}: not an hdfs:// URL")))?;
         let authority = rest.split('/').next().unwrap_or("");
         let mut b = ClientBuilder::new();
+        // hdfs-native reads $HADOOP_CONF_DIR itself; with only $YARN_CONF_DIR set (which
+        // Hadoop's and Spark's tools accept too) hand it that directory's configuration.
+        if std::env::var_os("HADOOP_CONF_DIR").is_none() && std::env::var_os("YARN_CONF_DIR").is_some() {
+            let conf = ps_yarn::conf::HadoopConf::from_env()
+                .and_then(|c| c.all())
+                .map_err(|e| PsError::Config(format!("YARN_CONF_DIR: {e}")))?;
+            b = b.with_config(conf);
+        }
         if !authority.is_empty() {
             b = b.with_url(format!("hdfs://{authority}"));
         }
