@@ -48,7 +48,7 @@ def run_mode(mode, args, rng, samples, events):
     conf.write_text(json.dumps({"peer_timeout_ms": args.peer_timeout_ms, "heartbeat_ms": 500}))
     stats = job.parent / f"{job.name}-stats.json"
     cmd = [str(BIN / "yarn-submit"), "--master", "local[4]", "--threads", "2", "--consistency", mode,
-           "--staleness", "2", "--conf", str(conf), "--job-dir", str(job), "--stats", str(stats),
+           "--staleness", "2", "--properties-file", str(conf), "--job-dir", str(job), "--stats", str(stats),
            "demo", "--clocks", str(args.clocks), "--delay-ms", "1", "--jitter-ms", "4", "--skew-ms", "1",
            "--shared-rows", "8", "--window", "64", "--seed", str(rng.randrange(1 << 30)), "--barrier-every", "100"]
     env = dict(os.environ, PS_RUNTIME_BIN=str(BIN / "ps-runtime"))

@@ -78,9 +78,14 @@ pub struct Cli {
     /// Keep this many complete snapshots, deleting older ones (0: keep all; default 3).
     #[arg(long, value_name = "K")]
     pub keep_checkpoints: Option<usize>,
-    /// Runtime configuration file (JSON, keys of RuntimeConfig); flags override it.
-    #[arg(long)]
-    pub conf: Option<PathBuf>,
+    /// A runtime setting, KEY=VALUE, repeatable, as spark-submit's --conf: keys of
+    /// RuntimeConfig, nested with dots (--conf checkpoint.every=6 --conf wire_protection=privacy).
+    /// They override --properties-file; flags override both.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub conf: Vec<String>,
+    /// Runtime configuration file (JSON, keys of RuntimeConfig).
+    #[arg(long, value_name = "FILE")]
+    pub properties_file: Option<PathBuf>,
     /// Directory for the hostfile, secret, job config and per-process stats (default: a fresh
     /// temporary directory, removed after a successful run).
     #[arg(long)]
@@ -234,16 +239,37 @@ fn parse_prefetch(s: &str) -> Result<PrefetchPolicy> {
 }
 
 impl Cli {
-    /// The runtime configuration: defaults, then `--conf`, then flags.
+    /// The runtime configuration: defaults, then `--properties-file`, then `--conf`, then flags.
     pub fn runtime_config(&self) -> Result<RuntimeConfig> {
-        let mut cfg = match &self.conf {
+        let bad = |m: String| ClientError::Config(ps_runtime::PsError::Config(m));
+        // `--conf FILE` named the JSON file before --conf took settings; still accepted.
+        let legacy = self.conf.iter().find(|c| !c.contains('=')).map(PathBuf::from);
+        if let Some(p) = &legacy {
+            log::warn!("--conf {}: a file goes to --properties-file now (--conf takes KEY=VALUE)", p.display());
+        }
+        let (mut v, mut source) = match self.properties_file.as_ref().or(legacy.as_ref()) {
             Some(p) => {
                 let text =
                     std::fs::read_to_string(p).map_err(|source| ClientError::ReadFile { path: p.clone(), source })?;
-                RuntimeConfig::from_json(&text, &p.display().to_string()).map_err(ClientError::Config)?
+                let v = serde_json::from_str(&text).map_err(|e| bad(format!("{}: {e}", p.display())))?;
+                (v, p.display().to_string())
             }
-            None => RuntimeConfig::default(),
+            None => (serde_json::json!({}), "--conf".to_string()),
         };
+        let known = serde_json::to_value(RuntimeConfig::default()).unwrap_or_default();
+        let settings: Vec<&String> = self.conf.iter().filter(|c| c.contains('=')).collect();
+        for kv in &settings {
+            let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+            set_key(&mut v, &known, key.trim(), value).map_err(|e| bad(format!("--conf {key}: {e}")))?;
+            // Alone, so that a value of the wrong type is reported with its key.
+            let mut alone = serde_json::json!({});
+            set_key(&mut alone, &known, key.trim(), value).map_err(|e| bad(format!("--conf {key}: {e}")))?;
+            RuntimeConfig::from_json(&alone.to_string(), &format!("--conf {key}")).map_err(ClientError::Config)?;
+        }
+        if !settings.is_empty() && source != "--conf" {
+            source = format!("{source} with --conf");
+        }
+        let mut cfg = RuntimeConfig::from_json(&v.to_string(), &source).map_err(ClientError::Config)?;
         if let Some(t) = self.threads {
             cfg.threads = t;
         }
@@ -315,6 +341,40 @@ impl Cli {
         cfg.validate().map_err(ClientError::Config)?;
         Ok(cfg)
     }
+}
+
+/// Sets `key` (dotted path into nested sections) of a JSON object to `value`: JSON if it parses
+/// as JSON (numbers, true/false, lists), else the string itself (`--conf consistency=ssp`).
+/// `known` (the defaults) says which keys and sections exist, so errors name the key.
+fn set_key(
+    v: &mut serde_json::Value,
+    mut known: &serde_json::Value,
+    key: &str,
+    value: &str,
+) -> std::result::Result<(), String> {
+    let parsed = serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+    let mut parts = key.split('.').peekable();
+    let mut at = v;
+    while let Some(part) = parts.next() {
+        let Some(k) = known.get(part) else {
+            let names: Vec<&String> = known.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+            return Err(format!(
+                "no setting '{part}' (known: {})",
+                names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        };
+        known = k;
+        if parts.peek().is_some() && !known.is_object() {
+            return Err(format!("'{part}' is a setting, not a section"));
+        }
+        let obj = at.as_object_mut().ok_or_else(|| format!("'{part}' is inside a setting that is not a section"))?;
+        if parts.peek().is_none() {
+            obj.insert(part.to_string(), parsed);
+            return Ok(());
+        }
+        at = obj.entry(part).or_insert_with(|| serde_json::json!({}));
+    }
+    Err("an empty key".into())
 }
 
 /// `--principal`/`--keytab`: every HDFS client of this job (here and, locally, in the processes

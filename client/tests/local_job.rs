@@ -87,6 +87,46 @@ fn bad_options_fail_fast_with_a_clear_message() {
     let out = output(submit().args(["--consistency", "eventual", "demo"]));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bsp, ssp, essp, async"));
+    // --conf KEY=VALUE: a bad key or value is reported with the key.
+    for (kv, says) in [
+        ("stalenes=2", "--conf stalenes: no setting 'stalenes'"),
+        ("checkpoint.evry=2", "--conf checkpoint.evry: no setting 'evry'"),
+        ("threads.x=1", "--conf threads.x: 'threads' is a setting, not a section"),
+        ("staleness=x", "--conf staleness: invalid type"),
+    ] {
+        let out = output(submit().args(["--conf", kv, "demo"]));
+        assert_eq!(out.status.code(), Some(2), "{kv}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{kv}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// Runtime settings as spark-submit takes them: `--conf KEY=VALUE` (nested keys with dots) over
+/// `--properties-file` (JSON), flags over both; `--conf FILE` still reads a file, with a warning.
+#[test]
+fn conf_settings_layer_over_the_properties_file() {
+    let dir = tmpdir("conf");
+    let (props, stats) = (dir.join("rt.json"), dir.join("stats.json"));
+    std::fs::write(&props, r#"{"staleness": 1, "comm_threads": 2, "checkpoint": {"keep": 7, "snapshot": "approx"}}"#)
+        .unwrap();
+    let run = |args: &[&str]| {
+        let out = output(
+            submit().args(["--master", "local[2]", "--stats"]).arg(&stats).args(args).args(["demo", "--clocks", "4"]),
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        (v["config"]["runtime"].clone(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let p = props.to_str().unwrap();
+    let (rt, _) =
+        run(&["--properties-file", p, "--conf", "staleness=3", "--conf", "checkpoint.keep=5", "--prefetch", "off"]);
+    assert_eq!((rt["staleness"].as_u64(), rt["comm_threads"].as_u64()), (Some(3), Some(2)), "{rt}");
+    assert_eq!(rt["checkpoint"]["keep"].as_u64(), Some(5), "--conf over the file: {rt}");
+    assert_eq!(rt["checkpoint"]["snapshot"], "approx", "the file's other keys in the section stay: {rt}");
+    assert_eq!(rt["prefetch"], "off");
+    let (rt, log) = run(&["--conf", p]);
+    assert_eq!(rt["checkpoint"]["keep"].as_u64(), Some(7), "{rt}");
+    assert!(log.contains("a file goes to --properties-file now"), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -245,7 +285,7 @@ fn silent_process_is_detected_by_heartbeat_timeout() {
     let (child, rx) = spawn_job(&[
         "--master",
         "local[3]",
-        "--conf",
+        "--properties-file",
         conf.to_str().unwrap(),
         "demo",
         "--clocks",
@@ -289,11 +329,9 @@ fn stats_can_be_written_to_hdfs() {
 #[test]
 fn panicking_worker_fails_the_job_fast_naming_process_and_panic() {
     let dir = tmpdir("panic");
-    let conf = dir.join("rt.json");
-    std::fs::write(&conf, r#"{"peer_timeout_ms": 8000}"#).unwrap();
     let t0 = Instant::now();
     // Global worker 3 is thread 1 of process 1 (2 threads per process).
-    let args = ["--master", "local[3]", "--threads", "2", "--conf", conf.to_str().unwrap(), "demo"];
+    let args = ["--master", "local[3]", "--threads", "2", "--conf", "peer_timeout_ms=8000", "demo"];
     let out = output(submit().args(args).args(["--clocks", "100000", "--delay-ms", "5"]).args([
         "--fail-at-clock",
         "20",

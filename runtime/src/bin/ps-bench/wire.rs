@@ -83,7 +83,7 @@ fn run_mf(a: &Args, prot: &str, tmp: &Path) -> (f64, u64, f64, f64) {
     let submit = std::env::current_exe().expect("own path").with_file_name("yarn-submit");
     let (t0, cpu0) = (std::time::Instant::now(), children_cpu_s());
     let out = Command::new(&submit)
-        .args(["--master", "local[2]", "--threads", "1", "--conf"])
+        .args(["--master", "local[2]", "--threads", "1", "--properties-file"])
         .arg(&conf)
         .arg("--stats")
         .arg(&stats)
@@ -169,7 +169,7 @@ pub fn run(a: Args) {
             "codec_ns_per_byte": codec[i] * 1e9, "protection_cpu_s_per_job": extra,
             "protection_share_of_job_cpu": share}));
     }
-    let doc = json!({"command": format!("yarn-submit --master local[2] --threads 1 --conf {{wire_protection}} mf --input {} --rank {} --passes {}",
+    let doc = json!({"command": format!("yarn-submit --master local[2] --threads 1 --conf wire_protection={{wire_protection}} mf --input {} --rank {} --passes {}",
         a.ratings.display(), a.rank, a.passes), "results": rows});
     std::fs::create_dir_all(&a.out).expect("create out dir");
     std::fs::write(a.out.join("bench-wire.json"), serde_json::to_string_pretty(&doc).unwrap_or_default())
