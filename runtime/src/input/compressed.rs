@@ -70,15 +70,10 @@ impl Storage for Decoded<'_> {
         }
     }
     fn read_at(&self, path: &str, start: u64, len: usize) -> Result<Vec<u8>> {
-        if Codec::of(path).is_none() {
-            return self.0.read_at(path, start, len);
+        match Codec::of(path) {
+            Some(c) => crate::storage::read_via_open(self.open_decoded(c, path, start)?, path, start, len),
+            None => self.0.read_at(path, start, len),
         }
-        let mut buf = Vec::with_capacity(len);
-        self.open(path, start)?
-            .take(len as u64)
-            .read_to_end(&mut buf)
-            .map_err(|e| PsError::io(format!("decompressing {path} at byte {start}"), e))?;
-        Ok(buf)
     }
     fn create(&self, path: &str) -> Result<Box<dyn OutFile>> {
         self.0.create(path)

@@ -32,12 +32,7 @@ pub trait Storage: Send + Sync {
     }
     /// Reads `len` bytes at `start` (short at end of file).
     fn read_at(&self, path: &str, start: u64, len: usize) -> Result<Vec<u8>> {
-        let mut buf = Vec::with_capacity(len);
-        self.open(path, start)?
-            .take(len as u64)
-            .read_to_end(&mut buf)
-            .map_err(|e| PsError::io(format!("reading {path} at byte {start}"), e))?;
-        Ok(buf)
+        read_via_open(self.open(path, start)?, path, start, len)
     }
     /// Creates (truncates) a file for writing, creating parent directories. The data is only
     /// guaranteed to be stored once `close` returned Ok.
@@ -85,6 +80,13 @@ pub fn storage_for(url: &str) -> Result<Arc<dyn Storage>> {
         let scheme = url.split("://").next().unwrap_or("");
         Err(PsError::Config(format!("{url}: storage scheme '{scheme}' is not supported yet (use a local path)")))
     }
+}
+
+/// `len` bytes (fewer at the end) from a reader opened at byte `start` of `path`.
+pub fn read_via_open(r: Box<dyn Read + Send>, path: &str, start: u64, len: usize) -> Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(len);
+    r.take(len as u64).read_to_end(&mut buf).map_err(|e| PsError::io(format!("reading {path} at byte {start}"), e))?;
+    Ok(buf)
 }
 
 /// Copies a small file (read whole) from one URL to another, atomically at the destination.
