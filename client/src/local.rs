@@ -8,7 +8,7 @@ use crate::restart::Restarts;
 use crate::tracker::Tracker;
 use crate::Cli;
 use log::LevelFilter;
-use log4rs::config::{Appender, Config, Logger, Root};
+use log4rs::config::{Appender, Config, Logger};
 use log4rs::encode::pattern::PatternEncoder;
 use ps_runtime::internal::{self, generate_secret, write_secret_file, ProcessSummary};
 use ps_runtime::storage::Storage;
@@ -24,20 +24,28 @@ use std::time::{Duration, Instant};
 /// Launcher messages get a timestamp; child lines are passed through under the `child` target
 /// (they carry their own). Both go to stderr through `console`, below which a progress bar may
 /// stand.
-pub fn init_logging(console: Arc<Console>) {
-    let level = std::env::var("PS_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(LevelFilter::Info);
+/// yarn-submit's logging: its own lines (levels from `PS_LOG`, or debug with `--verbose`) and the
+/// processes' lines as they come, both above the progress bar.
+pub fn init_logging(console: Arc<Console>, verbose: bool) {
+    let (levels, bad) = internal::LogLevels::from_env();
+    let default = if verbose { LevelFilter::Debug } else { LevelFilter::Info };
     let own = BarAppender {
         console: console.clone(),
-        encoder: Box::new(PatternEncoder::new("{d(%H:%M:%S%.3f)} {h({l:5})} [submit] {m}{n}")),
+        encoder: Box::new(PatternEncoder::new(&format!(
+            "{} {{h({{l:5}})}} [submit] {{m}}{{n}}",
+            internal::TIME_PATTERN
+        ))),
     };
     let child = BarAppender { console, encoder: Box::new(PatternEncoder::new("{m}{n}")) };
     let cfg = Config::builder()
         .appender(Appender::builder().build("own", Box::new(own)))
         .appender(Appender::builder().build("child", Box::new(child)))
-        .logger(Logger::builder().appender("child").additive(false).build("child", LevelFilter::Trace))
-        .build(Root::builder().appender("own").build(level));
-    if let Ok(cfg) = cfg {
+        .logger(Logger::builder().appender("child").additive(false).build("child", LevelFilter::Trace));
+    if let Some(cfg) = levels.build(cfg, "own", default) {
         let _ = log4rs::init_config(cfg);
+    }
+    if let Some(e) = bad {
+        log::warn!("{e}");
     }
 }
 

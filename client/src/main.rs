@@ -180,6 +180,10 @@ pub struct Cli {
     /// "mbps": [[from i to j]], "delay_ms": [[...]]} (instead of --wan-mbps/--wan-delay-ms).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["wan_mbps", "wan_delay_ms"])]
     pub wan_matrix: Option<PathBuf>,
+    /// Debug-level logging of yarn-submit itself (the processes follow PS_LOG, e.g.
+    /// PS_LOG=info,ps_runtime::server=debug).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// The application (demo) followed by its own options.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP [APP ARGS]")]
     pub app: Vec<String>,
@@ -396,9 +400,13 @@ fn kerberos_login(cli: &Cli) -> Result<(), i32> {
 
 fn main() {
     let console = console::Console::new();
-    local::init_logging(console.clone());
-    // `yarn-submit status APP_ID` and `yarn-submit kill APP_ID` (with their own options).
     let argv: Vec<String> = std::env::args().collect();
+    // Logging starts before the arguments are parsed (so parse errors are logged): --verbose is
+    // looked for among yarn-submit's own options, before the application's name.
+    let own = argv.iter().skip(1).take_while(|a| !ps_runtime::apps::NAMES.contains(&a.as_str()));
+    let verbose = own.into_iter().any(|a| a == "--verbose" || a == "-v");
+    local::init_logging(console.clone(), verbose);
+    // `yarn-submit status APP_ID` and `yarn-submit kill APP_ID` (with their own options).
     if matches!(argv.get(1).map(String::as_str), Some("status" | "kill")) {
         std::process::exit(yarn::command(&yarn::AppCommand::parse()));
     }
