@@ -10,18 +10,13 @@ mod staging;
 mod tracker;
 mod yarn;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use error::{ClientError, Result};
 use ps_runtime::{Consistency, PrefetchPolicy, RuntimeConfig, SnapshotMode};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "yarn-submit",
-    version,
-    about = "Submit a parameter-server job",
-    after_help = "Example: yarn-submit --master local[2] --threads 2 --consistency essp demo --clocks 50"
-)]
+#[command(name = "yarn-submit", version, about = "Submit a parameter-server job")]
 pub struct Cli {
     /// Where to run: local, local[N] (N processes on this machine), local[*] (one per core), or
     /// yarn (the cluster of HADOOP_CONF_DIR).
@@ -381,6 +376,48 @@ fn set_key(
     Err("an empty key".into())
 }
 
+/// The end of `--help`: the applications and the other commands.
+fn after_help() -> String {
+    let apps: String = ps_runtime::apps::DESCRIPTIONS.iter().map(|(n, d)| format!("  {n:<10} {d}\n")).collect();
+    format!(
+        "Applications (`yarn-submit APP --help` for an application's options):\n{apps}\n\
+         Commands:\n  yarn-submit status APP_ID   the application's report, as JSON\n  \
+         yarn-submit kill APP_ID     kill it and print its final report\n\n\
+         Example: yarn-submit --master local[2] --threads 2 --consistency essp demo --clocks 50"
+    )
+}
+
+/// The application and its options, checked before anything starts, the same way for every
+/// master: `APP --help` prints the application's options (exit 0); an option yarn-submit does
+/// not know, an unknown application or bad application options are usage errors (exit 2).
+/// Applications of a `--runtime-bin` of the user's own are checked by that binary.
+fn check_app(cli: &Cli) -> Option<i32> {
+    let (name, args) = cli.app.split_first()?;
+    if name.starts_with('-') {
+        log::error!(
+            "unknown option '{name}' (yarn-submit's own options come before the application: {}; see --help)",
+            ps_runtime::apps::NAMES.join(", ")
+        );
+        return Some(2);
+    }
+    if !ps_runtime::apps::NAMES.contains(&name.as_str()) && cli.runtime_bin.is_some() {
+        return None;
+    }
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        if let Some(help) = ps_runtime::apps::help(name) {
+            print!("{help}");
+            return Some(0);
+        }
+    }
+    match ps_runtime::apps::build(name, args) {
+        Ok(_) => None,
+        Err(e) => {
+            log::error!("{e}");
+            Some(2)
+        }
+    }
+}
+
 /// `--principal`/`--keytab`: every HDFS client of this job (here and, locally, in the processes
 /// it starts, which inherit the environment) logs in from the keytab, through hdfs-native's own
 /// keytab support. The keytab must be readable; it is never copied or shipped.
@@ -410,7 +447,11 @@ fn main() {
     if matches!(argv.get(1).map(String::as_str), Some("status" | "kill")) {
         std::process::exit(yarn::command(&yarn::AppCommand::parse()));
     }
-    let cli = Cli::parse();
+    let matches = Cli::command().after_help(after_help()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some(code) = check_app(&cli) {
+        std::process::exit(code);
+    }
     if let Err(code) = kerberos_login(&cli) {
         std::process::exit(code);
     }

@@ -87,6 +87,22 @@ fn bad_options_fail_fast_with_a_clear_message() {
     let out = output(submit().args(["--consistency", "eventual", "demo"]));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bsp, ssp, essp, async"));
+    // spark-submit conventions: an app's --help exits 0; an unknown option before the app is
+    // reported as such; usage errors exit 2 with --master yarn too (checked before any cluster).
+    let out = output(submit().args(["mf", "--help"]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text.contains("Usage: mf") && text.contains("--rank"), "{text}");
+    let out = output(submit().args(["--bogus", "mf"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option '--bogus'"));
+    let out = output(submit().args(["--master", "yarn", "mf", "--input", "hdfs:///x", "--bogus"]));
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let help = String::from_utf8_lossy(&output(submit().arg("--help")).stdout).to_string();
+    for app in ps_runtime::apps::NAMES {
+        assert!(help.lines().any(|l| l.trim_start().starts_with(app) && l.len() > 20), "{app} in:\n{help}");
+    }
+    assert!(help.contains("yarn-submit status APP_ID") && help.contains("yarn-submit kill APP_ID"));
     // --conf KEY=VALUE: a bad key or value is reported with the key.
     for (kv, says) in [
         ("stalenes=2", "--conf stalenes: no setting 'stalenes'"),

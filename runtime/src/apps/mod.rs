@@ -25,6 +25,26 @@ use crate::App;
 /// Names of the built-in applications.
 pub const NAMES: &[&str] = &["demo", "mf", "lda", "pagerank"];
 
+/// What each built-in application is, in a line (for `yarn-submit --help`).
+pub const DESCRIPTIONS: &[(&str, &str)] = &[
+    ("demo", "per-worker counters that check the SSP guarantee on every read"),
+    ("mf", "matrix factorization by SGD (ratings: user item rating)"),
+    ("lda", "topic model by collapsed Gibbs sampling (UCI bag of words, lda-c, LibSVM or token lines)"),
+    ("pagerank", "edge-scheduled PageRank (edge lists)"),
+];
+
+/// The application's own `--help` text, or `None` for a name that is not built in.
+pub fn help(name: &str) -> Option<String> {
+    // clap renders the help as the error of a `--help` parse; the error names the app in front.
+    let text = build(name, &["--help".to_string()]).err()?.to_string();
+    let prefix = format!("{name}: ");
+    let mut help = text.split_once(&prefix).map_or(text.as_str(), |(_, rest)| rest);
+    while let Some(rest) = help.strip_prefix(&prefix) {
+        help = rest;
+    }
+    NAMES.contains(&name).then(|| help.to_string())
+}
+
 /// Builds the application `name` from its command-line arguments.
 pub fn build(name: &str, args: &[String]) -> Result<Box<dyn App>> {
     match name {
