@@ -159,7 +159,7 @@ const BEHIND: &str = "--clocks 10 --shared-rows 4000";
 
 fn mf_job(geo: GeoConfig, data: &std::path::Path) -> Vec<ProcessStats> {
     let a: Vec<String> = format!(
-        "--input {} --passes 12 --lr 0.03 --rank 8 --test-fraction 0.2 --samples 3 --user-factors table",
+        "--input {} --passes 24 --lr 0.015 --rank 8 --test-fraction 0.2 --samples 3 --user-factors table",
         data.display()
     )
     .split_whitespace()
@@ -202,8 +202,11 @@ fn asp_mf_matches_one_data_center_with_a_fraction_of_the_baseline_wan_bytes() {
     let wan = |st: &[ProcessStats]| st.iter().map(|s| s.wan_bytes_sent).sum::<u64>();
     let (rmse, bytes, base_bytes) = (final_test_rmse(&gaia), wan(&gaia), wan(&baseline));
     eprintln!("LAN {lan}, ASP {rmse} ({bytes} WAN bytes), Baseline {} ({base_bytes})", final_test_rmse(&baseline));
-    assert!(rmse <= lan * 1.02, "ASP held-out RMSE {rmse} vs one data center {lan}");
-    // Measured: 57-65% of the Baseline's bytes (on 24 short clocks most rows stay significant).
+    // A stable step size: at 0.03 the job ends mid-descent and the merged model's held-out RMSE
+    // spread over 0.61-0.86 from run to run, LAN alone; at 0.015 all three agree within 0.3%,
+    // and ASP without mirroring (threshold 1e12) ends 12% worse.
+    assert!(rmse <= lan * 1.01, "ASP held-out RMSE {rmse} vs one data center {lan}");
+    // Measured: 55-60% of the Baseline's bytes (on 48 short clocks most rows stay significant).
     assert!(bytes * 4 < base_bytes * 3, "ASP sent {bytes} bytes across, the Baseline {base_bytes}");
     assert!(gaia.iter().map(|s| s.significant_updates).sum::<u64>() > 0);
     let _ = std::fs::remove_dir_all(&dir);

@@ -18,7 +18,7 @@ use std::time::Instant;
 /// data, its table handles and whatever it keeps between clocks. The driver calls, per worker:
 /// `start`, then for each clock `begin_clock`, (clock 0 only) `evaluate`, `run_clock`, then
 /// `evaluate` at sample clocks or `before_sample` just before them, `save` when a checkpoint is
-/// due; at the end `write_output`.
+/// due; at the end a global barrier, the last `evaluate`, and `write_output`.
 pub trait Iterative: Sized + Send + Sync + 'static {
     /// The app's name, as in `--app` and in error messages.
     const NAME: &'static str;
@@ -146,9 +146,10 @@ impl<A: Iterative> Driver<A> {
     /// Clocks `first..` to the end of the run, or until the target is reached.
     fn run_clocks(&self, w: &mut Worker, st: &mut A::State, tracker: &mut Tracker, first: i64) -> Result<()> {
         let (alg, c) = (&self.alg, self.alg.common());
+        let last = c.total_clocks() - 1;
         for clock in first..c.total_clocks() {
             if tracker.poll(w)? {
-                break;
+                return Ok(());
             }
             alg.begin_clock(st, clock)?;
             // Clock 0 is only ever run by a fresh start: a checkpoint resumes after a clock.
@@ -157,9 +158,8 @@ impl<A: Iterative> Driver<A> {
             }
             c.straggle(w.process_id(), w.num_processes(), clock);
             alg.run_clock(st, clock)?;
-            if c.is_sample_clock(clock) {
-                let full = c.target.is_some() || clock + 1 == c.total_clocks();
-                tracker.evaluate(w, clock + 1, || alg.evaluate(st, full))?;
+            if c.is_sample_clock(clock) && clock != last {
+                tracker.evaluate(w, clock + 1, || alg.evaluate(st, c.target.is_some()))?;
             } else if c.is_sample_clock(clock + 1) {
                 tracker.measure(|| alg.before_sample(st))?;
             }
@@ -171,6 +171,11 @@ impl<A: Iterative> Driver<A> {
                 SavedState::write(buf, clock + 1, tracker, meta, &raw)
             })?;
         }
-        Ok(())
+        // The last evaluation is of the model the job writes: after a barrier, so that it sees
+        // every worker's updates of the last clocks (evaluated before them, with 4 workers the
+        // held-out RMSE was up to 3% better than the written model's). The wait counts as
+        // evaluation time. A job resumed from its last checkpoint gets here directly.
+        tracker.measure(|| w.global_barrier())?;
+        tracker.evaluate(w, last + 1, || alg.evaluate(st, true))
     }
 }
