@@ -24,7 +24,7 @@ pub enum ClientError {
     NoWorkers,
     #[error(
         "{flag} {path}: a local path under --master yarn names a different disk in every container; \
-         give a URL on the cluster's file system (hdfs://...)"
+         give a path on the cluster's file system (hdfs://..., or without a scheme for fs.defaultFS)"
     )]
     LocalPathOnYarn { flag: &'static str, path: String },
 
@@ -164,9 +164,9 @@ mod tests {
             (ClientError::WorkersMissing, "--master yarn needs --workers N"),
             (ClientError::NoWorkers, "--workers must be at least 1"),
             (
-                ClientError::LocalPathOnYarn { flag: "--input", path: "r.tsv".into() },
-                "--input r.tsv: a local path under --master yarn names a different disk in every container; \
-                 give a URL on the cluster's file system (hdfs://...)",
+                ClientError::LocalPathOnYarn { flag: "--input", path: "file:r.tsv".into() },
+                "--input file:r.tsv: a local path under --master yarn names a different disk in every container; \
+                 give a path on the cluster's file system (hdfs://..., or without a scheme for fs.defaultFS)",
             ),
             (ClientError::ReadFile { path: "/c.json".into(), source: io() }, "reading /c.json: gone"),
             (ClientError::Config(PsError::Config("threads: no".into())), "configuration error: threads: no"),

@@ -4,6 +4,7 @@
 mod console;
 mod error;
 mod local;
+mod paths;
 mod placement;
 mod restart;
 mod staging;

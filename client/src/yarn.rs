@@ -8,6 +8,7 @@
 use crate::console::{Console, Progress};
 use crate::error::{ClientError, Result};
 use crate::local::{next_to_me, report_stats, runtime_bin};
+use crate::paths;
 use crate::staging::{cached_binary, stage, warn_if_not_portable};
 use crate::Cli;
 use ps_runtime::internal::{generate_secret, CREDENTIALS_ALIAS};
@@ -80,6 +81,34 @@ fn cluster(conf_dir: Option<&Path>, via: SubmitVia, login: &Login) -> Result<(Ha
     Ok((conf, rm))
 }
 
+/// The job's paths as the containers will use them (see `paths`); each one that changed is
+/// printed, so the user sees where an input is read and an output lands.
+fn qualify_paths(
+    mut runtime: ps_runtime::RuntimeConfig,
+    app_args: &[String],
+    locations: &[(&'static str, String)],
+    fs: &str,
+    user: &str,
+) -> (ps_runtime::RuntimeConfig, Vec<String>) {
+    let mut args = app_args.to_vec();
+    let say = |flag: &str, from: &str, to: &str| {
+        if from != to {
+            log::info!("{flag} {from} is {to}");
+        }
+    };
+    for (flag, path) in locations {
+        let q = paths::qualify(path, fs, user);
+        say(flag, path, &q);
+        paths::replace_flag_value(&mut args, flag, &q);
+    }
+    if let Some(ck) = runtime.checkpoint.url.as_mut() {
+        let q = paths::qualify(ck, fs, user);
+        say("--checkpoint", ck, &q);
+        *ck = q;
+    }
+    (runtime, args)
+}
+
 fn app_master_bin() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("PS_APP_MASTER_BIN") {
         return Ok(PathBuf::from(p));
@@ -101,12 +130,9 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let runtime = cli.runtime_config()?;
     let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
     let built = apps::build(app, app_args).map_err(ClientError::App)?;
-    let checkpoint = cli.checkpoint.iter().map(|c| ("--checkpoint", c.clone()));
-    for (flag, path) in built.locations().into_iter().chain(checkpoint) {
-        if path.starts_with("file:") || !path.contains("://") {
-            return Err(ClientError::LocalPathOnYarn { flag, path });
-        }
-    }
+    let locations = built.locations();
+    paths::refuse_local(&locations)?;
+    paths::refuse_local(&cli.checkpoint.iter().map(|c| ("--checkpoint", c.clone())).collect::<Vec<_>>())?;
     let n = cli.workers.ok_or(ClientError::WorkersMissing)?;
     if n == 0 {
         return Err(ClientError::NoWorkers);
@@ -119,6 +145,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     // ticket or keytab, and the user is the Kerberos principal's.
     let secure = conf.kerberos().map_err(ClientError::HadoopConf)?;
     let (user, tokens) = if secure { delegation(&conf, &fs, &login)? } else { (user(), Vec::new()) };
+    let (runtime, app_args) = qualify_paths(runtime, app_args, &locations, &fs, &user);
     let (am_bin, rt_bin) = (app_master_bin()?, runtime_bin(cli)?);
     // Before the application exists: a bad --dc-hosts file leaves nothing behind.
     let dc_map = crate::placement::dc_map(cli, rm.as_ref())?;
@@ -132,7 +159,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let job = JobConfig {
         runtime,
         app: app.clone(),
-        app_args: app_args.to_vec(),
+        app_args,
         hostfile: "hostfile".into(),
         secret_file: None,
         secret_credential: Some(CREDENTIALS_ALIAS.into()),

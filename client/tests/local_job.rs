@@ -340,6 +340,41 @@ fn stats_can_be_written_to_hdfs() {
     st.delete(&url).unwrap();
 }
 
+/// A ViewFs mount table over the test HDFS (hdfs-native resolves it from HADOOP_CONF_DIR, and
+/// needs a fallback link): a
+/// job reads its input and writes its output through `viewfs://` URLs, and the files land on
+/// the mounted HDFS directory.
+#[test]
+fn viewfs_urls_resolve_through_the_mount_table() {
+    let hdfs = std::env::var("HDFS_URL").expect("HDFS_URL is not set: run through scripts/test.sh (it starts HDFS)");
+    let dir = tmpdir("viewfs");
+    let target = format!("{hdfs}/ps-test/viewfs-{}", std::process::id());
+    let conf = dir.join("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("core-site.xml"),
+        format!(
+            "<configuration><property><name>fs.viewfs.mounttable.pscluster.link./data</name>\
+             <value>{target}</value></property>\
+             <property><name>fs.viewfs.mounttable.pscluster.linkFallback</name><value>{hdfs}/</value></property>\
+             </configuration>"
+        ),
+    )
+    .unwrap();
+    let st = ps_runtime::storage::storage_for(&target).unwrap();
+    let mut f = st.create(&format!("{target}/in/part-00000")).unwrap();
+    f.write_all(b"0\t1\n1\t2\n2\t0\n2\t3\n3\t0\n").unwrap();
+    f.close().unwrap();
+    let args = ["--master", "local[2]", "pagerank", "--input", "viewfs://pscluster/data/in", "--passes", "3"];
+    let out =
+        output(submit().env("HADOOP_CONF_DIR", &conf).args(args).args(["--output", "viewfs://pscluster/data/out"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ranks = st.list(&format!("{target}/out/ranks")).unwrap();
+    assert!(ranks.iter().map(|f| f.1).sum::<u64>() > 0, "{ranks:?}");
+    st.delete(&target).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A worker thread that panics fails the whole job at once (well within `peer_timeout_ms`), and
 /// the job's final message names the process and the panic message; no process is left hanging.
 #[test]

@@ -15,16 +15,21 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, input) = ratings("mf");
     let base = input.trim_end_matches("/ratings").to_string();
-    let (out, ck, stats) = (format!("{base}/out"), format!("{base}/ckpt"), dir.join("stats.json"));
+    let (ck, stats) = (format!("{base}/ckpt"), dir.join("stats.json"));
+    // Paths as a spark-submit user writes them: without a scheme they are on fs.defaultFS, a
+    // relative one under /user/<user>; a glob picks the input's part files.
+    let pattern = format!("{}/part-*", input.strip_prefix(&hdfs()).unwrap());
+    let rel_out = format!("ps-test-out-{}", std::process::id());
+    let out = format!("{}/user/{}/{rel_out}", hdfs(), whoami());
     let mut args = s(&["--master", "yarn", "--workers", "2", "--threads", "2", "--worker-memory", "256"]);
     args.extend(s(&["--checkpoint", &ck, "--checkpoint-every", "6", "--stats", stats.to_str().unwrap()]));
     args.push("--stats-per-clock".into());
     args.extend(s(&[
         "mf",
         "--input",
-        &input,
+        &pattern,
         "--output",
-        &out,
+        &rel_out,
         "--passes",
         "6",
         "--clocks-per-pass",
@@ -40,6 +45,8 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
     let app = first.strip_prefix("application id: ").expect("application id first").to_string();
     assert!(stdout.contains("tracking URL: http://"), "{stdout}");
     assert!(stderr.contains("FINISHED") && stderr.contains("SUCCEEDED"), "{stderr}");
+    assert!(stderr.contains(&format!("--output {rel_out} is {out}")), "{stderr}");
+    assert!(stderr.contains(&format!("--input {pattern} is {}{pattern}", hdfs())), "{stderr}");
     let fs = ps_runtime::storage::storage_for(&out).unwrap();
     assert!(fs.exists(&format!("{out}/_SUCCESS")).unwrap());
     let factors = fs.list(&format!("{out}/user_factors")).unwrap();
@@ -62,6 +69,7 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
     assert_eq!((rep["state"].as_str(), rep["finalStatus"].as_str()), (Some("FINISHED"), Some("SUCCEEDED")));
     assert!(!fs.exists(&format!("{}/user/{}/.ps-staging/{app}", hdfs(), whoami())).unwrap());
     fs.delete(&base).unwrap();
+    fs.delete(&out).unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }
 

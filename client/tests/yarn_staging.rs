@@ -145,14 +145,15 @@ fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
     std::fs::remove_file(&stats).ok();
 }
 
-/// Under `--master yarn` a local path would name a different disk in every container: inputs,
-/// outputs and checkpoints given as local paths are refused before anything is submitted.
+/// Under `--master yarn` a `file:` path would name a different disk in every container: inputs,
+/// outputs and checkpoints given as explicit local paths are refused before anything is
+/// submitted (paths without a scheme are on fs.defaultFS: `mf_on_yarn_reads_hdfs_...`).
 #[test]
 fn local_paths_are_refused_before_submission() {
     for (extra, named) in [
-        (&["mf", "--input", "data/r.tsv"][..], "--input data/r.tsv"),
+        (&["mf", "--input", "file:data/r.tsv"][..], "--input file:data/r.tsv"),
         (&["mf", "--input", "hdfs:///r", "--output", "file:///tmp/out"], "--output file:///tmp/out"),
-        (&["--checkpoint", "/tmp/ck", "mf", "--input", "hdfs:///r"], "--checkpoint /tmp/ck"),
+        (&["--checkpoint", "file:///tmp/ck", "mf", "--input", "/r"], "--checkpoint file:///tmp/ck"),
     ] {
         let o = output(submit().args(["--master", "yarn", "--workers", "1"]).args(extra));
         let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));

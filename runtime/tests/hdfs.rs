@@ -44,6 +44,17 @@ fn storage_roundtrip_and_splits_on_hdfs() {
     let files = st.list(&dir).unwrap();
     assert_eq!(files.len(), 3, "{files:?}");
     assert!(files.iter().all(|(u, _)| u.starts_with("hdfs://")));
+    // Patterns and nested partition directories, as Hadoop's FileInputFormat and Spark read them.
+    put(st.as_ref(), &format!("{dir}/more/dt=1/part-00000"), b"x\n");
+    put(st.as_ref(), &format!("{dir}/more/_tmp/part-00000"), b"y\n");
+    let names = |url: &str| -> Vec<String> {
+        st.list(url).unwrap().into_iter().map(|(u, _)| u.strip_prefix(dir.as_str()).unwrap().to_string()).collect()
+    };
+    assert_eq!(names(&format!("{dir}/part-0000[02]")), ["/part-00000", "/part-00002"]);
+    assert_eq!(names(&format!("{dir}/m*")), ["/more/dt=1/part-00000"]);
+    assert_eq!(names(&format!("{dir}/{{part-00001,more}}")), ["/more/dt=1/part-00000", "/part-00001"]);
+    assert_eq!(st.list(&dir).unwrap().len(), 4);
+    st.delete(&format!("{dir}/more")).unwrap();
     // Ranged reads match, and any number of workers covers every line exactly once.
     let part1 = all[5000..10000].join("\n") + "\n";
     let head = st.read_at(&files[1].0, 6, 10).unwrap();

@@ -4,7 +4,7 @@
 //! ([`super::plan_splits`]), and the readers see its decompressed bytes through [`Decoded`].
 
 use crate::error::{PsError, Result};
-use crate::storage::{OutFile, Storage};
+use crate::storage::{Entry, OutFile, Storage};
 use std::io::Read;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,8 +54,8 @@ impl Decoded<'_> {
 }
 
 impl Storage for Decoded<'_> {
-    fn list(&self, url: &str) -> Result<Vec<(String, u64)>> {
-        self.0.list(url)
+    fn entry(&self, url: &str) -> Result<Entry> {
+        self.0.entry(url)
     }
     fn open(&self, path: &str, start: u64) -> Result<Box<dyn Read + Send>> {
         match Codec::of(path) {

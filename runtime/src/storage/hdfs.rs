@@ -1,10 +1,10 @@
-//! `hdfs://` storage on the `hdfs-native` client. URLs with an authority name the NameNode (or HA
+//! `hdfs://` and `viewfs://` storage on the `hdfs-native` client. URLs with an authority name the NameNode (or HA
 //! name service) directly; `hdfs:///path` uses the default file system of `HADOOP_CONF_DIR`, as
 //! Hadoop tools do. The user comes from `HADOOP_USER_NAME` (Kerberos where hdfs-native supports it).
 //! Reads are ranged and streamed in chunks; writes are buffered and closed explicitly, so a failed
 //! close is an error rather than a silently short file.
 
-use super::{OutFile, Storage};
+use super::{DirEntry, Entry, OutFile, Storage};
 use crate::error::{PsError, Result};
 use bytes::Bytes;
 use hdfs_native::{Client, ClientBuilder, WriteOptions};
@@ -12,6 +12,10 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 
 const CHUNK: usize = 4 << 20;
+
+/// URL schemes served by the hdfs-native client: HDFS, and ViewFs mount tables over HDFS name
+/// services (`fs.viewfs.mounttable.<cluster>.link.<path>` in the Hadoop configuration).
+pub const SCHEMES: [&str; 2] = ["hdfs", "viewfs"];
 
 /// The runtime of all HDFS I/O in the process. hdfs-native pools DataNode connections across
 /// clients, so every client must share one runtime: a connection opened on a runtime that was
@@ -60,7 +64,10 @@ fn kerberos_hint(e: &str) -> Option<&'static str> {
 impl HdfsFs {
     /// Connects for `url` (`hdfs://host:port/...`, `hdfs://nameservice/...` or `hdfs:///...`).
     pub fn connect(url: &str) -> Result<Self> {
-        let rest = url.strip_prefix("hdfs://").ok_or_else(|| PsError::Config(format!("{url}: not an hdfs:// URL")))?;
+        let (scheme, rest) = url
+            .split_once("://")
+            .filter(|(s, _)| SCHEMES.contains(s))
+            .ok_or_else(|| PsError::Config(format!("{url}: not an hdfs:// or viewfs:// URL")))?;
         let authority = rest.split('/').next().unwrap_or("");
         let mut b = ClientBuilder::new();
         // hdfs-native reads $HADOOP_CONF_DIR itself; with only $YARN_CONF_DIR set (which
@@ -72,7 +79,7 @@ impl HdfsFs {
             b = b.with_config(conf);
         }
         if !authority.is_empty() {
-            b = b.with_url(format!("hdfs://{authority}"));
+            b = b.with_url(format!("{scheme}://{authority}"));
         }
         // `yarn-submit --principal/--keytab` (secure clusters): a keytab login instead of the
         // ticket cache, in every process of the job.
@@ -86,12 +93,12 @@ impl HdfsFs {
             let _g = rt.enter();
             b.with_io_runtime(rt.handle().clone()).build().map_err(|e| err(format!("connecting for {url}"), e))?
         };
-        Ok(HdfsFs { client, rt, prefix: format!("hdfs://{authority}") })
+        Ok(HdfsFs { client, rt, prefix: format!("{scheme}://{authority}") })
     }
 
     /// The path part of a URL on this file system.
     fn path<'a>(&self, url: &'a str) -> &'a str {
-        let rest = url.strip_prefix("hdfs://").unwrap_or(url);
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
         match rest.find('/') {
             Some(i) => &rest[i..],
             None => "/",
@@ -104,29 +111,21 @@ impl HdfsFs {
 }
 
 impl Storage for HdfsFs {
-    fn list(&self, url: &str) -> Result<Vec<(String, u64)>> {
+    fn entry(&self, url: &str) -> Result<Entry> {
         let p = self.path(url);
         let st = self.rt.block_on(self.client.get_file_info(p)).map_err(|e| err(format!("input {url}"), e))?;
         if !st.isdir {
-            return Ok(vec![(url.to_string(), st.length as u64)]);
+            return Ok(Entry::File(st.length as u64));
         }
-        let mut out: Vec<(String, u64)> = self
-            .rt
-            .block_on(self.client.list_status(p, false))
-            .map_err(|e| err(format!("listing {url}"), e))?
-            .into_iter()
-            .filter(|f| !f.isdir)
-            .filter(|f| {
-                let name = f.path.rsplit('/').next().unwrap_or("");
-                !name.starts_with('_') && !name.starts_with('.')
-            })
-            .map(|f| (self.url(&f.path), f.length as u64))
-            .collect();
-        if out.is_empty() {
-            return Err(PsError::Config(format!("input {url}: directory has no data files")));
-        }
-        out.sort();
-        Ok(out)
+        let list = self.rt.block_on(self.client.list_status(p, false)).map_err(|e| err(format!("listing {url}"), e))?;
+        Ok(Entry::Dir(
+            list.into_iter()
+                .map(|f| DirEntry {
+                    name: f.path.rsplit('/').next().unwrap_or("").to_string(),
+                    len: (!f.isdir).then_some(f.length as u64),
+                })
+                .collect(),
+        ))
     }
 
     fn open(&self, url: &str, start: u64) -> Result<Box<dyn Read + Send>> {

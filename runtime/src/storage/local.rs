@@ -1,6 +1,6 @@
 //! Local files (`file://` URLs and plain paths).
 
-use super::{OutFile, Storage};
+use super::{DirEntry, Entry, OutFile, Storage};
 use crate::error::{PsError, Result};
 use std::io::{Read, Seek, SeekFrom};
 
@@ -34,29 +34,22 @@ fn local_path(url: &str) -> &str {
 }
 
 impl Storage for LocalFs {
-    fn list(&self, url: &str) -> Result<Vec<(String, u64)>> {
+    fn entry(&self, url: &str) -> Result<Entry> {
         let p = local_path(url);
         let meta = std::fs::metadata(p).map_err(|e| PsError::io(format!("input {url}"), e))?;
         if meta.is_file() {
-            return Ok(vec![(p.to_string(), meta.len())]);
+            return Ok(Entry::File(meta.len()));
         }
         let mut out = Vec::new();
         for e in std::fs::read_dir(p).map_err(|e| PsError::io(format!("listing {url}"), e))? {
             let e = e.map_err(|e| PsError::io(format!("listing {url}"), e))?;
+            // Follows symbolic links, as reading the file would.
+            let m =
+                std::fs::metadata(e.path()).map_err(|err| PsError::io(format!("stat {}", e.path().display()), err))?;
             let name = e.file_name().to_string_lossy().to_string();
-            if name.starts_with('_') || name.starts_with('.') {
-                continue;
-            }
-            let m = e.metadata().map_err(|err| PsError::io(format!("stat {}", e.path().display()), err))?;
-            if m.is_file() {
-                out.push((e.path().to_string_lossy().to_string(), m.len()));
-            }
+            out.push(DirEntry { name, len: m.is_file().then_some(m.len()) });
         }
-        if out.is_empty() {
-            return Err(PsError::Config(format!("input {url}: directory has no data files")));
-        }
-        out.sort();
-        Ok(out)
+        Ok(Entry::Dir(out))
     }
 
     fn create(&self, path: &str) -> Result<Box<dyn OutFile>> {

@@ -1,9 +1,10 @@
 //! Storage by URL, for everything the runtime reads and writes: inputs, outputs, snapshots,
 //! stats and YARN staging. `file://` URLs and plain paths are local files ([`LocalFs`]),
-//! `hdfs://` URLs go to HDFS ([`HdfsFs`]). A directory counts as one input made of its part files.
+//! `hdfs://` and `viewfs://` URLs go to HDFS ([`HdfsFs`]). A directory counts as one input made of its part files.
 //! Whole files that readers must never see half-written go through [`write_atomic`].
 
 mod hdfs;
+mod listing;
 mod local;
 
 pub use hdfs::HdfsFs;
@@ -18,11 +19,30 @@ use crate::error::{PsError, Result};
 use std::io::Read;
 use std::sync::Arc;
 
+/// What a URL names.
+pub enum Entry {
+    /// A file and its length.
+    File(u64),
+    /// A directory and what it holds, in any order.
+    Dir(Vec<DirEntry>),
+}
+
+/// One name in a directory: a file (`len` its length) or a directory (`len` None).
+pub struct DirEntry {
+    pub name: String,
+    pub len: Option<u64>,
+}
+
 /// A file system holding inputs and outputs.
 pub trait Storage: Send + Sync {
-    /// The files of an input: the file itself, or the visible files of a directory (names not
-    /// starting with `_` or `.`, as Hadoop writes `_SUCCESS` beside `part-*`), sorted, with sizes.
-    fn list(&self, url: &str) -> Result<Vec<(String, u64)>>;
+    /// What `url` is (an error if it does not exist).
+    fn entry(&self, url: &str) -> Result<Entry>;
+    /// The files of an input, sorted, with sizes: the file itself, the visible files of a
+    /// directory at any depth (names not starting with `_` or `.`, as Hadoop writes `_SUCCESS`
+    /// beside `part-*`), or those of every path a glob pattern matches (see [`listing`]).
+    fn list(&self, url: &str) -> Result<Vec<(String, u64)>> {
+        listing::input_files(self, url)
+    }
     /// Reads from byte `start` of `path` to its end.
     fn open(&self, path: &str, start: u64) -> Result<Box<dyn Read + Send>>;
     /// Like `open`, with a hint that the bytes up to `end` will be read: an implementation may read
@@ -74,7 +94,7 @@ pub trait OutFile: std::io::Write + Send {
 pub fn storage_for(url: &str) -> Result<Arc<dyn Storage>> {
     if url.starts_with("file://") || !url.contains("://") {
         Ok(Arc::new(LocalFs))
-    } else if url.starts_with("hdfs://") {
+    } else if url.starts_with("hdfs://") || url.starts_with("viewfs://") {
         Ok(Arc::new(HdfsFs::connect(url)?))
     } else {
         let scheme = url.split("://").next().unwrap_or("");
