@@ -263,8 +263,8 @@ impl Am {
         for (i, c) in self.procs.iter().enumerate() {
             let again = if attempt > 0 { format!(" --attempt {attempt}") } else { String::new() };
             let cmd = format!(
-                "./ps-runtime run --job job.json --id {i} --rendezvous {am_addr}{again} 1><LOG_DIR>/runtime.out \
-                 2><LOG_DIR>/runtime.err"
+                "./ps-runtime run --job job.json --id {i} --rendezvous {am_addr}{again} 1><LOG_DIR>/stdout \
+                 2><LOG_DIR>/stderr"
             );
             let clc = ContainerLaunchContextProto {
                 local_resources: resources.to_vec(),
@@ -347,7 +347,9 @@ async fn run(args: Args) -> Result<()> {
 
     let schedulers = conf.rm_schedulers().map_err(AmError::HadoopConf)?;
     let max_wait = conf.rm_connect_max_wait().map_err(AmError::HadoopConf)?;
-    let mut rm = AmRmClient::connect(&schedulers, amrm, max_wait).await.map_err(AmError::Rm)?;
+    let interval = conf.rm_connect_retry_interval().map_err(AmError::HadoopConf)?;
+    let mut rm =
+        AmRmClient::connect(&schedulers, amrm, max_wait).await.map_err(AmError::Rm)?.with_retry_interval(interval);
     rm.register(&host, port as i32, &tracking).await.map_err(AmError::Rm)?;
     let dc_map = match args.dc_map.clone() {
         Some(url) => Some(DcMap::load(url).await?),

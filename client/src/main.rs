@@ -383,7 +383,9 @@ fn after_help() -> String {
     format!(
         "Applications (`yarn-submit APP --help` for an application's options):\n{apps}\n\
          Commands:\n  yarn-submit status APP_ID   the application's report, as JSON\n  \
-         yarn-submit kill APP_ID     kill it and print its final report\n\n\
+         yarn-submit kill APP_ID     kill it and print its final report\n  \
+         yarn-submit list [--all]    your applications that are still active (--all: every one)\n  \
+         (each takes --submit-via ipc|rest and --conf-dir DIR; `yarn-submit status --help`)\n\n\
          Example: yarn-submit --master local[2] --threads 2 --consistency essp demo --clocks 50"
     )
 }
@@ -444,8 +446,8 @@ fn main() {
     let own = argv.iter().skip(1).take_while(|a| !ps_runtime::apps::NAMES.contains(&a.as_str()));
     let verbose = own.into_iter().any(|a| a == "--verbose" || a == "-v");
     local::init_logging(console.clone(), verbose);
-    // `yarn-submit status APP_ID` and `yarn-submit kill APP_ID` (with their own options).
-    if matches!(argv.get(1).map(String::as_str), Some("status" | "kill")) {
+    // `yarn-submit status APP_ID`, `kill APP_ID` and `list` (with their own options).
+    if matches!(argv.get(1).map(String::as_str), Some("status" | "kill" | "list")) {
         std::process::exit(yarn::command(&yarn::AppCommand::parse()));
     }
     let matches = Cli::command().after_help(after_help()).get_matches();

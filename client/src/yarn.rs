@@ -25,6 +25,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The YARN application type of our jobs (what `yarn application -list -appTypes` filters on).
+const APP_TYPE: &str = "PARAMETER_SERVER";
+
 /// The submitting user: `HADOOP_USER_NAME` as Hadoop tools use it, else the login name.
 fn user() -> String {
     std::env::var("HADOOP_USER_NAME").or_else(|_| std::env::var("USER")).unwrap_or_else(|_| "root".into())
@@ -197,7 +200,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let restarts = cli.restarts.unwrap_or(if cli.checkpoint.is_some() { 3 } else { 0 });
     let command = format!(
         "./ps-app-master --staging {staging} --runtime-url {runtime_url} --workers {n} --worker-memory {} \
-         --worker-vcores {} --restarts {restarts}{dc_map}{}{} 1><LOG_DIR>/app-master.out 2><LOG_DIR>/app-master.err",
+         --worker-vcores {} --restarts {restarts}{dc_map}{}{} 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr",
         cli.worker_memory,
         cli.worker_vcores,
         if cli.keep_staging { " --keep-staging" } else { "" },
@@ -206,7 +209,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let sub = Submission {
         app_id: app_id.clone(),
         name: cli.name.clone().unwrap_or_else(|| format!("ps-{app}")),
-        app_type: "PARAMETER_SERVER".into(),
+        app_type: APP_TYPE.into(),
         queue: cli.queue.clone(),
         memory_mb: cli.am_memory,
         vcores: 1,
@@ -220,15 +223,18 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
         max_attempts: cli.am_attempts,
     };
     rm.submit(&sub).map_err(ClientError::Rm)?;
-    let rep = follow(rm.as_ref(), &app_id, console);
+    let patience = Patience::of(&conf)?;
+    let rep = follow(rm.as_ref(), &app_id, console, patience);
     console.clear();
     let rep = rep?;
     copy_report(cli, &staging);
     crate::local::keep_clock_logs(cli, &format!("{staging}/stats"));
     if !rep.succeeded() {
         let (state, final_status, diagnostics) = (rep.state, rep.final_status, rep.diagnostics);
+        let app_id_for_logs = app_id.clone();
         log::error!("{}", ClientError::AppFailed { app_id, state, final_status, diagnostics });
         log::error!("staging directory kept for inspection: {staging}");
+        log::error!("the containers' logs (stdout, stderr): yarn logs -applicationId {app_id_for_logs}");
         return Ok(1);
     }
     log::info!("{app_id} finished: SUCCEEDED");
@@ -296,14 +302,53 @@ fn delegation(conf: &HadoopConf, fs: &str, login: &Login) -> Result<(String, Vec
     Ok((user, vec![(token.service.clone(), token)]))
 }
 
+/// How long following a job waits out an unreachable ResourceManager (a restart or failover
+/// takes longer than one round of attempts): Hadoop's `yarn.resourcemanager.connect.max-wait.ms`,
+/// retrying every `...connect.retry-interval.ms` at most.
+#[derive(Clone, Copy)]
+struct Patience {
+    max_wait: Duration,
+    interval: Duration,
+}
+
+impl Patience {
+    fn of(conf: &HadoopConf) -> Result<Self> {
+        let max_wait = conf.rm_connect_max_wait().map_err(ClientError::HadoopConf)?;
+        let interval = conf.rm_connect_retry_interval().map_err(ClientError::HadoopConf)?;
+        Ok(Patience { max_wait, interval })
+    }
+
+    /// The report, retrying connection failures (each call already tried every RM) until
+    /// `max_wait` has passed since the first failure, with waits doubling from 1 s up to the
+    /// retry interval.
+    fn report(&self, rm: &dyn ResourceManager, app_id: &str) -> Result<AppReport> {
+        let mut failing_since = None;
+        let mut wait = Duration::from_secs(1).min(self.interval);
+        loop {
+            match rm.report(app_id) {
+                Err(e) if ps_yarn::failover::worth_failover(&e) => {
+                    let since = *failing_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() + wait > self.max_wait {
+                        return Err(ClientError::Rm(e));
+                    }
+                    log::warn!("following {app_id}: {e}; retrying in {:.1}s", wait.as_secs_f64());
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(self.interval);
+                }
+                r => return r.map_err(ClientError::Rm),
+            }
+        }
+    }
+}
+
 /// Polls the application report, printing state changes and progress, until it ends. While
 /// it runs, the AM's `status.json` (at its tracking URL) feeds the progress display.
-fn follow(rm: &dyn ResourceManager, app_id: &str, console: &Console) -> Result<AppReport> {
+fn follow(rm: &dyn ResourceManager, app_id: &str, console: &Console, patience: Patience) -> Result<AppReport> {
     let (mut state, mut url, mut pct) = (String::new(), String::new(), -1i64);
     let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(2)).build().ok();
     let (mut last_status, mut have_status) = (std::time::Instant::now() - Duration::from_secs(60), false);
     loop {
-        let rep = rm.report(app_id).map_err(ClientError::Rm)?;
+        let rep = patience.report(rm, app_id)?;
         if rep.state != state {
             state = rep.state.clone();
             log::info!("{app_id}: {state}");
@@ -333,15 +378,21 @@ fn follow(rm: &dyn ResourceManager, app_id: &str, console: &Console) -> Result<A
     }
 }
 
-/// `yarn-submit status|kill APP_ID [--submit-via ipc|rest] [--conf-dir DIR]`.
+/// `yarn-submit status|kill APP_ID` and `yarn-submit list [--all]`, with `[--submit-via ipc|rest]
+/// [--conf-dir DIR]`.
 #[derive(clap::Parser, Debug)]
 #[command(name = "yarn-submit")]
 pub struct AppCommand {
-    /// status: print the application's report as JSON; kill: kill it and print the final report.
-    #[arg(value_parser = ["status", "kill"])]
+    /// status: print the application's report as JSON; kill: kill it and print the final report;
+    /// list: this user's parameter-server applications that are still active (all with --all).
+    #[arg(value_parser = ["status", "kill", "list"])]
     cmd: String,
-    /// The application id (application_<timestamp>_<number>).
-    app_id: String,
+    /// The application id (application_<timestamp>_<number>), for status and kill.
+    #[arg(required_if_eq_any([("cmd", "status"), ("cmd", "kill")]))]
+    app_id: Option<String>,
+    /// list: applications in every state, finished ones too.
+    #[arg(long)]
+    all: bool,
     /// How to reach the ResourceManager.
     #[arg(long, value_enum, default_value_t = SubmitVia::Ipc)]
     submit_via: SubmitVia,
@@ -350,13 +401,24 @@ pub struct AppCommand {
     conf_dir: Option<PathBuf>,
 }
 
+/// The states `yarn application -list` shows by default.
+const ACTIVE: [&str; 4] = ["NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING"];
+
 pub fn command(c: &AppCommand) -> i32 {
-    let (cmd, app_id) = (c.cmd.as_str(), c.app_id.as_str());
-    let r = cluster(c.conf_dir.as_deref(), c.submit_via, &login(None)).and_then(|(_, rm)| match cmd {
-        "status" => rm.report(app_id).map_err(ClientError::Rm),
-        _ => rm.kill(app_id).map_err(ClientError::Rm),
-    });
-    match r {
+    let (cmd, app_id) = (c.cmd.as_str(), c.app_id.as_deref().unwrap_or_default());
+    let rm = match cluster(c.conf_dir.as_deref(), c.submit_via, &login(None)) {
+        Ok((_, rm)) => rm,
+        Err(e) => {
+            log::error!("{e}");
+            return 1;
+        }
+    };
+    let r = match cmd {
+        "list" => return list(rm.as_ref(), c.all),
+        "status" => rm.report(app_id),
+        _ => rm.kill(app_id),
+    };
+    match r.map_err(ClientError::Rm) {
         Ok(rep) => {
             println!(
                 "{}",
@@ -373,5 +435,91 @@ pub fn command(c: &AppCommand) -> i32 {
             log::error!("{e}");
             1
         }
+    }
+}
+
+/// This user's applications of our type, as `yarn application -list` prints them: a count, a
+/// header, then one tab-separated line each (oldest first).
+fn list(rm: &dyn ResourceManager, all: bool) -> i32 {
+    let states: &[&str] = if all { &[] } else { &ACTIVE };
+    match rm.list(&[user()], states, &[APP_TYPE.to_string()]) {
+        Ok(mut apps) => {
+            apps.sort_by(|a, b| a.id.cmp(&b.id));
+            println!("Total number of applications: {}", apps.len());
+            println!("Application-Id\tApplication-Name\tUser\tQueue\tState\tFinal-State\tProgress\tTracking-URL");
+            for a in apps {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{:.0}%\t{}",
+                    a.id, a.name, a.user, a.queue, a.state, a.final_status, a.progress, a.tracking_url
+                );
+            }
+            0
+        }
+        Err(e) => {
+            log::error!("{}", ClientError::Rm(e));
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ps_yarn::submit::NodeRack;
+    use ps_yarn::YarnError;
+    use std::cell::Cell;
+
+    /// An RM that is unreachable for its first `down` reports (only `report` is called here).
+    struct Flaky {
+        down: Cell<u32>,
+        calls: Cell<u32>,
+    }
+
+    impl ResourceManager for Flaky {
+        fn new_application(&self) -> ps_yarn::Result<String> {
+            unreachable!()
+        }
+        fn submit(&self, _: &Submission) -> ps_yarn::Result<()> {
+            unreachable!()
+        }
+        fn report(&self, app: &str) -> ps_yarn::Result<AppReport> {
+            self.calls.set(self.calls.get() + 1);
+            match self.down.get() {
+                0 => Ok(AppReport { id: app.into(), state: "RUNNING".into(), ..Default::default() }),
+                u32::MAX => Err(YarnError::Remote {
+                    server: "rm".into(),
+                    method: "getApplicationReport".into(),
+                    class: "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException".into(),
+                    message: String::new(),
+                }),
+                n => {
+                    self.down.set(n - 1);
+                    Err(YarnError::Io("connection refused".into()))
+                }
+            }
+        }
+        fn request_kill(&self, _: &str) -> ps_yarn::Result<bool> {
+            unreachable!()
+        }
+        fn node_racks(&self) -> ps_yarn::Result<Vec<NodeRack>> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn following_waits_out_an_unreachable_rm_up_to_max_wait() {
+        let p = Patience { max_wait: Duration::from_secs(5), interval: Duration::from_millis(20) };
+        let rm = Flaky { down: Cell::new(3), calls: Cell::new(0) };
+        assert_eq!(p.report(&rm, "application_1_1").unwrap().state, "RUNNING");
+        assert_eq!(rm.calls.get(), 4);
+        let p = Patience { max_wait: Duration::from_millis(100), interval: Duration::from_millis(20) };
+        let rm = Flaky { down: Cell::new(1_000_000), calls: Cell::new(0) };
+        let t = std::time::Instant::now();
+        assert!(p.report(&rm, "application_1_1").unwrap_err().to_string().contains("connection refused"));
+        assert!(t.elapsed() < Duration::from_secs(2) && rm.calls.get() >= 4, "{:?} {}", t.elapsed(), rm.calls.get());
+        // The RM's own answer is final at once.
+        let rm = Flaky { down: Cell::new(u32::MAX), calls: Cell::new(0) };
+        assert!(p.report(&rm, "application_1_1").is_err());
+        assert_eq!(rm.calls.get(), 1);
     }
 }

@@ -122,7 +122,7 @@ fn yarn_submit_kill_stops_a_running_application() {
         let warned = std::fs::read_dir(&logs)
             .map(|d| {
                 d.flatten()
-                    .filter_map(|c| std::fs::read_to_string(c.path().join("runtime.err")).ok())
+                    .filter_map(|c| std::fs::read_to_string(c.path().join("stderr")).ok())
                     .filter(|t| t.contains("of its container's 1 MB (--worker-memory)"))
                     .count()
             })
@@ -138,6 +138,16 @@ fn yarn_submit_kill_stops_a_running_application() {
     let st = output(submit().args(["status", &app]));
     let rep: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     assert_eq!((rep["user"].as_str(), rep["state"].as_str()), (Some(whoami().as_str()), Some("RUNNING")));
+    // `list` shows this user's active applications, as `yarn application -list`: this one, not
+    // another user's, and after the kill only with --all.
+    let listed = |user: &str, extra: &[&str]| {
+        let o = output(submit().env("HADOOP_USER_NAME", user).arg("list").args(extra));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with(&format!("{app}\t"))).map(String::from)
+    };
+    let line = listed(&whoami(), &[]).expect("the running application is listed");
+    assert!(line.contains("\tRUNNING\t"), "{line}");
+    assert_eq!(listed("mallory", &["--all"]), None);
     let denied = output(submit().env("HADOOP_USER_NAME", "mallory").args(["kill", &app]));
     let err = String::from_utf8_lossy(&denied.stderr);
     assert!(!denied.status.success() && err.contains("User mallory cannot perform operation MODIFY_APP"), "{err}");
@@ -145,6 +155,8 @@ fn yarn_submit_kill_stops_a_running_application() {
     assert!(k.status.success(), "{}", String::from_utf8_lossy(&k.stderr));
     let rep: serde_json::Value = serde_json::from_slice(&k.stdout).unwrap();
     assert_eq!(rep["state"], "KILLED");
+    assert_eq!(listed(&whoami(), &[]), None);
+    assert!(listed(&whoami(), &["--all"]).is_some_and(|l| l.contains("\tKILLED\t")));
     let status = wait_within(child, JOB_LIMIT, "yarn-submit of a killed application");
     log.extend(rx.iter());
     assert!(!status.success() && log.join("\n").contains("KILLED"), "{}", log.join("\n"));
@@ -162,7 +174,7 @@ fn panicking_worker_fails_the_application_naming_process_and_panic() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut args = s(&["--master", "yarn", "--workers", "3", "--threads", "1", "--worker-memory", "256", "demo"]);
     args.extend(s(&["--clocks", "100000", "--delay-ms", "5", "--fail-at-clock", "30", "--fail-worker", "1"]));
-    let Submitted { child, rx, mut log, _guard, .. } = submit_app(submit().args(&args));
+    let Submitted { child, rx, mut log, _guard, app } = submit_app(submit().args(&args));
     wait_for(&rx, ": RUNNING", &mut log);
     let running = Instant::now();
     let status = wait_within(child, JOB_LIMIT, "yarn-submit of a panicking job");
@@ -177,6 +189,7 @@ fn panicking_worker_fails_the_application_naming_process_and_panic() {
         diag.contains("process 1 failed: worker thread 0 panicked: demo: injected failure of worker 1 at clock 30"),
         "the diagnostics do not name the process and the panic: {diag}"
     );
+    assert!(text.contains(&format!("yarn logs -applicationId {app}")), "{text}");
 }
 
 /// `--conf-dir` replaces `HADOOP_CONF_DIR` (here pointing nowhere), and the site files' values
@@ -222,7 +235,7 @@ fn job_survives_resourcemanager_failovers() {
     let am_log: String = std::fs::read_dir(&logs)
         .unwrap()
         .flatten()
-        .filter_map(|c| std::fs::read_to_string(c.path().join("app-master.err")).ok())
+        .filter_map(|c| std::fs::read_to_string(c.path().join("stderr")).ok())
         .collect();
     assert_eq!(am_log.matches("registered again with the ResourceManager").count(), 2, "{am_log}");
     assert!(am_log.contains("re-sending 2 outstanding container(s)"), "{am_log}");

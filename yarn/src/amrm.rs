@@ -24,6 +24,8 @@ pub struct AmRmClient {
     current: usize,
     /// How long a call keeps failing over before it gives up.
     max_wait: Duration,
+    /// The longest wait between rounds of attempts (`...connect.retry-interval.ms`).
+    retry_interval: Option<Duration>,
     token: Token,
     conn: Option<IpcConnection>,
     /// The last response id received (0 after register).
@@ -67,6 +69,7 @@ impl AmRmClient {
             addrs: addrs.to_vec(),
             current: 0,
             max_wait,
+            retry_interval: None,
             token,
             conn: None,
             response_id: 0,
@@ -104,8 +107,19 @@ impl AmRmClient {
         Ok(())
     }
 
+    /// Caps the wait between rounds of failover attempts at `d`
+    /// (`yarn.resourcemanager.connect.retry-interval.ms`).
+    pub fn with_retry_interval(mut self, d: Duration) -> Self {
+        self.retry_interval = Some(d);
+        self
+    }
+
     fn rotation(&self) -> Rotation {
-        Rotation::new(self.addrs.len(), self.current, Limit::Until(Instant::now() + self.max_wait))
+        let r = Rotation::new(self.addrs.len(), self.current, Limit::Until(Instant::now() + self.max_wait));
+        match self.retry_interval {
+            Some(d) => r.max_backoff(d),
+            None => r,
+        }
     }
 
     /// One call on the current RM, failing over to the next on a dropped connection or a

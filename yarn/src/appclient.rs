@@ -206,6 +206,10 @@ fn submission_context(s: &Submission) -> Result<ApplicationSubmissionContextProt
 }
 
 impl ResourceManager for RmIpc {
+    fn list(&self, users: &[String], states: &[&str], types: &[String]) -> Result<Vec<AppReport>> {
+        self.applications(users, states, types)
+    }
+
     fn new_application(&self) -> Result<String> {
         let r: GetNewApplicationResponseProto = self.call("getNewApplication", &GetNewApplicationRequestProto {})?;
         let id = r.application_id.ok_or_else(|| {

@@ -195,14 +195,23 @@ impl HadoopConf {
     /// How long an AM keeps trying to reach a ResourceManager before it gives up
     /// (`yarn.resourcemanager.connect.max-wait.ms`, Hadoop's default 15 minutes).
     pub fn rm_connect_max_wait(&self) -> Result<std::time::Duration> {
-        const KEY: &str = "yarn.resourcemanager.connect.max-wait.ms";
-        match self.get(KEY)? {
-            None => Ok(std::time::Duration::from_secs(900)),
+        self.millis("yarn.resourcemanager.connect.max-wait.ms", 900_000)
+    }
+
+    /// The longest wait between two rounds of attempts to reach a ResourceManager
+    /// (`yarn.resourcemanager.connect.retry-interval.ms`, Hadoop's default 30 s).
+    pub fn rm_connect_retry_interval(&self) -> Result<std::time::Duration> {
+        self.millis("yarn.resourcemanager.connect.retry-interval.ms", 30_000)
+    }
+
+    fn millis(&self, key: &str, default: u64) -> Result<std::time::Duration> {
+        match self.get(key)? {
+            None => Ok(std::time::Duration::from_millis(default)),
             Some(v) => v
                 .trim()
                 .parse::<u64>()
                 .map(std::time::Duration::from_millis)
-                .map_err(|_| YarnError::Config(format!("{KEY} = {v:?} is not a number of milliseconds"))),
+                .map_err(|_| YarnError::Config(format!("{key} = {v:?} is not a number of milliseconds"))),
         }
     }
 
@@ -351,6 +360,11 @@ mod tests {
         ha.set("yarn.resourcemanager.scheduler.address.a", "h1:2");
         assert_eq!(ha.rm_schedulers().unwrap(), vec!["h1:2".to_string(), "h2:8030".to_string()]);
         assert_eq!(ha.rm_connect_max_wait().unwrap().as_secs(), 900);
+        assert_eq!(ha.rm_connect_retry_interval().unwrap().as_secs(), 30);
+        ha.set("yarn.resourcemanager.connect.retry-interval.ms", "500");
+        assert_eq!(ha.rm_connect_retry_interval().unwrap().as_millis(), 500);
+        ha.set("yarn.resourcemanager.connect.retry-interval.ms", "1s");
+        assert!(ha.rm_connect_retry_interval().unwrap_err().to_string().contains("retry-interval.ms"));
         assert!(ha.rm_web_urls().unwrap_err().to_string().contains("yarn.resourcemanager.hostname.a"));
         ha.set("yarn.resourcemanager.hostname.a", "h1");
         assert_eq!(ha.rm_web_urls().unwrap(), vec!["http://h1:8088".to_string(), "http://h2:8088".to_string()]);

@@ -28,7 +28,8 @@ pub enum Limit {
 }
 
 /// The order of attempts over `n` RMs starting at `start`: the next RM at once after a failure,
-/// and after each full round a wait that doubles from 0.2 s up to 3.2 s.
+/// and after each full round a wait that doubles from 0.2 s up to 3.2 s, or up to
+/// `yarn.resourcemanager.connect.retry-interval.ms` where that is set ([`Rotation::max_backoff`]).
 #[derive(Debug)]
 pub struct Rotation {
     n: usize,
@@ -38,6 +39,7 @@ pub struct Rotation {
     rounds: u32,
     limit: Limit,
     backoff: Duration,
+    max_backoff: Duration,
 }
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
@@ -46,7 +48,23 @@ const MAX_BACKOFF: Duration = Duration::from_millis(3200);
 impl Rotation {
     pub fn new(n: usize, start: usize, limit: Limit) -> Self {
         let n = n.max(1);
-        Rotation { n, current: start % n, in_round: 0, rounds: 0, limit, backoff: FIRST_BACKOFF }
+        Rotation {
+            n,
+            current: start % n,
+            in_round: 0,
+            rounds: 0,
+            limit,
+            backoff: FIRST_BACKOFF,
+            max_backoff: MAX_BACKOFF,
+        }
+    }
+
+    /// The longest wait between rounds: Hadoop's retry interval (a shorter one also shortens the
+    /// first waits).
+    pub fn max_backoff(mut self, d: Duration) -> Self {
+        self.max_backoff = d;
+        self.backoff = self.backoff.min(d);
+        self
     }
 
     /// The RM to try now.
@@ -72,7 +90,7 @@ impl Rotation {
             }
         }
         let wait = self.backoff;
-        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        self.backoff = (self.backoff * 2).min(self.max_backoff);
         self.within_limit(wait)
     }
 
@@ -99,6 +117,15 @@ mod tests {
         }
         assert_eq!(seen, vec![1, 2, 0, 1, 2, 0, 1, 2, 0]);
         assert_eq!(waits, vec![0, 0, 200, 0, 0, 400, 0, 0]);
+    }
+
+    #[test]
+    fn the_retry_interval_caps_the_backoff() {
+        let waits = |mut r: Rotation| std::iter::from_fn(|| r.advance()).map(|w| w.as_millis()).collect::<Vec<_>>();
+        let r = Rotation::new(1, 0, Limit::Rounds(7)).max_backoff(Duration::from_millis(1000));
+        assert_eq!(waits(r), vec![0, 200, 0, 400, 0, 800, 0, 1000, 0, 1000, 0, 1000, 0]);
+        let r = Rotation::new(1, 0, Limit::Rounds(3)).max_backoff(Duration::from_millis(50));
+        assert_eq!(waits(r), vec![0, 50, 0, 50, 0]);
     }
 
     #[test]

@@ -84,6 +84,10 @@ pub trait ResourceManager {
     fn request_kill(&self, app: &str) -> Result<bool>;
     /// Every node the RM knows, with its rack.
     fn node_racks(&self) -> Result<Vec<NodeRack>>;
+    /// Applications of `users` (all if empty) in `states` (all if empty) of `types` (all if empty).
+    fn list(&self, _users: &[String], _states: &[&str], _types: &[String]) -> Result<Vec<AppReport>> {
+        Err(YarnError::Config("listing applications needs the RM's IPC protocol (--submit-via ipc)".into()))
+    }
 
     /// Kills `app`, repeating the request (as Hadoop's `YarnClientImpl` does) until the RM says the
     /// kill is complete or the application is in a final state.
