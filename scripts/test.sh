@@ -14,6 +14,8 @@ cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo build --release --workspace
+# A runtime binary with an app of its own (the tests submit it with --runtime-bin).
+cargo build --release -p ps-runtime --example custom_runtime
 # The portable binaries (glibc 2.17, stripped) that YARN jobs ship; checked there, run by a YARN test.
 scripts/package.sh
 export PS_HDFS_DIR=${PS_HDFS_DIR:-$(pwd)/data/hdfs-test}

@@ -26,7 +26,11 @@ pub enum ClientError {
         "{flag} {path}: a local path under --master yarn names a different disk in every container; \
          give a path on the cluster's file system (hdfs://..., or without a scheme for fs.defaultFS)"
     )]
-    LocalPathOnYarn { flag: &'static str, path: String },
+    LocalPathOnYarn { flag: String, path: String },
+    #[error("{0}")]
+    AppRejected(String),
+    #[error("asking the runtime binary {bin} about the application: {why}")]
+    RuntimeDescribe { bin: String, why: String },
 
     // Configuration: the runtime's (`--conf` and flags) and the application's options.
     #[error("reading {}: {source}", path.display())]
@@ -78,7 +82,7 @@ pub enum ClientError {
     Storage(#[source] PsError),
     #[error("{flag} {url}: {source}")]
     Reach {
-        flag: &'static str,
+        flag: String,
         url: String,
         #[source]
         source: PsError,
@@ -164,7 +168,7 @@ mod tests {
             (ClientError::WorkersMissing, "--master yarn needs --workers N"),
             (ClientError::NoWorkers, "--workers must be at least 1"),
             (
-                ClientError::LocalPathOnYarn { flag: "--input", path: "file:r.tsv".into() },
+                ClientError::LocalPathOnYarn { flag: "--input".into(), path: "file:r.tsv".into() },
                 "--input file:r.tsv: a local path under --master yarn names a different disk in every container; \
                  give a path on the cluster's file system (hdfs://..., or without a scheme for fs.defaultFS)",
             ),

@@ -12,7 +12,7 @@ use log4rs::config::{Appender, Config, Logger};
 use log4rs::encode::pattern::PatternEncoder;
 use ps_runtime::internal::{self, generate_secret, write_secret_file, ProcessSummary};
 use ps_runtime::storage::Storage;
-use ps_runtime::{apps, Hostfile, JobConfig};
+use ps_runtime::{Hostfile, JobConfig};
 use rand::RngCore;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -110,8 +110,6 @@ fn prepare(cli: &Cli) -> Result<Job> {
         )));
     }
     let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
-    // Fail on a bad app or bad app options here, once, rather than in N processes.
-    apps::build(app, app_args).map_err(ClientError::App)?;
     let (dir, temp) = match &cli.job_dir {
         Some(d) => (d.clone(), false),
         None => {
@@ -314,9 +312,8 @@ fn run_attempts(
 
 /// The job's `--output`, if the app writes one.
 fn output_of(cli: &Cli) -> Option<String> {
-    let (app, args) = cli.app.split_first()?;
-    let built = apps::build(app, args).ok()?;
-    built.locations().into_iter().find(|(flag, _)| *flag == "--output").map(|(_, url)| url)
+    let info = crate::app_info::info(cli).ok()?;
+    info.locations.into_iter().find(|(flag, _)| flag == "--output").map(|(_, url)| url)
 }
 
 /// Before a restart: fresh ports (sockets of the failed attempt may still hold the old ones).
@@ -330,14 +327,13 @@ fn rearm(job: &Job) -> Result<()> {
 /// Reaches every cluster file system the job names before any process starts, so that a missing
 /// Kerberos ticket or an unreachable NameNode is reported once, at once, naming the flag.
 fn reach_cluster_storage(cli: &Cli) -> Result<()> {
-    let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
-    let built = apps::build(app, app_args).map_err(ClientError::App)?;
-    let checkpoint = cli.checkpoint.iter().map(|c| ("--checkpoint", c.clone()));
-    for (flag, url) in built.locations().into_iter().chain(checkpoint) {
+    let info = crate::app_info::info(cli)?;
+    let checkpoint = cli.checkpoint.iter().map(|c| ("--checkpoint".to_string(), c.clone()));
+    for (flag, url) in info.locations.into_iter().chain(checkpoint) {
         if url.starts_with("hdfs://") || url.starts_with("viewfs://") {
             ps_runtime::storage::storage_for(&url)
                 .and_then(|st| st.exists(&url))
-                .map_err(|source| ClientError::Reach { flag, url: url.clone(), source })?;
+                .map_err(|source| ClientError::Reach { flag: flag.clone(), url: url.clone(), source })?;
         }
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! `yarn-submit`: the user's entry point, spark-submit style. `--master local[N]` runs the job as
 //! N local processes; `--master yarn` arrives with the YARN integration.
 
+mod app_info;
 mod console;
 mod error;
 mod local;
@@ -393,9 +394,9 @@ fn after_help() -> String {
 /// The application and its options, checked before anything starts, the same way for every
 /// master: `APP --help` prints the application's options (exit 0); an option yarn-submit does
 /// not know, an unknown application or bad application options are usage errors (exit 2).
-/// Applications of a `--runtime-bin` of the user's own are checked by that binary.
+/// With `--runtime-bin` that binary checks them (it may hold the user's own applications).
 fn check_app(cli: &Cli) -> Option<i32> {
-    let (name, args) = cli.app.split_first()?;
+    let (name, _) = cli.app.split_first()?;
     if name.starts_with('-') {
         log::error!(
             "unknown option '{name}' (yarn-submit's own options come before the application: {}; see --help)",
@@ -403,20 +404,19 @@ fn check_app(cli: &Cli) -> Option<i32> {
         );
         return Some(2);
     }
-    if !ps_runtime::apps::NAMES.contains(&name.as_str()) && cli.runtime_bin.is_some() {
-        return None;
-    }
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        if let Some(help) = ps_runtime::apps::help(name) {
+    match app_info::check(cli) {
+        Ok(app_info::Check::Good(_)) => None,
+        Ok(app_info::Check::Help(help)) => {
             print!("{help}");
-            return Some(0);
+            Some(0)
         }
-    }
-    match ps_runtime::apps::build(name, args) {
-        Ok(_) => None,
+        Ok(app_info::Check::Bad(why)) => {
+            log::error!("{why}");
+            Some(2)
+        }
         Err(e) => {
             log::error!("{e}");
-            Some(2)
+            Some(1)
         }
     }
 }

@@ -6,9 +6,9 @@ use crate::error::{ClientError, Result};
 
 /// Refuses explicit local paths for the job's inputs, outputs and checkpoints (before anything
 /// is contacted: a usage error).
-pub fn refuse_local(locations: &[(&'static str, String)]) -> Result<()> {
+pub fn refuse_local(locations: &[(String, String)]) -> Result<()> {
     match locations.iter().find(|(_, p)| p.starts_with("file:")) {
-        Some((flag, path)) => Err(ClientError::LocalPathOnYarn { flag, path: path.clone() }),
+        Some((flag, path)) => Err(ClientError::LocalPathOnYarn { flag: flag.clone(), path: path.clone() }),
         None => Ok(()),
     }
 }
@@ -54,8 +54,9 @@ mod tests {
         for url in ["hdfs://other/x", "viewfs://cluster/x", "hdfs:///x"] {
             assert_eq!(qualify(url, fs, "ann"), url);
         }
-        assert!(refuse_local(&[("--input", "hdfs:///x".into()), ("--output", "y".into())]).is_ok());
-        let e = refuse_local(&[("--output", "file:///tmp/o".into())]).unwrap_err().to_string();
+        let loc = |f: &str, p: &str| (f.to_string(), p.to_string());
+        assert!(refuse_local(&[loc("--input", "hdfs:///x"), loc("--output", "y")]).is_ok());
+        let e = refuse_local(&[loc("--output", "file:///tmp/o")]).unwrap_err().to_string();
         assert!(e.starts_with("--output file:///tmp/o: "), "{e}");
     }
 

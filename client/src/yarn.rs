@@ -13,7 +13,7 @@ use crate::staging::{cached_binary, stage, warn_if_not_portable};
 use crate::Cli;
 use ps_runtime::internal::{generate_secret, CREDENTIALS_ALIAS};
 use ps_runtime::storage::storage_for;
-use ps_runtime::{apps, JobConfig};
+use ps_runtime::JobConfig;
 use ps_yarn::appclient::{Caller, RmIpc};
 use ps_yarn::conf::HadoopConf;
 use ps_yarn::credentials::Token;
@@ -89,7 +89,7 @@ fn cluster(conf_dir: Option<&Path>, via: SubmitVia, login: &Login) -> Result<(Ha
 fn qualify_paths(
     mut runtime: ps_runtime::RuntimeConfig,
     app_args: &[String],
-    locations: &[(&'static str, String)],
+    locations: &[(String, String)],
     fs: &str,
     user: &str,
 ) -> (ps_runtime::RuntimeConfig, Vec<String>) {
@@ -132,10 +132,9 @@ pub fn run(cli: &Cli, console: &Console) -> i32 {
 fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let runtime = cli.runtime_config()?;
     let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
-    let built = apps::build(app, app_args).map_err(ClientError::App)?;
-    let locations = built.locations();
+    let locations = crate::app_info::info(cli)?.locations;
     paths::refuse_local(&locations)?;
-    paths::refuse_local(&cli.checkpoint.iter().map(|c| ("--checkpoint", c.clone())).collect::<Vec<_>>())?;
+    paths::refuse_local(&cli.checkpoint.iter().map(|c| ("--checkpoint".to_string(), c.clone())).collect::<Vec<_>>())?;
     let n = cli.workers.ok_or(ClientError::WorkersMissing)?;
     if n == 0 {
         return Err(ClientError::NoWorkers);

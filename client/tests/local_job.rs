@@ -340,6 +340,47 @@ fn stats_can_be_written_to_hdfs() {
     st.delete(&url).unwrap();
 }
 
+/// The user's own runtime binary (`runtime/examples/custom_runtime.rs`: `runtime_main` with an
+/// app `tally` added to the built-in catalog): yarn-submit asks it about the app, so the app's
+/// `--help`, its usage errors and the job itself work as for a built-in app.
+#[test]
+fn a_user_runtime_binary_runs_its_own_app() {
+    let rt = bin("examples/custom_runtime");
+    assert!(rt.exists(), "{} is missing: cargo build --release -p ps-runtime --example custom_runtime", rt.display());
+    let dir = tmpdir("user-runtime");
+    let stats = dir.join("s.json");
+    let with_rt = |args: &[&str]| {
+        let mut c = submit();
+        c.arg("--runtime-bin").arg(&rt).args(args);
+        output(&mut c)
+    };
+    let o = with_rt(&[
+        "--master",
+        "local[2]",
+        "--threads",
+        "3",
+        "--stats",
+        stats.to_str().unwrap(),
+        "tally",
+        "--clocks",
+        "6",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    // Each of process 0's 3 threads read 6 clocks x 6 workers after the barrier.
+    assert_eq!((v["tally"].as_i64(), v["processes_count"].as_i64()), (Some(3 * 6 * 6), Some(2)));
+    let help = with_rt(&["tally", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Counts clocks per worker"));
+    let bad = with_rt(&["tally", "--bogus"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unexpected argument '--bogus'"));
+    let unknown = with_rt(&["nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("known: demo, mf, lda, pagerank, tally"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A ViewFs mount table over the test HDFS (hdfs-native resolves it from HADOOP_CONF_DIR, and
 /// needs a fallback link): a
 /// job reads its input and writes its output through `viewfs://` URLs, and the files land on

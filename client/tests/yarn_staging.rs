@@ -264,3 +264,24 @@ fn dist_binaries_run_on_yarn_and_are_uploaded_once() {
     }
     assert!(!second.contains("needs glibc"), "{second}");
 }
+
+/// A user's own runtime binary on YARN: shipped to the containers like `ps-runtime` (through the
+/// content-hash cache) and asked about its app by yarn-submit before submission; its app runs in
+/// every container and the job's stats carry the app's own key.
+#[test]
+fn a_user_runtime_binary_runs_its_own_app_on_yarn() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = common::bin("examples/custom_runtime");
+    assert!(rt.exists(), "{} is missing: cargo build --release -p ps-runtime --example custom_runtime", rt.display());
+    let dir = std::env::temp_dir().join(format!("ps-yarn-user-rt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stats = dir.join("s.json");
+    let mut c = submit();
+    c.args(["--master", "yarn", "--workers", "2", "--threads", "2", "--worker-memory", "256"]);
+    c.arg("--runtime-bin").arg(&rt).args(["--stats", stats.to_str().unwrap(), "tally", "--clocks", "20"]);
+    let o = output(&mut c);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!((v["tally"].as_i64(), v["processes_count"].as_i64()), (Some(2 * 20 * 4), Some(2)));
+    std::fs::remove_dir_all(&dir).ok();
+}

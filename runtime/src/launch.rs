@@ -1,13 +1,12 @@
 //! Process launch: what `ps-runtime run` does in a job's process (local or in a YARN container),
 //! so that every runtime binary, built-in or a user's, starts processes the same way.
 
-use crate::apps;
+use crate::catalog::AppCatalog;
 use crate::config::JobConfig;
 use crate::error::{PsError, Result};
 use crate::hostfile::Hostfile;
 use crate::live::Live;
 use crate::process::{run_app, ProcessSpec};
-use crate::registry::RowTypeRegistry;
 use crate::rendezvous::{self, AmLink};
 use crate::storage;
 use std::path::{Path, PathBuf};
@@ -25,8 +24,19 @@ const MEMORY_WARN_FRACTION: f64 = 0.9;
 /// `attempt` > 0: the launcher restarted the job after a failure (`--restarts`); it continues
 /// from the newest resumable checkpoint if the job has a `checkpoint.url`, else from the start.
 pub fn run_job_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32) -> Result<()> {
+    run_job_process_with(&AppCatalog::builtin(), job, id, rendezvous, attempt)
+}
+
+/// [`run_job_process`] with the apps (and row types) of `catalog`.
+pub fn run_job_process_with(
+    catalog: &AppCatalog,
+    job: &Path,
+    id: usize,
+    rendezvous: Option<&str>,
+    attempt: u32,
+) -> Result<()> {
     let mut link = None;
-    let r = run_process(job, id, rendezvous, attempt, &mut link);
+    let r = run_process(catalog, job, id, rendezvous, attempt, &mut link);
     if let (Err(e), Some(l)) = (&r, &link) {
         // The AM puts this in the application's diagnostics (an exit status alone says little).
         l.report_failure(&format!("process {id} failed: {e}"));
@@ -59,13 +69,20 @@ fn watch_memory(id: usize) {
     }
 }
 
-fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32, link: &mut Option<AmLink>) -> Result<()> {
+fn run_process(
+    catalog: &AppCatalog,
+    job: &Path,
+    id: usize,
+    rendezvous: Option<&str>,
+    attempt: u32,
+    link: &mut Option<AmLink>,
+) -> Result<()> {
     let mut job = JobConfig::load(job)?;
     if attempt > 0 {
         job.runtime.restart_attempt = attempt;
         job.runtime.checkpoint.resume |= job.runtime.checkpoint.url.is_some();
     }
-    let app = apps::build(&job.app, &job.app_args)?;
+    let app = catalog.build(&job.app, &job.app_args)?;
     let secret = job.load_secret()?;
     // Under YARN the hostfile comes from the application master (ports bound here, reported there).
     let live = Arc::new(Live::new(job.runtime.threads));
@@ -121,7 +138,7 @@ fn run_process(job: &Path, id: usize, rendezvous: Option<&str>, attempt: u32, li
         live: link.is_some().then(|| live.clone()),
     };
     let per_clock = job.runtime.stats_per_clock;
-    let stats = run_app(spec, RowTypeRegistry::with_builtins(), app, echo)?;
+    let stats = run_app(spec, catalog.rows().clone(), app, echo)?;
     // Per-clock lines written in the container go to the stats directory, whence the client
     // copies them next to --stats (the container directory is deleted with the container).
     if per_clock && stats_url.contains("://") {

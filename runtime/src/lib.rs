@@ -20,7 +20,9 @@
 //!
 //! ## Using it
 //! Implement [`App`] (`initialize` creates tables, `run_worker` is the thread body) and run it with
-//! [`run_app`], or drive [`PsContext`] directly. `yarn-submit` launches jobs of built-in apps.
+//! [`run_app`], or drive [`PsContext`] directly. `yarn-submit` launches jobs of built-in apps, and
+//! of a user's own runtime binary (`--runtime-bin`): its `main` is [`runtime_main`] with the
+//! user's apps added to an [`AppCatalog`].
 
 // The public surface: the flat API below plus five modules a user reaches for by name (built-in
 // apps, input readers, data generators, snapshot reading, storage). Everything else is private.
@@ -28,6 +30,8 @@
 // binaries (the AM speaks the rendezvous protocol; it and yarn-submit serve the job's page; yarn-submit needs a secret and stats merging;
 // the fuzz crate calls the harnesses) and are not a user API.
 pub mod apps;
+mod catalog;
+mod cli;
 mod client;
 mod clock;
 mod config;
@@ -68,6 +72,8 @@ pub mod tracking;
 mod wan;
 mod wire;
 
+pub use catalog::{AppCatalog, BuildApp};
+pub use cli::runtime_main;
 pub use client::{RowMut, RowRef, TableHandle, Worker};
 pub use config::{
     CheckpointConfig, Consistency, FaultConfig, JobConfig, Placement, PrefetchPolicy, RowInit, RuntimeConfig,
@@ -77,7 +83,7 @@ pub use error::{PsError, Result};
 pub use geo::{GeoConfig, InterDc, WanMatrix};
 pub use hash::SeededRng;
 pub use hostfile::Hostfile;
-pub use launch::run_job_process;
+pub use launch::{run_job_process, run_job_process_with};
 pub use local_cluster::run_local_cluster;
 pub use logging::init as init_logging;
 pub use process::{run_app, App, ProcessSpec, PsContext};

@@ -17,7 +17,9 @@ const LAYERS: &[&[&str]] = &[
     &["registry"],
     &["process"],
     &["local_cluster", "apps", "fuzzing", "internal"],
+    &["catalog"],
     &["launch"],
+    &["cli"],
 ];
 
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {

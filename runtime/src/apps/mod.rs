@@ -35,14 +35,23 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
 
 /// The application's own `--help` text, or `None` for a name that is not built in.
 pub fn help(name: &str) -> Option<String> {
-    // clap renders the help as the error of a `--help` parse; the error names the app in front.
-    let text = build(name, &["--help".to_string()]).err()?.to_string();
-    let prefix = format!("{name}: ");
-    let mut help = text.split_once(&prefix).map_or(text.as_str(), |(_, rest)| rest);
-    while let Some(rest) = help.strip_prefix(&prefix) {
+    help_of(name, build)
+}
+
+/// The `--help` text of app `name` as `build` makes it, if it has one: clap renders the help as
+/// the error of a `--help` parse, and the error names the app in front.
+pub(crate) fn help_of(name: &str, build: impl Fn(&str, &[String]) -> Result<Box<dyn App>>) -> Option<String> {
+    let e = build(name, &["--help".to_string()]).err()?;
+    let PsError::Config(text) = &e else { return None };
+    // The names in front ("mf: "), once or more: words without spaces followed by ": ".
+    let mut help = text.as_str();
+    while let Some((head, rest)) = help.split_once(": ") {
+        if head.is_empty() || !head.chars().all(|c| c.is_alphanumeric() || c == '-' || c == '_') {
+            break;
+        }
         help = rest;
     }
-    NAMES.contains(&name).then(|| help.to_string())
+    help.contains("Usage:").then(|| help.to_string())
 }
 
 /// Builds the application `name` from its command-line arguments.
