@@ -12,11 +12,11 @@ pub(crate) mod lda_tokens;
 pub mod mf;
 mod mf_users;
 pub(crate) mod objective;
-pub(crate) mod options;
-pub(crate) mod output;
+pub mod options;
+pub mod output;
 pub mod pagerank;
 pub(crate) mod rows_out;
-pub(crate) mod state;
+pub mod state;
 pub(crate) mod straggler;
 
 use crate::error::{PsError, Result};

@@ -1,0 +1,305 @@
+//! Sparse logistic regression by SGD, the classic parameter-server workload (Bösen, ps-lite,
+//! Angel), written as a user would: against `ps_runtime`'s public API only, through the same
+//! iterative driver as the built-in apps (objective sampling, `--target`, checkpoints and resume,
+//! committed output).
+//!
+//! Input: LibSVM lines, `label index:value ...` (label > 0 is the positive class; indices from 1;
+//! a bias feature 0 is added). The weights live in one table, `block` features per row, so a
+//! worker reads and updates only the rows of the features its examples use. Each clock a worker
+//! runs SGD over its next minibatch (1/C of its examples, `--clocks-per-pass C`); L2
+//! regularisation is applied lazily, to the features an example touches.
+
+use clap::Parser;
+use ps_runtime::apps::driver::Iterative;
+use ps_runtime::apps::options::{parse, CommonArgs};
+use ps_runtime::apps::output::Output;
+use ps_runtime::apps::state::SavedState;
+use ps_runtime::input::{plan_splits, BadRecords, Decoded, LineReader};
+use ps_runtime::storage::{storage_for, Storage};
+use ps_runtime::{DenseRow, PsContext, PsError, Result, TableConfig, TableHandle, Worker};
+
+const WEIGHTS: u32 = 0;
+/// Row 0, one column per worker: the largest feature index each worker read.
+const DIMS: u32 = 1;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "logreg", about = "Sparse logistic regression by SGD (LibSVM input: label index:value ...)")]
+pub struct LogRegArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Initial step size. Every worker's steps on a shared feature add up, so it is smaller than
+    /// a single-machine SGD's (generated data, 4 workers: 0.05 ended 1.3% below scikit-learn's
+    /// accuracy, 0.02 within 0.5%).
+    #[arg(long, default_value_t = 0.02)]
+    pub lr: f32,
+    /// Step size multiplier per pass.
+    #[arg(long, default_value_t = 0.95)]
+    pub lr_decay: f32,
+    /// L2 regularisation strength.
+    #[arg(long, default_value_t = 1e-6)]
+    pub lambda: f32,
+    /// Hold out this fraction of examples for test log-loss and accuracy.
+    #[arg(long, default_value_t = 0.2)]
+    pub test_fraction: f64,
+    /// Features per table row.
+    #[arg(long, default_value_t = 64)]
+    pub block: usize,
+}
+
+pub struct LogReg {
+    args: LogRegArgs,
+}
+
+/// A worker's examples, flattened: example `e` has features `idx[off[e]..off[e+1]]`.
+#[derive(Default)]
+struct Examples {
+    y: Vec<f32>,
+    off: Vec<usize>,
+    idx: Vec<u32>,
+    val: Vec<f32>,
+}
+
+impl Examples {
+    fn len(&self) -> usize {
+        self.y.len()
+    }
+    fn push(&mut self, y: f32, feats: &[(u32, f32)]) {
+        if self.off.is_empty() {
+            self.off.push(0);
+        }
+        self.y.push(y);
+        self.idx.extend(feats.iter().map(|f| f.0));
+        self.val.extend(feats.iter().map(|f| f.1));
+        self.off.push(self.idx.len());
+    }
+    fn features(&self, e: usize) -> impl Iterator<Item = (u32, f32)> + '_ {
+        let r = self.off[e]..self.off[e + 1];
+        self.idx[r.clone()].iter().copied().zip(self.val[r].iter().copied())
+    }
+}
+
+pub struct LogRegWorker {
+    gid: usize,
+    nw: usize,
+    train: Examples,
+    test: Examples,
+    w: TableHandle<DenseRow<f32>>,
+    dims: u32,
+    block: usize,
+}
+
+impl LogRegWorker {
+    fn weight(&mut self, f: u32) -> Result<f32> {
+        let b = self.block as u32;
+        Ok(self.w.get((f / b) as u64)?[(f % b) as usize])
+    }
+
+    /// The predicted probability of the positive class.
+    fn predict(&mut self, set_test: bool, e: usize) -> Result<f32> {
+        let feats: Vec<(u32, f32)> =
+            if set_test { self.test.features(e).collect() } else { self.train.features(e).collect() };
+        let mut m = 0f32;
+        for (f, x) in feats {
+            m += self.weight(f)? * x;
+        }
+        Ok(1.0 / (1.0 + (-m).exp()))
+    }
+}
+
+/// A stable hash of an example's position, for the held-out split (the same in every run).
+fn held_out(path: &str, offset: u64, seed: u64, fraction: f64) -> bool {
+    let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
+    for b in path.bytes().chain(offset.to_le_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    fraction > 0.0 && ((h >> 11) as f64 / (1u64 << 53) as f64) < fraction
+}
+
+/// One LibSVM line: the label and the features (bias 0 first), or what is wrong with it.
+fn parse_line(line: &str, feats: &mut Vec<(u32, f32)>) -> std::result::Result<Option<f32>, String> {
+    let line = line.split('#').next().unwrap_or("").trim();
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let mut it = line.split_ascii_whitespace();
+    let label: f32 = it.next().and_then(|l| l.parse().ok()).ok_or("the label is not a number")?;
+    feats.clear();
+    feats.push((0, 1.0));
+    for tok in it {
+        let (i, v) = tok.split_once(':').ok_or_else(|| format!("'{tok}' is not index:value"))?;
+        let i: u32 = i.parse().map_err(|_| format!("feature index '{i}' is not a non-negative integer"))?;
+        let v: f32 = v.parse().map_err(|_| format!("feature value '{v}' is not a number"))?;
+        if i == 0 || i == u32::MAX {
+            return Err(format!("feature index {i} is out of range (1..{})", u32::MAX));
+        }
+        feats.push((i, v));
+    }
+    Ok(Some(if label > 0.0 { 1.0 } else { 0.0 }))
+}
+
+impl LogReg {
+    fn read(&self, gid: usize, nw: usize) -> Result<(Examples, Examples, u32)> {
+        let c = &self.args.common;
+        let storage = storage_for(&c.input)?;
+        let st: &dyn Storage = &Decoded(storage.as_ref());
+        let (mut train, mut test, mut maxf, mut feats) = (Examples::default(), Examples::default(), 0u32, Vec::new());
+        for split in plan_splits(&st.list(&c.input)?, gid, nw) {
+            let mut r = LineReader::new(st, &split)?;
+            while let Some((line, at)) = r.next_line()? {
+                match parse_line(line, &mut feats) {
+                    Ok(None) => {}
+                    Ok(Some(y)) => {
+                        maxf = feats.iter().fold(maxf, |m, f| m.max(f.0));
+                        let set = if held_out(&split.path, at, c.seed, self.args.test_fraction) {
+                            &mut test
+                        } else {
+                            &mut train
+                        };
+                        set.push(y, &feats);
+                    }
+                    Err(why) if c.bad_records() == BadRecords::Skip => log::debug!("{}: skipped: {why}", split.path),
+                    Err(why) => {
+                        let n = st.line_number(&split.path, at)?;
+                        return Err(PsError::Config(format!("{}:{n}: {why}", split.path)));
+                    }
+                }
+            }
+        }
+        Ok((train, test, maxf))
+    }
+}
+
+impl Iterative for LogReg {
+    const NAME: &'static str = "logreg";
+    const LOWER_IS_BETTER: bool = true;
+    type State = LogRegWorker;
+
+    fn from_args(args: &[String]) -> Result<Self> {
+        let mut args: LogRegArgs = parse("logreg", args)?;
+        args.common.validate("logreg", 4)?;
+        if args.block == 0 || !(0.0..1.0).contains(&args.test_fraction) || args.lr <= 0.0 {
+            return Err(PsError::Config("logreg: --block and --lr must be positive, --test-fraction in [0, 1)".into()));
+        }
+        Ok(LogReg { args })
+    }
+
+    fn common(&self) -> &CommonArgs {
+        &self.args.common
+    }
+
+    /// Sums: train log-loss and count, test log-loss, count and correct predictions.
+    fn objective(s: &[f64]) -> Vec<(&'static str, f64)> {
+        let mut v = vec![("logloss", s[0] / s[1].max(1.0))];
+        if s[3] > 0.0 {
+            v.push(("test_logloss", s[2] / s[3]));
+            v.push(("test_accuracy", s[4] / s[3]));
+        }
+        v
+    }
+
+    fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
+        let workers = ctx.num_processes() * ctx.config().threads;
+        ctx.create_table(TableConfig::new(WEIGHTS, "weights", "dense_f32", self.args.block))?;
+        ctx.create_table(TableConfig::new(DIMS, "dims", "dense_i64", workers))
+    }
+
+    fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<LogRegWorker> {
+        let (gid, nw) = (w.global_thread_id(), w.total_threads());
+        let (train, test, maxf) = self.read(gid, nw)?;
+        log::info!("worker {gid}: {} training and {} held-out examples", train.len(), test.len());
+        let mut dims = w.table::<DenseRow<i64>>(DIMS)?;
+        // A resumed job finds the dimensions in the restored table.
+        if saved.is_none() {
+            dims.inc_col(0, gid as u32, maxf as i64)?;
+            w.global_barrier()?;
+        }
+        let dims = dims.get(0)?.iter().copied().max().unwrap_or(0) as u32;
+        let wt = w.table::<DenseRow<f32>>(WEIGHTS)?;
+        Ok(LogRegWorker { gid, nw, train, test, w: wt, dims, block: self.args.block })
+    }
+
+    fn run_clock(&self, st: &mut LogRegWorker, clock: i64) -> Result<()> {
+        let a = &self.args;
+        let b = a.block as u32;
+        for (pass, range) in a.common.segments(clock, st.train.len()) {
+            let lr = a.lr * a.lr_decay.powi(pass as i32);
+            let mut feats = Vec::new();
+            for e in range {
+                feats.clear();
+                feats.extend(st.train.features(e));
+                let mut m = 0f32;
+                for &(f, x) in &feats {
+                    m += st.weight(f)? * x;
+                }
+                let g = 1.0 / (1.0 + (-m).exp()) - st.train.y[e];
+                for &(f, x) in &feats {
+                    let wf = st.weight(f)?;
+                    st.w.inc_col((f / b) as u64, f % b, -lr * (g * x + a.lambda * wf))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Intermediate samples look at every k-th example (at most 20K of each set); the last
+    /// evaluation at all of them.
+    fn evaluate(&self, st: &mut LogRegWorker, full: bool) -> Result<Vec<f64>> {
+        let step = |n: usize| if full { 1 } else { n.div_ceil(20_000).max(1) };
+        let mut s = vec![0f64; 5];
+        for (test, base) in [(false, 0), (true, 2)] {
+            let n = if test { st.test.len() } else { st.train.len() };
+            for e in (0..n).step_by(step(n)) {
+                let p = st.predict(test, e)?.clamp(1e-7, 1.0 - 1e-7) as f64;
+                let y = if test { st.test.y[e] } else { st.train.y[e] } as f64;
+                s[base] -= y * p.ln() + (1.0 - y) * (1.0 - p).ln();
+                s[base + 1] += 1.0;
+                if test && (p >= 0.5) == (y > 0.5) {
+                    s[4] += 1.0;
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    /// `weights/part-*`: `feature<TAB>weight` for the non-zero weights (feature 0 is the bias);
+    /// worker k writes the features `f` with `f mod workers = k`.
+    fn write_output(&self, st: &mut LogRegWorker, w: &mut Worker, out: &Output) -> Result<()> {
+        let mut text = String::new();
+        for f in (st.gid as u32..=st.dims).step_by(st.nw) {
+            let v = st.weight(f)?;
+            if v != 0.0 {
+                text += &format!("{f}\t{v}\n");
+            }
+        }
+        out.write_part(st.gid, "weights", st.gid, |o| o.write_all(text.as_bytes()))?;
+        out.commit_when_all_wrote(w, "weights")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libsvm_lines_parse_with_a_bias_and_bad_ones_say_why() {
+        let mut f = Vec::new();
+        assert_eq!(parse_line("+1 3:0.5 10:2", &mut f), Ok(Some(1.0)));
+        assert_eq!(f, [(0, 1.0), (3, 0.5), (10, 2.0)]);
+        assert_eq!(parse_line("-1 2:1 # comment", &mut f), Ok(Some(0.0)));
+        assert_eq!(parse_line("  ", &mut f), Ok(None));
+        assert!(parse_line("x 1:1", &mut f).unwrap_err().contains("label"));
+        assert!(parse_line("1 1-1", &mut f).unwrap_err().contains("index:value"));
+        assert!(parse_line("1 0:1", &mut f).unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn the_held_out_split_is_stable_and_near_its_fraction() {
+        let n = (0..10_000).filter(|o| held_out("p", *o, 1, 0.2)).count();
+        assert!((1800..2200).contains(&n), "{n}");
+        assert_eq!(held_out("p", 17, 1, 0.2), held_out("p", 17, 1, 0.2));
+        assert!(!(0..1000).any(|o| held_out("p", o, 1, 0.0)));
+    }
+}

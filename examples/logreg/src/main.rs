@@ -1,0 +1,12 @@
+//! `logreg-runtime`: the parameter-server runtime with one more application, `logreg`. Submit
+//! it with `yarn-submit --runtime-bin target/release/logreg-runtime logreg --input ...`.
+
+mod logreg;
+
+fn main() {
+    ps_runtime::runtime_main(ps_runtime::AppCatalog::builtin().with_app(
+        "logreg",
+        "sparse logistic regression by SGD (LibSVM input)",
+        ps_runtime::apps::driver::build::<logreg::LogReg>,
+    ))
+}
