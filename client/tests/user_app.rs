@@ -101,3 +101,41 @@ fn logreg_runs_on_yarn_from_hdfs() {
     fs.delete(url.trim_end_matches("/train.svm")).unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Checkpoints and resume work for a user's app as for the built-in ones: killed after its
+/// checkpoint of clock 16 and resumed, a one-thread BSP job ends with exactly the objective of
+/// the uninterrupted job (the checkpoint holds the tables and the driver's state bit for bit).
+#[test]
+fn logreg_killed_after_a_checkpoint_resumes_exactly() {
+    let dir = common::tmpdir("user-app", "resume");
+    let data = dir.join("train.svm");
+    generate(&data, 5_000, 500);
+    let job = |ck: &Path, stats: &Path, extra: &[&str]| {
+        let mut c = Command::new(bin("yarn-submit"));
+        c.arg("--runtime-bin").arg(logreg_runtime());
+        c.args(["--master", "local[1]", "--threads", "1", "--consistency", "bsp", "--checkpoint-every", "8"]);
+        c.arg("--checkpoint").arg(ck).arg("--stats").arg(stats).args(extra);
+        c.args(["logreg", "--passes", "10", "--input"]).arg(&data);
+        c
+    };
+    let (ck_a, ck_b, st_a, st_b) = (dir.join("ck-a"), dir.join("ck-b"), dir.join("a.json"), dir.join("b.json"));
+    let o = output(&mut job(&ck_a, &st_a, &[]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The same job, slowed down (60 ms a clock), killed once its checkpoint of clock 16 is complete.
+    let mut slow = job(&ck_b, &st_b, &[]);
+    slow.args(["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.06"]);
+    let (mut child, rx) = common::spawn_lines(&mut slow);
+    let mut log = Vec::new();
+    common::wait_for(&rx, "snapshot 16 complete", &mut log);
+    child.kill().unwrap();
+    assert!(!common::wait_within(child, common::JOB_LIMIT, "the killed job").success());
+    assert!(!st_b.exists(), "the killed job must not have finished");
+    let o = output(&mut job(&ck_b, &st_b, &["--resume"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("resuming from"), "{err}");
+    let (a, b) = (final_objective(&st_a), final_objective(&st_b));
+    for k in ["logloss", "test_logloss", "test_accuracy"] {
+        assert_eq!(a[k].as_f64().unwrap().to_bits(), b[k].as_f64().unwrap().to_bits(), "{k}: {a} vs {b}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
