@@ -8,16 +8,20 @@ use crate::error::{PsError, Result};
 use crate::process::App;
 use crate::registry::RowTypeRegistry;
 use crate::row::Row;
+use std::sync::Arc;
 
 /// Builds an application from its command-line arguments (after its name). A `--help` among
 /// them returns the app's help text as the error (clap's way), which `describe` prints.
 pub type BuildApp = fn(&[String]) -> Result<Box<dyn App>>;
 
+/// A builder with what it needs captured (a built-in's name).
+type Builder = Arc<dyn Fn(&[String]) -> Result<Box<dyn App>> + Send + Sync>;
+
 #[derive(Clone)]
 struct Entry {
     name: String,
     about: String,
-    build: BuildApp,
+    build: Builder,
 }
 
 /// Applications by name, and the row types their tables use. No global state: each binary
@@ -33,7 +37,11 @@ impl AppCatalog {
     pub fn builtin() -> Self {
         let apps = apps::DESCRIPTIONS
             .iter()
-            .map(|(name, about)| Entry { name: name.to_string(), about: about.to_string(), build: builtin_build(name) })
+            .map(|&(name, about)| Entry {
+                name: name.to_string(),
+                about: about.to_string(),
+                build: Arc::new(move |args| apps::build(name, args)),
+            })
             .collect();
         AppCatalog { apps, rows: RowTypeRegistry::with_builtins() }
     }
@@ -42,7 +50,7 @@ impl AppCatalog {
     /// name is replaced.
     pub fn with_app(mut self, name: &str, about: &str, build: BuildApp) -> Self {
         self.apps.retain(|e| e.name != name);
-        self.apps.push(Entry { name: name.into(), about: about.into(), build });
+        self.apps.push(Entry { name: name.into(), about: about.into(), build: Arc::new(build) });
         self
     }
 
@@ -76,15 +84,6 @@ impl AppCatalog {
                 Err(PsError::Config(format!("app: unknown application '{name}' (known: {})", known.join(", "))))
             }
         }
-    }
-}
-
-fn builtin_build(name: &str) -> BuildApp {
-    match name {
-        "demo" => |a| apps::build("demo", a),
-        "mf" => |a| apps::build("mf", a),
-        "lda" => |a| apps::build("lda", a),
-        _ => |a| apps::build("pagerank", a),
     }
 }
 

@@ -218,6 +218,12 @@ fn gen(cmd: GenCmd) -> Result<(), PsError> {
 
 /// `describe APP ARGS...`: exit 0 with JSON or the app's help, 2 on bad arguments.
 fn describe(catalog: &AppCatalog, app: &str, args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        if let Some(help) = catalog.help(app) {
+            print!("{help}");
+            return 0;
+        }
+    }
     match catalog.build(app, args) {
         Ok(built) => {
             let locations: Vec<[String; 2]> =
@@ -226,10 +232,6 @@ fn describe(catalog: &AppCatalog, app: &str, args: &[String]) -> i32 {
                 "{}",
                 serde_json::json!({"app": app, "locations": locations, "total_clocks": built.total_clocks()})
             );
-            0
-        }
-        Err(_) if args.iter().any(|a| a == "--help" || a == "-h") && catalog.help(app).is_some() => {
-            print!("{}", catalog.help(app).unwrap_or_default());
             0
         }
         Err(e) => {

@@ -84,26 +84,32 @@ pub struct LogRegWorker {
     nw: usize,
     train: Examples,
     test: Examples,
-    w: TableHandle<DenseRow<f32>>,
+    w: Weights,
     dims: u32,
-    block: usize,
     /// AdaGrad's sum of squared gradients per feature, this worker's own (saved in checkpoints).
     sq: Vec<f32>,
 }
 
-impl LogRegWorker {
-    fn weight(&mut self, f: u32) -> Result<f32> {
-        let b = self.block as u32;
-        Ok(self.w.get((f / b) as u64)?[(f % b) as usize])
+/// The weight table: feature `f` is column `f % block` of row `f / block`.
+struct Weights {
+    t: TableHandle<DenseRow<f32>>,
+    block: u32,
+}
+
+impl Weights {
+    fn get(&mut self, f: u32) -> Result<f32> {
+        Ok(self.t.get((f / self.block) as u64)?[(f % self.block) as usize])
+    }
+
+    fn inc(&mut self, f: u32, delta: f32) -> Result<()> {
+        self.t.inc_col((f / self.block) as u64, f % self.block, delta)
     }
 
     /// The predicted probability of the positive class.
-    fn predict(&mut self, set_test: bool, e: usize) -> Result<f32> {
-        let feats: Vec<(u32, f32)> =
-            if set_test { self.test.features(e).collect() } else { self.train.features(e).collect() };
+    fn prob(&mut self, feats: impl Iterator<Item = (u32, f32)>) -> Result<f32> {
         let mut m = 0f32;
         for (f, x) in feats {
-            m += self.weight(f)? * x;
+            m += self.get(f)? * x;
         }
         Ok(1.0 / (1.0 + (-m).exp()))
     }
@@ -238,7 +244,7 @@ impl Iterative for LogReg {
             w.global_barrier()?;
         }
         let dims = dims.get(0)?.iter().copied().max().unwrap_or(0) as u32;
-        let wt = w.table::<DenseRow<f32>>(WEIGHTS)?;
+        let wt = Weights { t: w.table::<DenseRow<f32>>(WEIGHTS)?, block: self.args.block as u32 };
         let mut sq = vec![0f32; dims as usize + 1];
         if let Some(s) = saved {
             if s.raw.len() != sq.len() * 4 {
@@ -253,27 +259,20 @@ impl Iterative for LogReg {
                 *v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             }
         }
-        Ok(LogRegWorker { gid, nw, train, test, w: wt, dims, block: self.args.block, sq })
+        Ok(LogRegWorker { gid, nw, train, test, w: wt, dims, sq })
     }
 
     fn run_clock(&self, st: &mut LogRegWorker, clock: i64) -> Result<()> {
         let a = &self.args;
-        let b = a.block as u32;
-        for (_, range) in a.common.segments(clock, st.train.len()) {
-            let mut feats = Vec::new();
+        let LogRegWorker { train, w, sq, .. } = st;
+        for (_, range) in a.common.segments(clock, train.len()) {
             for e in range {
-                feats.clear();
-                feats.extend(st.train.features(e));
-                let mut m = 0f32;
-                for &(f, x) in &feats {
-                    m += st.weight(f)? * x;
-                }
-                let g = 1.0 / (1.0 + (-m).exp()) - st.train.y[e];
-                for &(f, x) in &feats {
-                    let grad = g * x + a.lambda * st.weight(f)?;
-                    let sq = &mut st.sq[f as usize];
+                let g = w.prob(train.features(e))? - train.y[e];
+                for (f, x) in train.features(e) {
+                    let grad = g * x + a.lambda * w.get(f)?;
+                    let sq = &mut sq[f as usize];
                     *sq += grad * grad;
-                    st.w.inc_col((f / b) as u64, f % b, -a.lr * grad / (sq.sqrt() + 1e-6))?;
+                    w.inc(f, -a.lr * grad / (sq.sqrt() + 1e-6))?;
                 }
             }
         }
@@ -285,14 +284,14 @@ impl Iterative for LogReg {
     fn evaluate(&self, st: &mut LogRegWorker, full: bool) -> Result<Vec<f64>> {
         let step = |n: usize| if full { 1 } else { n.div_ceil(20_000).max(1) };
         let mut s = vec![0f64; 5];
-        for (test, base) in [(false, 0), (true, 2)] {
-            let n = if test { st.test.len() } else { st.train.len() };
-            for e in (0..n).step_by(step(n)) {
-                let p = st.predict(test, e)?.clamp(1e-7, 1.0 - 1e-7) as f64;
-                let y = if test { st.test.y[e] } else { st.train.y[e] } as f64;
+        let LogRegWorker { train, test, w, .. } = st;
+        for (set, base) in [(&*train, 0), (&*test, 2)] {
+            for e in (0..set.len()).step_by(step(set.len())) {
+                let p = w.prob(set.features(e))?.clamp(1e-7, 1.0 - 1e-7) as f64;
+                let y = set.y[e] as f64;
                 s[base] -= y * p.ln() + (1.0 - y) * (1.0 - p).ln();
                 s[base + 1] += 1.0;
-                if test && (p >= 0.5) == (y > 0.5) {
+                if base == 2 && (p >= 0.5) == (y > 0.5) {
                     s[4] += 1.0;
                 }
             }
@@ -310,7 +309,7 @@ impl Iterative for LogReg {
     fn write_output(&self, st: &mut LogRegWorker, w: &mut Worker, out: &Output) -> Result<()> {
         let mut text = String::new();
         for f in (st.gid as u32..=st.dims).step_by(st.nw) {
-            let v = st.weight(f)?;
+            let v = st.w.get(f)?;
             if v != 0.0 {
                 text += &format!("{f}\t{v}\n");
             }
