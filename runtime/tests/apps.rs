@@ -275,6 +275,9 @@ fn pagerank_converges_to_the_sequential_reference() {
 /// Under BSP the parameter-server iteration is the synchronous (Jacobi) one, so its change per
 /// iteration falls at the same rate as the plain sequential loop's, far faster than the damping
 /// factor (a start from the teleport term alone, total mass 1-d, once made it fall at rate d).
+/// Each worker computes its own nodes' ranks from all their in-edges, so every iteration tracks
+/// the plain loop's (when workers pushed partial sums to shared nodes, the rate slowed again to
+/// ~0.75 per iteration from about iteration 9).
 #[test]
 fn pagerank_under_bsp_converges_as_fast_as_the_sequential_loop() {
     let d = tmp("pr-rate");
@@ -289,11 +292,12 @@ fn pagerank_under_bsp_converges_as_fast_as_the_sequential_loop() {
     let plain = apps::baseline::pagerank(&edges, n as usize, 0.85, 12).objective;
     eprintln!("ps {l1:?}\nplain {plain:?}");
     // PS clock k measures the change of iteration k; the plain loop's entry k-1 is iteration k.
-    // (From about iteration 9 on the PS iteration slows down again, to ~0.75 per iteration: a
-    // second, smaller effect still under investigation, so the comparison stops at 8.)
-    assert!(l1[7].1 < 3.0 * plain[7], "PS change at iteration 8 {} vs plain {}", l1[7].1, plain[7]);
-    let rate = (l1[7].1 / l1[2].1).powf(1.0 / 5.0);
-    assert!(rate < 0.6, "change per iteration falls by {rate:.3} per iteration: {l1:?}");
+    for k in 2..=12 {
+        let (ps, pl) = (l1[k - 1].1, plain[k - 1]);
+        assert!((ps / pl - 1.0).abs() < 0.1, "iteration {k}: PS change {ps} vs plain {pl}");
+    }
+    let rate = (l1[11].1 / l1[2].1).powf(1.0 / 9.0);
+    assert!(rate < 0.5, "change per iteration falls by {rate:.3} per iteration: {l1:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -15,6 +15,7 @@ pub(crate) mod objective;
 pub mod options;
 pub mod output;
 pub mod pagerank;
+mod pagerank_edges;
 pub(crate) mod rows_out;
 pub mod state;
 pub(crate) mod straggler;

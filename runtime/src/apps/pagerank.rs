@@ -1,8 +1,11 @@
-//! `pagerank`: edge-scheduled PageRank (LazyTable §4). Ranks live in a table; each worker owns a
-//! share of the edges and, every iteration (a clock, or W a clock with --passes-per-clock W),
-//! pushes to each destination the change of its sources' ranks since it last pushed them: `inc(rank[v], d * (r[u] - pushed[u]) / outdeg(u))`,
-//! pre-aggregated per destination. Dangling nodes feed a global term spread uniformly. Under BSP
-//! this is the synchronous (Jacobi) iteration; under SSP it is an asynchronous one with the same
+//! `pagerank`: PageRank (LazyTable §4) with the ranks in a table. Each worker owns blocks of
+//! consecutive nodes, and at load every edge goes to the worker owning its destination
+//! (`Worker::exchange`), so a worker alone computes its nodes' new ranks from their in-edges:
+//! it reads its sources' ranks from the table and writes only its own blocks (as the change since
+//! its last write). A block's owner is chosen so that the block lives in the owner's own process's
+//! server shard (`Placement::Modulo`), so those writes never cross a socket; only the reads of
+//! other workers' ranks do. Dangling nodes feed a global term spread uniformly. Under BSP this is
+//! exactly the synchronous (Jacobi) iteration; under SSP it is an asynchronous one with the same
 //! fixed point: r = (1-d)/N + d (P^T r + dangling mass / N).
 //! Quality: L1 change per iteration (`l1_delta`) and, with `--reference`, L1 error against a
 //! converged sequential run (`ref_l1`).
@@ -10,9 +13,10 @@
 use super::driver::Iterative;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
+use super::pagerank_edges::{exchange_by_destination, owner_of_block, LocalEdges};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
-use crate::config::TableConfig;
+use crate::config::{Placement, TableConfig};
 use crate::error::{PsError, Result};
 use crate::input::{read_edges, Edges};
 use crate::row::{ColumnGet, DenseRow, Element};
@@ -130,19 +134,20 @@ pub struct PrWorker {
     rank: TableHandle<DenseRow<f64>>,
     global: TableHandle<DenseRow<f64>>,
     edges: LocalEdges,
-    /// Blocks this worker owns (base rank, dangling nodes, quality): block = gid mod workers.
+    /// Blocks this worker owns and alone writes ([`owner_of_block`]), ascending.
     owned: Vec<u64>,
     out_deg: Vec<f64>,
     /// Dangling nodes in the owned blocks.
     dangling: Vec<u32>,
     /// Ranks read this clock (dense, by node id).
     local: Vec<f64>,
-    /// The rank last pushed per source (index into `edges.sources`) and per dangling node.
-    pushed: Vec<f64>,
+    /// The rank last pushed into the global dangling term, per owned dangling node.
     pushed_dangling: Vec<f64>,
-    /// Pushes of this clock per destination, before they are sent.
-    acc: Vec<f64>,
-    /// This clock's push per source edge: d * (rank - pushed) / out-degree, per source.
+    /// The owned nodes' table values (rank without the global term), by node id: this worker is
+    /// their only writer, so it knows them exactly. Other entries stay 0.
+    mine: Vec<f64>,
+    /// This iteration's contribution of each source: d * rank / out-degree (index into
+    /// `edges.sources`).
     share: Vec<f64>,
     /// The owned ranks at the last sample (or just before the next one).
     prev_owned: Option<Vec<f64>>,
@@ -150,77 +155,6 @@ pub struct PrWorker {
     g: f64,
     /// The converged sequential ranks (worker 0 with --reference).
     reference: Option<Vec<f64>>,
-}
-
-/// A worker's edges grouped by destination (pull form): each destination's sum gathers its
-/// sources' shares and is written once. Grouped by source, every edge was a scattered
-/// read-modify-write of the destination's sum, which made the edge loop twice as slow per edge
-/// as the plain loop's gather.
-struct LocalEdges {
-    /// This worker's source nodes (sorted) and the blocks holding them.
-    sources: Vec<u32>,
-    src_blocks: Vec<u64>,
-    /// This worker's destination nodes (sorted); the in-edges of `dsts[j]` are
-    /// `srcs[offsets[j]..offsets[j + 1]]`, as indexes into `sources`.
-    dsts: Vec<u32>,
-    offsets: Vec<usize>,
-    srcs: Vec<u32>,
-}
-
-impl LocalEdges {
-    /// Groups the edges with counting sorts over the node ids (`n` = largest id + 1): linear in
-    /// edges and nodes, where sorting (and a binary search per edge for the source's index) cost
-    /// a third of PageRank's load time. A destination's edges keep input order, so its sum adds
-    /// the same terms in the same order in every run.
-    fn new(edges: &Edges, b: usize, n: usize) -> Self {
-        let mut out = vec![0u32; n];
-        let mut into = vec![0usize; n + 1];
-        for (&s, &t) in edges.src.iter().zip(&edges.dst) {
-            out[s as usize] += 1;
-            into[t as usize + 1] += 1;
-        }
-        // out[v] becomes the index of source v among this worker's sources.
-        let mut sources = Vec::new();
-        for (v, o) in out.iter_mut().enumerate() {
-            if *o > 0 {
-                *o = sources.len() as u32;
-                sources.push(v as u32);
-            }
-        }
-        let dsts: Vec<u32> = (0..n).filter(|&v| into[v + 1] > 0).map(|v| v as u32).collect();
-        for v in 0..n {
-            into[v + 1] += into[v];
-        }
-        let mut offsets: Vec<usize> = dsts.iter().map(|&v| into[v as usize]).collect();
-        offsets.push(edges.dst.len());
-        // Placing each edge straight at its destination's slot scatters writes over the whole
-        // array (a cache miss per edge: 8x the load time of grouping by source). So first into
-        // buckets of 1024 destinations (a thousand sequential write streams), then within each
-        // bucket, whose slots are close together. Both passes are stable.
-        const SHIFT: u32 = 10;
-        let mut bucket = vec![0usize; (n >> SHIFT) + 2];
-        for &t in &edges.dst {
-            bucket[(t >> SHIFT) as usize + 1] += 1;
-        }
-        for i in 1..bucket.len() {
-            bucket[i] += bucket[i - 1];
-        }
-        let mut by_bucket = vec![(0u32, 0u32); edges.src.len()];
-        for (&s, &t) in edges.src.iter().zip(&edges.dst) {
-            let at = &mut bucket[(t >> SHIFT) as usize];
-            by_bucket[*at] = (out[s as usize], t);
-            *at += 1;
-        }
-        let mut srcs = vec![0u32; edges.src.len()];
-        for &(si, t) in &by_bucket {
-            let at = &mut into[t as usize];
-            srcs[*at] = si;
-            *at += 1;
-        }
-        let mut src_blocks: Vec<u64> = sources.iter().map(|&u| u as u64 / b as u64).collect();
-        src_blocks.dedup();
-        LocalEdges { sources, src_blocks, dsts, offsets, srcs }
-    }
 }
 
 impl Iterative for PageRank {
@@ -263,7 +197,9 @@ impl Iterative for PageRank {
     fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
         let workers = ctx.num_processes() * ctx.config().threads;
         let b = self.args.block;
-        ctx.create_table(TableConfig::new(RANK, "rank", "dense_f64", b))?;
+        // Block k lives on server k mod processes: its owner (`owner_of_block`) is a thread of
+        // that process, so the owner's writes stay in its own process.
+        ctx.create_table(TableConfig::new(RANK, "rank", "dense_f64", b).with_placement(Placement::Modulo))?;
         ctx.create_table(TableConfig::new(DEGREE, "outdegree", "dense_i64", b))?;
         ctx.create_table(TableConfig::new(META, "meta", "dense_i64", workers))?;
         ctx.create_table(TableConfig::new(GLOBAL, "dangling", "dense_f64", 1))
@@ -292,26 +228,28 @@ impl Iterative for PageRank {
             let (all, _) = read_edges(&c.input, 0, 1, c.bad_records())?;
             reference = Some(pagerank_sequential(n, &all.src, &all.dst, d, 10_000, 1e-14));
         }
+        let (np, threads) = (w.num_processes(), w.threads_per_process());
+        let edges = exchange_by_destination(w, edges, b, n)?;
         let local_edges = LocalEdges::new(&edges, b, n);
         drop(edges);
-        let owned: Vec<u64> = (gid as u64..n.div_ceil(b) as u64).step_by(nw).collect();
+        let owned: Vec<u64> = (0..n.div_ceil(b) as u64).filter(|&k| owner_of_block(k, np, threads) == gid).collect();
         let mut out_deg = vec![0f64; n];
         let mut deg_blocks: Vec<u64> = local_edges.src_blocks.iter().chain(&owned).copied().collect();
         deg_blocks.sort_unstable();
         deg_blocks.dedup();
         read_blocks(&mut deg, &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
         let mut dangling: Vec<u32> = Vec::new();
-        let mut base = vec![0f64; n];
+        let mut mine = vec![0f64; n];
         for &blk in &owned {
             for v in blk as usize * b..((blk as usize + 1) * b).min(n) {
-                base[v] = (1.0 - d) / n as f64;
+                mine[v] = (1.0 - d) / n as f64;
                 if out_deg[v] == 0.0 {
                     dangling.push(v as u32);
                 }
             }
         }
         if fresh {
-            push_blocks(&mut rank, &mut base, b, |x| x != 0.0)?;
+            push_blocks(&mut rank, &mut mine.clone(), b, |x| x != 0.0)?;
         }
         let mut st = PrWorker {
             gid,
@@ -319,10 +257,9 @@ impl Iterative for PageRank {
             rank,
             global: w.table(GLOBAL)?,
             local: vec![0f64; n],
-            pushed: vec![0f64; local_edges.sources.len()],
             share: vec![0f64; local_edges.sources.len()],
             pushed_dangling: vec![0f64; dangling.len()],
-            acc: vec![0f64; n],
+            mine,
             prev_owned: None,
             g: 0.0,
             edges: local_edges,
@@ -332,7 +269,7 @@ impl Iterative for PageRank {
             reference,
         };
         match saved {
-            Some(s) => restore(&mut st, s)?,
+            Some(s) => restore(&mut st, s, b)?,
             // The base ranks are visible from the next clock on.
             None => w.clock()?,
         }
@@ -372,10 +309,11 @@ impl Iterative for PageRank {
         Ok(())
     }
 
-    /// The rank already pushed per source and per dangling node, then the last sample.
+    /// The rank already pushed per dangling node, the owned nodes' values, then the last sample.
     fn save(&self, st: &PrWorker) -> (Value, Vec<u8>) {
-        let mut raw: Vec<u8> = Vec::with_capacity(8 * (st.pushed.len() + st.pushed_dangling.len()));
-        for x in st.pushed.iter().chain(&st.pushed_dangling).chain(st.prev_owned.iter().flatten()) {
+        let mine = st.owned_nodes(self.args.block).map(|v| &st.mine[v]);
+        let mut raw: Vec<u8> = Vec::with_capacity(8 * (st.pushed_dangling.len() + st.mine.len()));
+        for x in st.pushed_dangling.iter().chain(mine).chain(st.prev_owned.iter().flatten()) {
             raw.extend_from_slice(&x.to_le_bytes());
         }
         (json!({"prev_owned": st.prev_owned.as_ref().map(|p| p.len())}), raw)
@@ -417,7 +355,7 @@ impl PageRank {
     /// dangling nodes' changes into the global term.
     fn iterate(&self, st: &mut PrWorker, first: bool) -> Result<()> {
         let (d, b, n) = (self.args.damping, self.args.block, st.n);
-        let PrWorker { rank, global, edges, local, pushed, acc, share, out_deg, .. } = st;
+        let PrWorker { rank, global, edges, local, mine, share, out_deg, owned, dangling, pushed_dangling, .. } = st;
         let g = d * global.get(0)?.col(0) / n as f64;
         st.g = g;
         read_blocks(rank, &edges.src_blocks, b, n, |i, x| local[i] = x)?;
@@ -425,36 +363,47 @@ impl PageRank {
         // does. Starting from the table's base ranks (1-d)/N alone, whose total is 1-d, leaves a
         // mass deficit that only decays as d^t, so the change per iteration fell at rate d
         // instead of at the graph's own (much faster) rate.
-        if first {
-            local.iter_mut().for_each(|x| *x = 1.0 / n as f64 - g);
+        let previous = |t: f64| if first { 1.0 / n as f64 } else { t + g };
+        for (x, &u) in share.iter_mut().zip(&edges.sources) {
+            *x = d * previous(local[u as usize]) / out_deg[u as usize];
         }
-        // Rank changes along this worker's edges: each source's share once, then each
-        // destination's sum of its sources' shares.
-        for ((x, p), &u) in share.iter_mut().zip(pushed.iter_mut()).zip(&edges.sources) {
-            let r = local[u as usize] + g;
-            *x = d * (r - *p) / out_deg[u as usize];
+        // The owned dangling nodes' mass of the ranks this iteration reads (so that under BSP the
+        // next iteration reads exactly the Jacobi step), as the change since the last push.
+        let mut dsum = 0.0;
+        for (p, &v) in pushed_dangling.iter_mut().zip(dangling.iter()) {
+            let r = previous(mine[v as usize]);
+            dsum += r - *p;
             *p = r;
         }
-        for (j, &v) in edges.dsts.iter().enumerate() {
-            let terms = &edges.srcs[edges.offsets[j]..edges.offsets[j + 1]];
-            acc[v as usize] += terms.iter().map(|&si| share[si as usize]).sum::<f64>();
+        // Each owned node's new value: the teleport term plus its in-edges' shares. Owned nodes
+        // and destinations are both ascending, so one walk pairs them.
+        let base = (1.0 - d) / n as f64;
+        let mut upd = DenseRow(vec![0f64; b]);
+        let mut j = 0;
+        for &blk in owned.iter() {
+            let (start, end) = (blk as usize * b, ((blk as usize + 1) * b).min(n));
+            let mut changed = false;
+            for (v, (m, u)) in (start..).zip(mine[start..end].iter_mut().zip(upd.0.iter_mut())) {
+                let mut new = base;
+                if edges.dsts.get(j).is_some_and(|&t| t as usize == v) {
+                    new += edges.srcs[edges.offsets[j]..edges.offsets[j + 1]]
+                        .iter()
+                        .map(|&si| share[si as usize])
+                        .sum::<f64>();
+                    j += 1;
+                }
+                *u = new - *m;
+                changed |= new != *m;
+                *m = new;
+            }
+            if changed {
+                upd.0[end - start..].iter_mut().for_each(|x| *x = 0.0);
+                rank.inc(blk, &upd);
+            }
         }
-        push_blocks(rank, acc, b, |x| x != 0.0)?;
-        // Dangling nodes owned here: fold their rank changes into the global term.
-        if !st.dangling.is_empty() {
-            read_blocks(rank, &st.owned, b, n, |i, x| local[i] = x)?;
-            if first {
-                local.iter_mut().for_each(|x| *x = 1.0 / n as f64 - g);
-            }
-            let mut dsum = 0.0;
-            for (j, &v) in st.dangling.iter().enumerate() {
-                let r = local[v as usize] + g;
-                dsum += r - st.pushed_dangling[j];
-                st.pushed_dangling[j] = r;
-            }
-            if dsum != 0.0 {
-                global.inc_col(0, 0, dsum)?;
-            }
+        debug_assert_eq!(j, edges.dsts.len(), "an in-edge of a node this worker does not own");
+        if dsum != 0.0 {
+            global.inc_col(0, 0, dsum)?;
         }
         Ok(())
     }
@@ -489,23 +438,31 @@ impl PageRank {
 }
 
 /// Restores what `save` wrote.
-fn restore(st: &mut PrWorker, s: &SavedState) -> Result<()> {
+fn restore(st: &mut PrWorker, s: &SavedState, b: usize) -> Result<()> {
     let raw = &s.raw;
     let vals: Vec<f64> = raw.chunks_exact(8).map(|x| f64::from_le_bytes(x.try_into().expect("8"))).collect();
     let prev_len = s.meta["prev_owned"].as_u64().map(|x| x as usize);
-    let want = st.pushed.len() + st.pushed_dangling.len() + prev_len.unwrap_or(0);
+    let owned: Vec<usize> = st.owned_nodes(b).collect();
+    let want = st.pushed_dangling.len() + owned.len() + prev_len.unwrap_or(0);
     if vals.len() != want || !raw.len().is_multiple_of(8) {
         return Err(PsError::codec(format!(
             "pagerank: saved state has {} values, this worker needs {want}",
             vals.len()
         )));
     }
-    let (p, rest) = vals.split_at(st.pushed.len());
-    let (pd, prev) = rest.split_at(st.pushed_dangling.len());
-    st.pushed.copy_from_slice(p);
+    let (pd, rest) = vals.split_at(st.pushed_dangling.len());
+    let (mine, prev) = rest.split_at(owned.len());
     st.pushed_dangling.copy_from_slice(pd);
+    owned.iter().zip(mine).for_each(|(&v, &x)| st.mine[v] = x);
     st.prev_owned = prev_len.map(|_| prev.to_vec());
     Ok(())
+}
+
+impl PrWorker {
+    /// The owned nodes, ascending.
+    fn owned_nodes(&self, b: usize) -> impl Iterator<Item = usize> + '_ {
+        self.owned.iter().flat_map(move |&k| k as usize * b..((k as usize + 1) * b).min(self.n))
+    }
 }
 
 /// Adds `vals[v]` to node `v` for every node, one dense row update per block with a non-zero
@@ -547,23 +504,4 @@ fn read_blocks<T: Element>(
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn local_edges_group_by_destination_in_input_order() {
-        // Destinations on both sides of a 1024-node bucket boundary; node 5 has two in-edges.
-        let src = vec![7, 3, 2000, 3, 9];
-        let dst = vec![5, 1500, 5, 1023, 5];
-        let e = LocalEdges::new(&Edges { src, dst }, 1024, 2001);
-        assert_eq!(e.sources, vec![3, 7, 9, 2000]);
-        assert_eq!(e.src_blocks, vec![0, 1]);
-        assert_eq!(e.dsts, vec![5, 1023, 1500]);
-        assert_eq!(e.offsets, vec![0, 3, 4, 5]);
-        // Source indexes: node 7 is index 1, 2000 is 3, 9 is 2, 3 is 0.
-        assert_eq!(e.srcs, vec![1, 3, 2, 0, 0]);
-    }
 }
