@@ -24,9 +24,7 @@ impl<T> std::ops::DerefMut for DenseRow<T> {
 fn encode_dense<T: Element>(v: &[T], buf: &mut BytesMut) {
     buf.reserve(4 + v.len() * T::SIZE);
     buf.put_u32_le(v.len() as u32);
-    for x in v {
-        x.put(buf);
-    }
+    T::put_all(v, buf);
 }
 
 fn decode_dense<T: Element>(buf: &mut &[u8], columns: usize) -> Result<Vec<T>> {

@@ -158,6 +158,20 @@ mod tests {
         generic_dense(&[1i64 << 40, -2]);
         generic_dense(&[1.5f32, -0.25]);
         generic_dense(&[1e300f64, -0.0]);
+        // Sparse rows too, long enough that the packed column and value arrays are copied in bulk.
+        let mut s = SparseRow::<f64>::new();
+        (0..300u32).for_each(|c| s.add(c * 7 + 1, c as f64 * 0.5 - 3.0));
+        roundtrip(&s, 3000);
+        // The layout on the wire: u32 count, then the columns, then the values, little-endian.
+        let mut b = BytesMut::new();
+        Row::encode(&DenseRow(vec![1.5f64, -2.0]), &mut b);
+        assert_eq!(&b[..], &[&2u32.to_le_bytes()[..], &1.5f64.to_le_bytes(), &(-2.0f64).to_le_bytes()].concat()[..]);
+        let mut s = SparseRow::<i32>::new();
+        s.add(2999, i32::MIN);
+        roundtrip(&s, 3000);
+        let mut b = BytesMut::new();
+        Row::encode(&s, &mut b);
+        assert_eq!(&b[..], &[&1u32.to_le_bytes()[..], &2999u32.to_le_bytes(), &i32::MIN.to_le_bytes()].concat()[..]);
         assert_eq!(DenseRow::<f32>::type_name(), "dense_f32");
         assert_eq!(SparseRow::<i64>::type_name(), "sparse_i64");
     }

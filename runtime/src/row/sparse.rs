@@ -1,7 +1,7 @@
 //! Sparse rows: sorted (column, value) pairs; zero entries are dropped so that count tables (LDA
 //! word-topic rows) stay small as topics die out. Also the delta type of sparse tables.
 
-use super::element::{read_array, Element, ReadExt};
+use super::element::{put_packed, read_array, Element, ReadExt};
 use super::{ColumnAdd, ColumnGet, Row, RowUpdate};
 use crate::error::{PsError, Result};
 use bytes::{BufMut, BytesMut};
@@ -65,12 +65,8 @@ impl<T: Element> SparseRow<T> {
     fn encode_into(&self, buf: &mut BytesMut) {
         buf.reserve(4 + self.cols.len() * (4 + T::SIZE));
         buf.put_u32_le(self.cols.len() as u32);
-        for c in &self.cols {
-            buf.put_u32_le(*c);
-        }
-        for v in &self.vals {
-            v.put(buf);
-        }
+        put_packed(buf, &self.cols, u32::to_le_bytes);
+        T::put_all(&self.vals, buf);
     }
     fn decode_from(buf: &mut &[u8], columns: usize) -> Result<Self> {
         let n = buf.take_u32()? as usize;
