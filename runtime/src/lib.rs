@@ -43,6 +43,7 @@ pub mod gen;
 mod geo;
 mod hash;
 mod hostfile;
+mod huge_pages;
 pub mod input;
 #[doc(hidden)]
 pub mod internal;
@@ -83,6 +84,7 @@ pub use error::{PsError, Result};
 pub use geo::{GeoConfig, InterDc, WanMatrix};
 pub use hash::SeededRng;
 pub use hostfile::Hostfile;
+pub use huge_pages::{enabled_by as huge_pages_enabled_by, HugePageAlloc};
 pub use launch::{run_job_process, run_job_process_with};
 pub use local_cluster::run_local_cluster;
 pub use logging::init as init_logging;

@@ -2,6 +2,9 @@
 //! `yarn-submit` (locally or in a YARN container); also its data generators and snapshot tools.
 //! A binary with apps of its own is the same one line with more apps in the catalog.
 
+#[global_allocator]
+static ALLOC: ps_runtime::HugePageAlloc = ps_runtime::HugePageAlloc;
+
 fn main() {
     ps_runtime::runtime_main(ps_runtime::AppCatalog::builtin())
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Layers of `ps-runtime`, lowest first. Keep in sync with ARCHITECTURE.md ("Module layers").
 const LAYERS: &[&[&str]] = &[
-    &["error", "clock", "hash", "logging", "stats", "restart_log", "report"],
+    &["error", "clock", "hash", "huge_pages", "logging", "stats", "restart_log", "report"],
     &["secret", "hostfile", "ports", "gen", "row", "storage", "mailbox", "wan", "live"],
     &["wire", "geo"],
     &["config"],

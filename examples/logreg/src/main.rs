@@ -3,6 +3,10 @@
 
 mod logreg;
 
+// As in `ps-runtime`: large allocations (models, inputs) on huge pages where the kernel offers them.
+#[global_allocator]
+static ALLOC: ps_runtime::HugePageAlloc = ps_runtime::HugePageAlloc;
+
 fn main() {
     ps_runtime::runtime_main(ps_runtime::AppCatalog::builtin().with_app(
         "logreg",

@@ -41,6 +41,11 @@ enum Cmd {
     Plain(plain::Args),
 }
 
+// The runtime's allocator (huge pages for large allocations), so that the plain loops and the
+// in-process runs measured here allocate as the jobs do.
+#[global_allocator]
+static ALLOC: ps_runtime::HugePageAlloc = ps_runtime::HugePageAlloc;
+
 fn main() {
     ps_runtime::init_logging(log::LevelFilter::Warn);
     match Cli::parse().cmd {
