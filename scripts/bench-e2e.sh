@@ -2,7 +2,8 @@
 # End-to-end speed of what users run, against the plain loop and the peers, in one run:
 #   yarn-submit --master local[2] --threads 1 {mf,lda,pagerank} (default consistency, staleness,
 #   clocks per pass; load and output included) vs `ps-bench plain` (one thread, no PS) vs
-#   PyPI libmf (2 threads), tomotopy (2 workers), scipy CSR mat-vec.
+#   PyPI libmf (2 threads), tomotopy (2 workers), scipy CSR mat-vec; 3 interleaved rounds per
+#   app, medians reported (--repeat R).
 # Inputs are generated once into data/bench (5M Netflix-shaped ratings, a 10K-document
 # NYTimes-shaped corpus of ~3M tokens, a 1M-node power-law graph).
 # Then issue 11's whole-job measure: a 10-pass MF job with text and with binary output, its wall

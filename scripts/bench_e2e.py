@@ -4,7 +4,9 @@
 output included), beside the app's plain single-thread loop (`ps-bench plain`) and the peer a
 user would otherwise pick (PyPI libmf, tomotopy, scipy), all on the same inputs in the same run.
 
-Per app it reports training seconds per pass (from the job's stats: `train_s` over the passes
+Each app runs `--repeat` rounds (default 3) of PS job, plain loop and peer back to back, and the
+figures are medians over the rounds (ratios: the median of each round's own ratio), because this
+machine's speed drifts by 2-3x between minutes. Per app it reports training seconds per pass (from the job's stats: `train_s` over the passes
 trained), the ratios PS/plain and PS/peer, the job's wall time and its non-training share,
 quality (MF held-out RMSE, LDA log-likelihood per token, PageRank L1 change) and, for LDA, the
 quality-per-second curves of ours and tomotopy. Writes results/bench-e2e.{csv,json,png}."""
@@ -30,6 +32,8 @@ ap.add_argument("--lda-passes", type=int, default=5)
 ap.add_argument("--pr-passes", type=int, default=10)
 ap.add_argument("--job-passes", type=int, default=10, help="passes of the whole-job MF runs")
 ap.add_argument("--only", default="mf,lda,pagerank")
+ap.add_argument("--repeat", type=int, default=3,
+                help="rounds of (PS job, plain loop, peer) per app, interleaved; medians are reported")
 ap.add_argument("--output-format", default="text", choices=["text", "binary"])
 a = ap.parse_args()
 bin_dir, res = Path(a.bin), Path(a.results)
@@ -45,6 +49,7 @@ APPS = {
 def ps_job(app, inp, passes, extra, fmt=None, tag=""):
     """Runs the user's command; returns (wall seconds, job stats)."""
     stats, out = work / f"{app}{tag}-stats.json", work / f"{app}{tag}-out"
+    shutil.rmtree(out, ignore_errors=True)  # the previous round's (a job refuses an existing output)
     cmd = [str(bin_dir / "yarn-submit"), "--master", "local[2]", "--threads", "1", "--stats", str(stats),
            app, "--input", inp, "--passes", str(passes), "--output", str(out),
            "--output-format", fmt or a.output_format] + extra
@@ -60,14 +65,29 @@ def plain(app, inp, passes):
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
-def peer(app, inp):
-    """(name, seconds per pass, note, curve or None); None if the peer is not installed."""
+def peer_input(app, inp):
+    """The peer's input, loaded once (None if the peer is not installed)."""
     try:
         if app == "mf":
-            return ("libmf (PyPI)", *peers.libmf(peers.load_ratings(inp)), None)
+            return peers.load_ratings(inp)
         if app == "lda":
-            return ("tomotopy", *peers.tomotopy(peers.load_docword(inp), sweeps=a.lda_passes))
-        return ("scipy CSR", *peers.scipy_pagerank(inp, a.pr_passes), None)
+            return peers.load_docword(inp)
+        return peers.load_graph(inp)
+    except ImportError as e:
+        print(f"{app}: peer unavailable ({e})")
+        return None
+
+
+def peer(app, data):
+    """(name, seconds per pass, note, curve or None); None if the peer is not installed."""
+    if data is None:
+        return None
+    try:
+        if app == "mf":
+            return ("libmf (PyPI)", *peers.libmf(data), None)
+        if app == "lda":
+            return ("tomotopy", *peers.tomotopy(data, sweeps=a.lda_passes))
+        return ("scipy CSR", *peers.scipy_pagerank(data, a.pr_passes), None)
     except ImportError as e:
         print(f"{app}: peer unavailable ({e})")
         return None
@@ -90,28 +110,51 @@ def quality(app, stats, plain_run):
 # Worker 0's seconds around training (stats keys): where the time outside training goes.
 PHASES = ["load_s", "eval_s", "output_s"]
 rows = []
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+# This machine's speed drifts (up to 2-3x between minutes), so each app runs `--repeat` rounds of
+# PS job, plain loop and peer back to back; the figures are the medians, and each ratio is the
+# median of the rounds' ratios (each taken within one round).
 for app in a.only.split(","):
     inp, passes, extra = APPS[app]
-    wall, stats = ps_job(app, inp, passes, extra)
+    data = peer_input(app, inp)
+    rounds = []
+    for i in range(a.repeat):
+        wall, stats = ps_job(app, inp, passes, extra)
+        base = plain(app, inp, passes)
+        rounds.append((wall, stats, base, peer(app, data)))
+        ps_pass = stats.get("train_s", float("nan")) / passes
+        print(f"  round {i + 1}: PS {ps_pass:.3f}, plain {base['pass_s']:.3f}"
+              + (f", peer {rounds[-1][3][1]:.3f}" if rounds[-1][3] else ""), flush=True)
+    # The round whose PS time is the median supplies the stats, quality and curves.
+    ps_passes = [r[1].get("train_s", float("nan")) / passes for r in rounds]
+    wall, stats, base, p = rounds[sorted(range(len(rounds)), key=lambda i: ps_passes[i])[len(rounds) // 2]]
     train_s = stats.get("train_s", float("nan"))
-    ps_pass = train_s / passes
-    base = plain(app, inp, passes)
-    p = peer(app, inp)
+    ps_pass = median(ps_passes)
+    plain_pass = median([r[2]["pass_s"] for r in rounds])
     row = {
         "app": app, "input": inp, "passes": passes, "command": "yarn-submit --master local[2] --threads 1",
-        "ps_pass_s": ps_pass, "plain_pass_s": base["pass_s"], "ps_over_plain": ps_pass / base["pass_s"],
+        "rounds": len(rounds), "ps_pass_s": ps_pass, "plain_pass_s": plain_pass,
+        "ps_over_plain": median([x / r[2]["pass_s"] for x, r in zip(ps_passes, rounds)]),
+        "ps_pass_s_all": ps_passes, "plain_pass_s_all": [r[2]["pass_s"] for r in rounds],
         "wall_s": wall, "train_s": train_s, "non_training_share": (wall - train_s) / wall,
         **{k: stats.get(k) for k in PHASES},
         "peak_rss_mb": stats.get("peak_rss_bytes", 0) / 2**20, "quality": quality(app, stats, base), "size": base["size"],
     }
     if p:
-        row.update({"peer": p[0], "peer_pass_s": p[1], "peer_note": p[2], "ps_over_peer": ps_pass / p[1]})
+        peer_all = [r[3][1] for r in rounds]
+        row.update({"peer": p[0], "peer_pass_s": median(peer_all), "peer_pass_s_all": peer_all, "peer_note": p[2],
+                    "ps_over_peer": median([x / y for x, y in zip(ps_passes, peer_all)])})
         if p[3]:
             row["peer_curve"] = p[3]
     rows.append(row)
-    print(f"{app:9} PS {ps_pass:7.3f} s/pass | plain {base['pass_s']:7.3f} ({row['ps_over_plain']:.2f}x)"
-          + (f" | {p[0]} {p[1]:7.3f} ({row['ps_over_peer']:.2f}x)" if p else "")
-          + f" | wall {wall:6.1f} s, {100 * row['non_training_share']:.0f}% not training", flush=True)
+    print(f"{app:9} PS {ps_pass:7.3f} s/pass | plain {plain_pass:7.3f} ({row['ps_over_plain']:.2f}x)"
+          + (f" | {p[0]} {row['peer_pass_s']:7.3f} ({row['ps_over_peer']:.2f}x)" if p else "")
+          + f" | wall {wall:6.1f} s, {100 * row['non_training_share']:.0f}% not training"
+          + f" (medians of {len(rounds)} rounds)", flush=True)
 
 # Issue 11's whole-job measure: a 10-pass MF job on the ratings, in both output formats.
 jobs = []
