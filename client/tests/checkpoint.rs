@@ -50,19 +50,32 @@ fn run_ok(args: &[String]) -> String {
     err
 }
 
-fn final_objective(stats: &Path) -> (f64, f64) {
+/// The (train, test) RMSE of the objective record at `clock`, or of the last record if `None`.
+fn objective_at(stats: &Path, clock: Option<i64>) -> (f64, f64) {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
-    let last = v["objective"].as_array().and_then(|a| a.last()).cloned().expect("objective records");
-    (last["value"].as_f64().unwrap(), last["test_rmse"].as_f64().unwrap())
+    let records = v["objective"].as_array().cloned().expect("objective records");
+    let rec = match clock {
+        Some(c) => records.iter().find(|r| r["clock"].as_i64() == Some(c)).cloned(),
+        None => records.last().cloned(),
+    };
+    let rec = rec.unwrap_or_else(|| panic!("no objective record at clock {clock:?} in {records:?}"));
+    (rec["value"].as_f64().unwrap(), rec["test_rmse"].as_f64().unwrap())
+}
+
+/// Both runs of `kill_and_resume`: the uninterrupted run's RMSEs at the clock the other run
+/// resumed from and at the end, and the resumed run's at the end.
+struct Resumed {
+    full_at_resume: (f64, f64),
+    full: (f64, f64),
+    resumed: (f64, f64),
 }
 
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-/// Runs MF uninterrupted, then again killed after a checkpoint and resumed; returns both final
-/// (train, test) RMSEs.
-fn kill_and_resume(tag: &str, shape: &[&str]) -> ((f64, f64), (f64, f64)) {
+/// Runs MF uninterrupted, then again killed after a checkpoint and resumed.
+fn kill_and_resume(tag: &str, shape: &[&str]) -> Resumed {
     let dir = tmpdir(tag);
     let input = ratings(&dir);
     let base = format!("{}/ps-test/ckpt-{tag}-{}", hdfs(), std::process::id());
@@ -92,25 +105,48 @@ fn kill_and_resume(tag: &str, shape: &[&str]) -> ((f64, f64), (f64, f64)) {
     let err = run_ok(&job(&ck_b, &st_b, &["--resume"], &[]));
     let resumed_at = before.iter().copied().filter(|t| *t % 8 == 0).max().unwrap();
     assert!(err.contains(&format!("resuming from {ck_b}/clock-{resumed_at}")), "{err}");
-    let r = (final_objective(&st_a), final_objective(&st_b));
+    let r = Resumed {
+        full_at_resume: objective_at(&st_a, Some(resumed_at)),
+        full: objective_at(&st_a, None),
+        resumed: objective_at(&st_b, None),
+    };
     std::fs::remove_dir_all(&dir).ok();
     ps_runtime::storage::storage_for(&base).unwrap().delete(&base).unwrap();
     r
 }
 
+/// Four threads under SSP are not deterministic: two uninterrupted runs end a few tenths of a
+/// percent apart, more on a loaded machine, because the curve is still steep at the end. So the
+/// bound is relative to the progress the run makes after the checkpoint: resuming may cost at
+/// most a third of it. A resume that lost the tables or the workers' state would train half the
+/// passes from scratch and end about where the uninterrupted run stood at the checkpoint, or
+/// worse: three times that bound away.
 #[test]
 fn mf_killed_after_a_checkpoint_resumes_to_the_same_loss() {
-    let ((a, at), (b, bt)) = kill_and_resume("ssp", &["--master", "local[2]", "--threads", "2", "--staleness", "1"]);
-    assert!((a - b).abs() <= 0.01 * a, "train RMSE {a} uninterrupted vs {b} resumed");
-    assert!((at - bt).abs() <= 0.01 * at, "test RMSE {at} uninterrupted vs {bt} resumed");
+    let r = kill_and_resume("ssp", &["--master", "local[2]", "--threads", "2", "--staleness", "1"]);
+    let (checkpoint, full, resumed) = (r.full_at_resume, r.full, r.resumed);
+    assert!(
+        checkpoint.0 - full.0 > 0.02 && checkpoint.1 - full.1 > 0.02,
+        "too little progress to compare: {checkpoint:?} -> {full:?}"
+    );
+    let train_bound = (1.0 / 3.0) * (checkpoint.0 - full.0);
+    let test_bound = (1.0 / 3.0) * (checkpoint.1 - full.1);
+    assert!(
+        (full.0 - resumed.0).abs() <= train_bound,
+        "train RMSE {full:?} uninterrupted vs {resumed:?} resumed (bound {train_bound})"
+    );
+    assert!(
+        (full.1 - resumed.1).abs() <= test_bound,
+        "test RMSE {full:?} uninterrupted vs {resumed:?} resumed (bound {test_bound})"
+    );
 }
 
 /// One process, one thread, BSP and a fixed seed: every read is a deterministic function of the
 /// tables and the worker state, both of which the checkpoint holds bit for bit.
 #[test]
 fn mf_resume_is_exact_with_one_thread_and_bsp() {
-    let (a, b) = kill_and_resume("bsp", &["--master", "local[1]", "--threads", "1", "--consistency", "bsp"]);
-    assert_eq!(a, b, "resumed run differs from the uninterrupted one");
+    let r = kill_and_resume("bsp", &["--master", "local[1]", "--threads", "1", "--consistency", "bsp"]);
+    assert_eq!(r.full, r.resumed, "resumed run differs from the uninterrupted one");
 }
 
 #[test]
@@ -164,7 +200,7 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
     ]));
     assert!(ev.status.success(), "{}", String::from_utf8_lossy(&ev.stderr));
     let v: Value = serde_json::from_slice(&ev.stdout).unwrap();
-    let (train, test) = final_objective(&stats);
+    let (train, test) = objective_at(&stats, None);
     let offline = v["train_rmse"].as_f64().unwrap();
     // Before the job's last evaluation waited for the merge, with 4 workers at the default step
     // size its held-out figure was 2-3% better than the snapshot's on this data. A wrong snapshot
