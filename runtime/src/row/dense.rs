@@ -27,14 +27,13 @@ fn encode_dense<T: Element>(v: &[T], buf: &mut BytesMut) {
     T::put_all(v, buf);
 }
 
-fn decode_dense<T: Element>(buf: &mut &[u8], columns: usize) -> Result<Vec<T>> {
+/// Decodes into `out`, reusing its allocation.
+fn decode_dense<T: Element>(buf: &mut &[u8], columns: usize, out: &mut Vec<T>) -> Result<()> {
     let n = buf.take_u32()? as usize;
     if n != columns {
         return Err(PsError::codec(format!("dense row has {n} columns, table has {columns}")));
     }
-    let mut out = Vec::with_capacity(n);
-    read_array(buf, n, &mut out)?;
-    Ok(out)
+    read_array(buf, n, out)
 }
 
 impl<T: Element> Row for DenseRow<T> {
@@ -57,7 +56,12 @@ impl<T: Element> Row for DenseRow<T> {
         encode_dense(&self.0, buf)
     }
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self> {
-        decode_dense(buf, columns).map(DenseRow)
+        let mut v = Vec::new();
+        decode_dense(buf, columns, &mut v)?;
+        Ok(DenseRow(v))
+    }
+    fn decode_into(&mut self, buf: &mut &[u8], columns: usize) -> Result<()> {
+        decode_dense(buf, columns, &mut self.0)
     }
     fn write_tsv(&self, out: &mut String) {
         use std::fmt::Write;
@@ -102,7 +106,12 @@ impl<T: Element> RowUpdate for DenseRow<T> {
         encode_dense(&self.0, buf)
     }
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self> {
-        decode_dense(buf, columns).map(DenseRow)
+        let mut v = Vec::new();
+        decode_dense(buf, columns, &mut v)?;
+        Ok(DenseRow(v))
+    }
+    fn decode_into(&mut self, buf: &mut &[u8], columns: usize) -> Result<()> {
+        decode_dense(buf, columns, &mut self.0)
     }
 }
 

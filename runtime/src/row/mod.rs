@@ -35,6 +35,12 @@ pub trait Row: Clone + Send + Sync + 'static {
     fn encode(&self, buf: &mut BytesMut);
     /// Decodes one row written by `encode`, advancing `buf`. Must not panic on malformed input.
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self>;
+    /// `decode` into `self`, reusing its allocations: the communication threads decode every
+    /// row they receive. On error `self` must still be a valid row (of any value).
+    fn decode_into(&mut self, buf: &mut &[u8], columns: usize) -> Result<()> {
+        *self = Self::decode(buf, columns)?;
+        Ok(())
+    }
     /// Sets a freshly created row to deterministic pseudo-random values uniform in `[low, high)`
     /// derived from `seed` (tables with an `init`; rows that cannot be randomised ignore it).
     fn randomize(&mut self, _seed: u64, _low: f64, _high: f64) {}
@@ -95,6 +101,12 @@ pub trait RowUpdate: Clone + Send + Sync + 'static {
     fn merge(&mut self, other: &Self);
     fn encode(&self, buf: &mut BytesMut);
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self>;
+    /// `decode` into `self`, reusing its allocations (servers decode every update they apply).
+    /// On error `self` must still be a valid update (of any value).
+    fn decode_into(&mut self, buf: &mut &[u8], columns: usize) -> Result<()> {
+        *self = Self::decode(buf, columns)?;
+        Ok(())
+    }
 }
 
 /// Text form of encoded rows whose type is known only by name (snapshot dumps); implemented by
@@ -125,10 +137,24 @@ mod tests {
         let mut s: &[u8] = &b;
         assert_eq!(&<R as Row>::decode(&mut s, cols).unwrap(), r);
         assert!(s.is_empty());
-        // Every strict prefix is an error, never a panic.
+        // Decoding into a row that held other values (the receive path reuses rows) too.
+        let mut into = R::zero(cols);
+        for _ in 0..2 {
+            let mut s: &[u8] = &b;
+            into.decode_into(&mut s, cols).unwrap();
+            assert_eq!(&into, r);
+        }
+        // Every strict prefix is an error, never a panic, and leaves a row that still encodes
+        // and decodes.
         for cut in 0..b.len() {
             let mut s: &[u8] = &b[..cut];
             assert!(<R as Row>::decode(&mut s, cols).is_err(), "prefix of {cut} bytes decoded");
+            let mut s: &[u8] = &b[..cut];
+            assert!(into.decode_into(&mut s, cols).is_err(), "prefix of {cut} bytes decoded in place");
+            let mut again = BytesMut::new();
+            Row::encode(&into, &mut again);
+            let mut s: &[u8] = &again;
+            assert!(<R as Row>::decode(&mut s, cols).is_ok(), "a failed decode_into left an invalid row");
         }
     }
 

@@ -25,6 +25,9 @@ impl<T: Element> SparseRow<T> {
     pub fn iter(&self) -> impl Iterator<Item = (u32, T)> + '_ {
         self.cols.iter().copied().zip(self.vals.iter().copied())
     }
+    /// Adds `other` in place: no allocation unless the row grows past its capacity. The
+    /// communication threads merge every sparse update they receive, and a fresh pair of
+    /// vectors per merge (plus freeing the old pair) was a large part of their time on LDA.
     fn merge_from(&mut self, other: &Self) {
         if other.cols.is_empty() {
             return;
@@ -36,31 +39,54 @@ impl<T: Element> SparseRow<T> {
             }
             return;
         }
-        let mut cols = Vec::with_capacity(self.cols.len() + other.cols.len());
-        let mut vals = Vec::with_capacity(cols.capacity());
-        let (mut i, mut j) = (0, 0);
-        while i < self.cols.len() || j < other.cols.len() {
-            let take_self = j >= other.cols.len() || (i < self.cols.len() && self.cols[i] < other.cols[j]);
-            let take_other = i >= self.cols.len() || (j < other.cols.len() && other.cols[j] < self.cols[i]);
-            let (c, v) = if take_self {
-                i += 1;
-                (self.cols[i - 1], self.vals[i - 1])
-            } else if take_other {
-                j += 1;
-                (other.cols[j - 1], other.vals[j - 1])
+        let (n, m) = (self.cols.len(), other.cols.len());
+        let new_cols = {
+            let (mut i, mut extra) = (0, 0);
+            for &c in &other.cols {
+                while i < n && self.cols[i] < c {
+                    i += 1;
+                }
+                extra += usize::from(i == n || self.cols[i] != c);
+            }
+            extra
+        };
+        self.cols.resize(n + new_cols, 0);
+        self.vals.resize(n + new_cols, T::default());
+        // Merge from the back, so that every slot is read before it is overwritten.
+        let (mut i, mut j, mut k) = (n, m, n + new_cols);
+        let mut zeros = false;
+        while j > 0 {
+            k -= 1;
+            let oc = other.cols[j - 1];
+            if i > 0 && self.cols[i - 1] > oc {
+                i -= 1;
+                self.cols[k] = self.cols[i];
+                self.vals[k] = self.vals[i];
             } else {
-                let v = self.vals[i].add(other.vals[j]);
-                i += 1;
-                j += 1;
-                (self.cols[i - 1], v)
-            };
-            if !v.is_zero() {
-                cols.push(c);
-                vals.push(v);
+                let v = if i > 0 && self.cols[i - 1] == oc {
+                    i -= 1;
+                    self.vals[i].add(other.vals[j - 1])
+                } else {
+                    other.vals[j - 1]
+                };
+                j -= 1;
+                self.cols[k] = oc;
+                self.vals[k] = v;
+                zeros |= v.is_zero();
             }
         }
-        self.cols = cols;
-        self.vals = vals;
+        if zeros {
+            let mut w = 0;
+            for r in 0..self.cols.len() {
+                if !self.vals[r].is_zero() {
+                    self.cols[w] = self.cols[r];
+                    self.vals[w] = self.vals[r];
+                    w += 1;
+                }
+            }
+            self.cols.truncate(w);
+            self.vals.truncate(w);
+        }
     }
     fn encode_into(&self, buf: &mut BytesMut) {
         buf.reserve(4 + self.cols.len() * (4 + T::SIZE));
@@ -68,19 +94,30 @@ impl<T: Element> SparseRow<T> {
         put_packed(buf, &self.cols, u32::to_le_bytes);
         T::put_all(&self.vals, buf);
     }
-    fn decode_from(buf: &mut &[u8], columns: usize) -> Result<Self> {
+    /// Decodes into `self`, reusing its vectors. On error `self` is some valid row.
+    fn decode_in_place(&mut self, buf: &mut &[u8], columns: usize) -> Result<()> {
         let n = buf.take_u32()? as usize;
         let raw = buf.take_bytes(n.checked_mul(4).ok_or_else(|| PsError::codec("sparse length overflow"))?)?;
-        let cols: Vec<u32> = raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
-        if cols.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(PsError::codec("sparse row columns are not strictly increasing"));
+        self.vals.clear();
+        self.cols.clear();
+        self.cols.extend(raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())));
+        let valid = if self.cols.windows(2).any(|w| w[0] >= w[1]) {
+            Err(PsError::codec("sparse row columns are not strictly increasing"))
+        } else if columns > 0 && self.cols.last().is_some_and(|&c| c as usize >= columns) {
+            Err(PsError::codec(format!("sparse row column out of range (table has {columns})")))
+        } else {
+            read_array(buf, n, &mut self.vals)
+        };
+        if valid.is_err() {
+            self.cols.clear();
+            self.vals.clear();
         }
-        if columns > 0 && cols.last().is_some_and(|&c| c as usize >= columns) {
-            return Err(PsError::codec(format!("sparse row column out of range (table has {columns})")));
-        }
-        let mut vals = Vec::with_capacity(n);
-        read_array(buf, n, &mut vals)?;
-        Ok(SparseRow { cols, vals })
+        valid
+    }
+    fn decode_from(buf: &mut &[u8], columns: usize) -> Result<Self> {
+        let mut r = Self::new();
+        r.decode_in_place(buf, columns)?;
+        Ok(r)
     }
 }
 
@@ -100,6 +137,9 @@ impl<T: Element> Row for SparseRow<T> {
     }
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self> {
         Self::decode_from(buf, columns)
+    }
+    fn decode_into(&mut self, buf: &mut &[u8], columns: usize) -> Result<()> {
+        self.decode_in_place(buf, columns)
     }
     fn write_tsv(&self, out: &mut String) {
         use std::fmt::Write;
@@ -165,6 +205,9 @@ impl<T: Element> RowUpdate for SparseRow<T> {
     }
     fn decode(buf: &mut &[u8], columns: usize) -> Result<Self> {
         Self::decode_from(buf, columns)
+    }
+    fn decode_into(&mut self, buf: &mut &[u8], columns: usize) -> Result<()> {
+        self.decode_in_place(buf, columns)
     }
 }
 

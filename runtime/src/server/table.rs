@@ -43,6 +43,8 @@ pub(crate) struct ServerTable<R: Row> {
     /// ASP: per row, the sum of this data center's updates not yet sent to the others.
     unsent: Option<FxHashMap<u64, R::Update>>,
     scratch: BytesMut,
+    /// Every received update is decoded into this one, reusing its allocation.
+    update: R::Update,
 }
 
 /// The row, created on first touch: zero, or the table's deterministic random init.
@@ -58,7 +60,15 @@ fn row_mut<'a, R: Row>(rows: &'a mut FxHashMap<u64, R>, cfg: &TableConfig, row: 
 
 impl<R: Row> ServerTable<R> {
     pub fn new(cfg: TableConfig) -> Self {
-        ServerTable { cfg, rows: FxHashMap::default(), forks: BTreeMap::new(), unsent: None, scratch: BytesMut::new() }
+        let update = R::Update::zero(cfg.columns);
+        ServerTable {
+            cfg,
+            rows: FxHashMap::default(),
+            forks: BTreeMap::new(),
+            unsent: None,
+            scratch: BytesMut::new(),
+            update,
+        }
     }
 }
 
@@ -69,32 +79,31 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
 
     fn apply_batch(&mut self, data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()> {
         let forking = !after.is_empty() || !self.forks.is_empty();
-        for entry in oplog::entries::<R::Update>(data, self.cfg.columns) {
-            let (row, u) = entry?;
-            let r = row_mut(&mut self.rows, &self.cfg, row);
+        let ServerTable { cfg, rows, forks, unsent, update, .. } = self;
+        oplog::each_entry(data, cfg.columns, update, |row, u| {
+            let r = row_mut(rows, cfg, row);
             if forking {
                 for &t in after {
-                    self.forks.entry(t).or_default().entry(row).or_insert_with(|| r.clone());
+                    forks.entry(t).or_default().entry(row).or_insert_with(|| r.clone());
                 }
                 // Forks of snapshots this batch belongs to (clock < t) must see it as well.
-                for (_, fork) in self.forks.range_mut(clock.saturating_add(1)..) {
+                for (_, fork) in forks.range_mut(clock.saturating_add(1)..) {
                     if let Some(f) = fork.get_mut(&row) {
-                        f.apply(&u);
+                        f.apply(u);
                     }
                 }
             }
-            r.apply(&u);
-            if let Some(unsent) = self.unsent.as_mut() {
+            r.apply(u);
+            if let Some(unsent) = unsent.as_mut() {
                 match unsent.entry(row) {
-                    std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().merge(&u),
+                    std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().merge(u),
                     std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(u);
+                        e.insert(u.clone());
                     }
                 }
             }
             touched(row);
-        }
-        Ok(())
+        })
     }
 
     fn encode_row(&mut self, row: u64, out: &mut BytesMut) {
@@ -158,11 +167,10 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
     }
 
     fn apply_mirrored(&mut self, data: &[u8], touched: &mut dyn FnMut(u64)) -> Result<()> {
-        for entry in oplog::entries::<R::Update>(data, self.cfg.columns) {
-            let (row, u) = entry?;
-            row_mut(&mut self.rows, &self.cfg, row).apply(&u);
+        let ServerTable { cfg, rows, update, .. } = self;
+        oplog::each_entry(data, cfg.columns, update, |row, u| {
+            row_mut(rows, cfg, row).apply(u);
             touched(row);
-        }
-        Ok(())
+        })
     }
 }
