@@ -195,19 +195,34 @@ impl<R: Row> ProcessTable<R> {
 
 impl<R: Row> ProcessTableOps for ProcessTable<R> {
     fn on_row(&self, _server: usize, kind: RowsKind, age: Age, rc: Age, row: u64, buf: &mut &[u8]) -> Result<()> {
-        let mut data = R::decode(buf, self.cfg.columns)?;
+        let cols = self.cfg.columns;
         let (m, cv) = self.shard(row);
         let mut g = lock(m);
         let sh = &mut *g;
         let r = sh.rows.entry(row).or_insert_with(ProcRow::empty);
         if r.view.is_some() && age < r.age {
-            return Ok(()); // an older version overtaken by a newer one
+            drop(g);
+            R::decode(buf, cols)?; // an older version overtaken by a newer one: skip its bytes
+            return Ok(());
         }
+        // Decoded into the cached row's own buffers (under the shard lock, a copy of one row's
+        // bytes): a fresh row per message plus freeing the old one was a visible part of the
+        // communication threads' time. A row that fails to decode is dropped, never half-read.
+        let decoded = match r.view.as_mut() {
+            Some(v) => v.decode_into(buf, cols),
+            None => R::decode(buf, cols).map(|d| r.view = Some(d)),
+        };
+        if let Err(e) = decoded {
+            r.view = None;
+            r.age = Age::NONE;
+            r.version += 1;
+            return Err(e);
+        }
+        let data = r.view.as_mut().expect("decoded above");
         // Read-my-updates: re-apply this process's updates the server has not applied yet.
         for u in sh.oplog.after(rc, row) {
             data.apply(u);
         }
-        r.view = Some(data);
         r.age = age;
         r.version += 1;
         r.subscribed |= self.rule.pushes() || kind != RowsKind::Reply;
