@@ -4,6 +4,7 @@
 
 use crate::console::{BarAppender, Console, Progress};
 use crate::error::{ClientError, Result};
+use crate::local_ports::free_ports;
 use crate::restart::Restarts;
 use crate::tracker::Tracker;
 use crate::Cli;
@@ -81,12 +82,6 @@ pub fn next_to_me(name: &'static str, hint: &'static str) -> Result<PathBuf> {
     } else {
         Err(ClientError::BinaryNotFound { name, exe: me, hint })
     }
-}
-
-/// Picks `n` free loopback ports by binding them all at once, then releasing them.
-fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
-    let ls: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
-    ls.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
 }
 
 struct Job {

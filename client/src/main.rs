@@ -5,6 +5,7 @@ mod app_info;
 mod console;
 mod error;
 mod local;
+mod local_ports;
 mod paths;
 mod placement;
 mod restart;
