@@ -6,9 +6,13 @@
 //! `a c_k` whose sum is kept up to date as counts change. While a word's tokens are drawn, `c` is
 //! fixed but for the two topics each token moves between, so a draw costs about the number of
 //! topics in the document, and the word's counts are read once per block, not once per token.
+//! For small K and long documents (`LayoutKind::for_docs`) documents keep a count per topic
+//! instead, and a draw computes all K terms `(n_dk + a) c_k` with vector instructions
+//! (`lda_dense`): on K = 100 and 300-token documents that is 1.6x faster than the list walk.
 //! Every draw is exact: the sampler is the sequential collapsed Gibbs chain in word-major order.
 
-use super::lda_tokens::{Block, DocTopics};
+use super::lda_dense::dense_draw_fn;
+use super::lda_tokens::{Block, DenseCounts, DocTopics, Layout, LayoutKind, TopicLists, DENSE_CHUNK};
 use crate::error::Result;
 use crate::row::SparseRow;
 use rand::Rng;
@@ -47,13 +51,24 @@ pub struct Sampler {
     coef: Vec<f64>,
     coef_sum: f64,
     cum: Vec<f64>,
+    /// Chunk sums of the dense layout's draw.
+    chunk_sums: Vec<f64>,
     /// lgamma(n + a), lgamma(n + K a) and lgamma(n + b) for the log-likelihood.
     lg: [LgammaTable; 3],
 }
 
 impl Sampler {
-    /// A sampler for documents of the given lengths over a vocabulary of `vocab` words.
+    /// A sampler for documents of the given lengths over a vocabulary of `vocab` words, with the
+    /// documents' counts in the layout `LayoutKind::for_docs` picks.
     pub fn new(k: usize, alpha: f64, beta: f64, vocab: usize, doc_len: Vec<u32>) -> Self {
+        let kind = LayoutKind::for_docs(&doc_len, k);
+        Self::with_layout(k, alpha, beta, vocab, doc_len, kind)
+    }
+
+    /// The same with a given layout (both draw from the same conditional).
+    pub fn with_layout(k: usize, alpha: f64, beta: f64, vocab: usize, doc_len: Vec<u32>, kind: LayoutKind) -> Self {
+        // `coef` is padded with zeros to the dense layout's stride: padding topics are never drawn.
+        let padded = k.div_ceil(DENSE_CHUNK) * DENSE_CHUNK;
         Sampler {
             k,
             alpha,
@@ -61,16 +76,17 @@ impl Sampler {
             vbeta: vocab as f64 * beta,
             nk: vec![0; k],
             nk_delta: vec![0; k],
-            docs: DocTopics::new(doc_len, k),
+            docs: DocTopics::new(doc_len, k, kind),
             inv: vec![1.0 / (vocab as f64 * beta); k],
             nw: vec![0; k],
             dw: vec![0; k],
             touched: Vec::new(),
             changes: Vec::new(),
-            coef: vec![0.0; k],
+            coef: vec![0.0; padded],
             coef_sum: 0.0,
             lg: [LgammaTable::new(alpha), LgammaTable::new(k as f64 * alpha), LgammaTable::new(beta)],
             cum: vec![0.0; k],
+            chunk_sums: vec![0.0; padded / DENSE_CHUNK],
         }
     }
 
@@ -88,9 +104,22 @@ impl Sampler {
     }
 
     /// Moves one token of the current word into (`d` = 1) or out of (`d` = -1) topic `t`,
-    /// keeping n_wk, n_k, inv_k, c_k and the sum of c up to date.
-    #[inline]
-    fn move_token(&mut self, t: usize, d: i32) {
+    /// keeping n_wk, n_k, inv_k, c_k and (with `SUM`, for the list layout's smoothing bucket) the
+    /// sum of c up to date.
+    #[inline(always)]
+    fn move_token<const SUM: bool>(&mut self, t: usize, d: i32) {
+        self.count_move(t, d);
+        self.inv[t] = self.inverse_denom(t);
+        let c = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
+        if SUM {
+            self.coef_sum += c - self.coef[t];
+        }
+        self.coef[t] = c;
+    }
+
+    /// The counts' part of a move.
+    #[inline(always)]
+    fn count_move(&mut self, t: usize, d: i32) {
         self.nw[t] += d;
         if self.dw[t] == 0 {
             self.touched.push(t as u32);
@@ -98,34 +127,71 @@ impl Sampler {
         self.dw[t] += d;
         self.nk[t] += d as i64;
         self.nk_delta[t] += d as i64;
-        self.inv[t] = self.inverse_denom(t);
-        self.coef_sum -= self.coef[t];
-        self.coef[t] = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
-        self.coef_sum += self.coef[t];
     }
 
-    /// Resamples every token of the block. One function on purpose: it is the app's hot loop.
+    /// Resamples every token of the block.
     pub fn sweep_block(&mut self, b: &mut Block, store: &mut dyn WordTopics, rng: &mut impl Rng) -> Result<()> {
-        for (i, &w) in b.words.iter().enumerate() {
-            self.nw.fill(0);
-            let nw = &mut self.nw;
-            store.with_row(w, &mut |row| row.iter().for_each(|(t, n)| nw[t as usize] = n))?;
-            self.coef_sum = 0.0;
-            for t in 0..self.k {
-                self.coef[t] = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
-                self.coef_sum += self.coef[t];
+        // Taken out for the sweep so that the loops can hold it beside `&mut self`.
+        let mut layout = std::mem::take(&mut self.docs.layout);
+        let r = match &mut layout {
+            Layout::Lists(lists) => self.sweep_lists(lists, b, store, rng),
+            Layout::Dense(counts) => self.sweep_dense(counts, b, store, rng),
+        };
+        self.docs.layout = layout;
+        r
+    }
+
+    /// Reads word `w`'s counts into `nw` and computes `c` and its sum.
+    fn load_word(&mut self, w: u32, store: &mut dyn WordTopics) -> Result<()> {
+        self.nw.fill(0);
+        let nw = &mut self.nw;
+        store.with_row(w, &mut |row| row.iter().for_each(|(t, n)| nw[t as usize] = n))?;
+        self.coef_sum = 0.0;
+        for t in 0..self.k {
+            self.coef[t] = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
+            self.coef_sum += self.coef[t];
+        }
+        Ok(())
+    }
+
+    /// Sends word `w`'s changes of this block as one batch.
+    fn flush_word(&mut self, w: u32, store: &mut dyn WordTopics) -> Result<()> {
+        self.changes.clear();
+        for &t in &self.touched {
+            let d = std::mem::take(&mut self.dw[t as usize]);
+            if d != 0 {
+                self.changes.push((t, d));
             }
+        }
+        self.touched.clear();
+        if self.changes.is_empty() {
+            return Ok(());
+        }
+        store.add(w, &self.changes)
+    }
+
+    /// The sweep over topic lists: a document bucket over the document's topics and a smoothing
+    /// bucket. One loop on purpose: it is the app's hot loop.
+    fn sweep_lists(
+        &mut self,
+        docs: &mut TopicLists,
+        b: &mut Block,
+        store: &mut dyn WordTopics,
+        rng: &mut impl Rng,
+    ) -> Result<()> {
+        for (i, &w) in b.words.iter().enumerate() {
+            self.load_word(w, store)?;
             for j in b.of_word(i) {
                 let (d, old) = (b.doc[j] as usize, b.z[j]);
                 if let Some(&ahead) = b.doc.get(j + PREFETCH_AHEAD) {
-                    self.docs.prefetch(ahead as usize);
+                    docs.prefetch(ahead as usize);
                 }
-                self.move_token(old as usize, -1);
+                self.move_token::<true>(old as usize, -1);
                 // Document bucket: n_dk c_k over the document's topics, cumulatively, with this
                 // token taken out of its topic's count. One pass also finds that topic's entry.
                 // (Locals, not fields: stores to `cum` would otherwise make the compiler reload
                 // every field of `self` per entry.)
-                let (list, coef, cum) = (self.docs.topics(d), &self.coef[..], &mut self.cum[..]);
+                let (list, coef, cum) = (docs.topics(d), &self.coef[..self.k], &mut self.cum[..]);
                 let (mut sum, mut old_at) = (0.0, 0);
                 for (e, (c, &(t, n))) in cum.iter_mut().zip(list).enumerate() {
                     let own = t == old;
@@ -154,27 +220,55 @@ impl Sampler {
                     // Bump before the removal (which may shift entries), but remove before adding
                     // a new entry: a document's list has room for min(K, length) topics only.
                     if let Some(e) = at {
-                        self.docs.bump(d, e);
-                        self.docs.drop_one(d, old_at);
+                        docs.bump(d, e);
+                        docs.drop_one(d, old_at);
                     } else {
-                        self.docs.drop_one(d, old_at);
-                        self.docs.inc(d, new);
+                        docs.drop_one(d, old_at);
+                        docs.inc(d, new);
                     }
                     b.z[j] = new;
                 }
-                self.move_token(new as usize, 1);
+                self.move_token::<true>(new as usize, 1);
             }
-            self.changes.clear();
-            for &t in &self.touched {
-                let d = std::mem::take(&mut self.dw[t as usize]);
-                if d != 0 {
-                    self.changes.push((t, d));
+            self.flush_word(w, store)?;
+        }
+        Ok(())
+    }
+
+    /// The sweep over dense counts: each draw computes (n_dk + a) c_k for every topic, in chunks
+    /// of `DENSE_CHUNK` that the compiler turns into vector operations, then walks the chunk sums
+    /// and one chunk's terms.
+    fn sweep_dense(
+        &mut self,
+        docs: &mut DenseCounts,
+        b: &mut Block,
+        store: &mut dyn WordTopics,
+        rng: &mut impl Rng,
+    ) -> Result<()> {
+        let draw = dense_draw_fn();
+        for (i, &w) in b.words.iter().enumerate() {
+            self.load_word(w, store)?;
+            for j in b.of_word(i) {
+                let (d, old) = (b.doc[j] as usize, b.z[j] as usize);
+                if let Some(&ahead) = b.doc.get(j + PREFETCH_AHEAD) {
+                    docs.prefetch(ahead as usize);
+                }
+                let (inv, coef) = (self.inv[old], self.coef[old]);
+                self.move_token::<false>(old, -1);
+                let row = docs.row_mut(d);
+                row[old] -= 1;
+                let new = draw(row, &self.coef, self.alpha, &mut self.chunk_sums, rng.gen::<f64>());
+                row[new] += 1;
+                if new == old {
+                    // Back as it was: the saved values, without a division.
+                    self.count_move(old, 1);
+                    (self.inv[old], self.coef[old]) = (inv, coef);
+                } else {
+                    b.z[j] = new as u32;
+                    self.move_token::<false>(new, 1);
                 }
             }
-            self.touched.clear();
-            if !self.changes.is_empty() {
-                store.add(w, &self.changes)?;
-            }
+            self.flush_word(w, store)?;
         }
         Ok(())
     }
@@ -186,7 +280,7 @@ impl Sampler {
         let (lg_a, lg_ka) = (la.get(0), lka.get(0));
         let mut ll = 0.0;
         for (d, &n) in self.docs.doc_len.iter().enumerate() {
-            ll += self.docs.topics(d).iter().map(|&(_, c)| la.get(c as usize) - lg_a).sum::<f64>();
+            self.docs.for_each_count(d, |c| ll += la.get(c as usize) - lg_a);
             ll -= lka.get(n as usize) - lg_ka;
         }
         ll
@@ -270,10 +364,15 @@ mod tests {
     use crate::row::ColumnAdd;
 
     /// The first token a sweep visits is drawn from the exact collapsed conditional
-    /// p(z = k) ~ (n_dk + a)(n_wk + b) / (n_k + V b), all counts without the token; both buckets
-    /// (document and smoothing) carry probability here.
+    /// p(z = k) ~ (n_dk + a)(n_wk + b) / (n_k + V b), all counts without the token, in both
+    /// layouts; both of the list layout's buckets (document and smoothing) carry probability here.
     #[test]
     fn draws_follow_the_collapsed_conditional() {
+        draws_follow_the_collapsed_conditional_in(LayoutKind::Lists);
+        draws_follow_the_collapsed_conditional_in(LayoutKind::Dense);
+    }
+
+    fn draws_follow_the_collapsed_conditional_in(kind: LayoutKind) {
         use rand::SeedableRng;
         let (k, v, a, beta) = (3usize, 2usize, 0.5, 0.1);
         // Other documents' counts of word 0 and word 1.
@@ -298,7 +397,7 @@ mod tests {
             }
             let mut block = Block::new(&docs, 0..1, v, |_| true);
             block.set_doc_order(&docs, v, &[0, 1]).unwrap();
-            let mut s = Sampler::new(k, a, beta, v, vec![2]);
+            let mut s = Sampler::with_layout(k, a, beta, v, vec![2], kind);
             s.docs.count(&block);
             s.set_totals(&nk);
             s.sweep_block(&mut block, &mut store, &mut rng).unwrap();
@@ -318,7 +417,7 @@ mod tests {
             let freq = seen[t] as f64 / trials as f64;
             // Six standard deviations of a binomial frequency.
             let tol = 6.0 * (p[t] / sum * (1.0 - p[t] / sum) / trials as f64).sqrt();
-            assert!((freq - p[t] / sum).abs() < tol, "topic {t}: drawn {freq}, exact {}", p[t] / sum);
+            assert!((freq - p[t] / sum).abs() < tol, "{kind:?}, topic {t}: drawn {freq}, exact {}", p[t] / sum);
         }
     }
 

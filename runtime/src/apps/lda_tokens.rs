@@ -5,7 +5,7 @@
 //! once per block (one parameter-server `get`, one cache-resident row) instead of once per token,
 //! and its updates leave as one batch per word. Documents are then visited out of order, so their
 //! topic counts must be compact: a list of (topic, count) per document, at most min(K, length)
-//! long, in one flat array.
+//! long, in one flat array; or, for small K and long documents, a u16 count per topic.
 
 use crate::error::{PsError, Result};
 use std::ops::Range;
@@ -101,35 +101,155 @@ impl Block {
     }
 }
 
-/// Topic counts of each document: (topic, count) pairs with count > 0, by topic. Sorted rather
-/// than in arrival order so that the lists, and with them the sampler's draws, are a function of
-/// the counts alone: a run resumed from a checkpoint then continues the same chain bit for bit.
+/// Topic counts of each document, in one of two layouts chosen by `LayoutKind::for_docs`.
 pub struct DocTopics {
-    off: Vec<usize>,
-    len: Vec<u32>,
-    entries: Vec<(u32, u32)>,
     /// Tokens per document.
     pub doc_len: Vec<u32>,
+    pub layout: Layout,
 }
+
+/// How documents' topic counts are stored.
+pub enum Layout {
+    /// (topic, count) lists: memory and a draw's work follow the document's distinct topics.
+    Lists(TopicLists),
+    /// A count per topic: a draw costs K multiply-adds, which SIMD does faster than the list
+    /// walk once documents use a good share of the topics.
+    Dense(DenseCounts),
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout::Lists(TopicLists::default())
+    }
+}
+
+/// Which layout `DocTopics::new` builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutKind {
+    Lists,
+    Dense,
+}
+
+impl LayoutKind {
+    /// Dense for small K (at most `DENSE_MAX_K`: a document's counts are then at most eight cache
+    /// lines, and a draw 32 vector operations) when documents are on average at least K/4 tokens
+    /// long, so that a dense row takes no more memory than a full list (8 bytes an entry) and most
+    /// of its topics are in use; and when every document fits u16 counts. Otherwise lists.
+    pub fn for_docs(doc_len: &[u32], k: usize) -> Self {
+        let tokens: u64 = doc_len.iter().map(|&n| n as u64).sum();
+        let fits = doc_len.iter().all(|&n| n <= u16::MAX as u32);
+        if k <= DENSE_MAX_K && fits && tokens * 4 >= (k * doc_len.len()) as u64 {
+            LayoutKind::Dense
+        } else {
+            LayoutKind::Lists
+        }
+    }
+}
+
+/// The largest K stored densely.
+pub const DENSE_MAX_K: usize = 256;
+
+/// Dense rows are padded to a multiple of this many topics (the sampler's chunk; padding counts
+/// stay zero and their coefficients are zero, so they are never drawn).
+pub const DENSE_CHUNK: usize = 8;
 
 impl DocTopics {
     /// Empty counts for documents of the given lengths, `k` topics.
-    pub fn new(doc_len: Vec<u32>, k: usize) -> Self {
-        let mut off = Vec::with_capacity(doc_len.len() + 1);
-        let mut total = 0usize;
-        for &n in &doc_len {
-            off.push(total);
-            total += (n as usize).min(k);
-        }
-        off.push(total);
-        DocTopics { len: vec![0; doc_len.len()], off, entries: vec![(0, 0); total], doc_len }
+    pub fn new(doc_len: Vec<u32>, k: usize, kind: LayoutKind) -> Self {
+        let layout = match kind {
+            LayoutKind::Lists => Layout::Lists(TopicLists::new(&doc_len, k)),
+            LayoutKind::Dense => Layout::Dense(DenseCounts::new(doc_len.len(), k)),
+        };
+        DocTopics { doc_len, layout }
     }
 
     /// Counts every token of the block.
     pub fn count(&mut self, b: &Block) {
         for (&d, &t) in b.doc.iter().zip(&b.z) {
-            self.inc(d as usize, t);
+            match &mut self.layout {
+                Layout::Lists(l) => l.inc(d as usize, t),
+                Layout::Dense(c) => c.row_mut(d as usize)[t as usize] += 1,
+            }
         }
+    }
+
+    /// Calls `f` with each non-zero count of document `d`.
+    pub fn for_each_count(&self, d: usize, mut f: impl FnMut(u32)) {
+        match &self.layout {
+            Layout::Lists(l) => l.topics(d).iter().for_each(|&(_, n)| f(n)),
+            Layout::Dense(c) => c.row(d).iter().filter(|&&n| n > 0).for_each(|&n| f(n as u32)),
+        }
+    }
+}
+
+/// Asks the CPU to start loading `bytes`, one hint per 64-byte line. A word-major sweep visits
+/// documents in an order the hardware prefetcher cannot guess, and waiting for a document's counts
+/// from the L3 cache took 40% of a sweep; the sweep calls this a few tokens ahead.
+#[inline]
+fn prefetch<T>(bytes: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..std::mem::size_of_val(bytes)).step_by(64) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint; it never faults and does not change memory, and the
+        // address is inside the slice.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().cast::<i8>().add(line)) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
+/// Dense counts: `stride` u16 per document, topics `0..k` then zero padding.
+#[derive(Default)]
+pub struct DenseCounts {
+    pub stride: usize,
+    counts: Vec<u16>,
+}
+
+impl DenseCounts {
+    fn new(docs: usize, k: usize) -> Self {
+        let stride = k.div_ceil(DENSE_CHUNK) * DENSE_CHUNK;
+        DenseCounts { stride, counts: vec![0; docs * stride] }
+    }
+
+    #[inline]
+    pub fn row(&self, d: usize) -> &[u16] {
+        &self.counts[d * self.stride..(d + 1) * self.stride]
+    }
+
+    #[inline]
+    pub fn row_mut(&mut self, d: usize) -> &mut [u16] {
+        &mut self.counts[d * self.stride..(d + 1) * self.stride]
+    }
+
+    #[inline]
+    pub fn prefetch(&self, d: usize) {
+        if let Some(row) = self.counts.get(d * self.stride..(d + 1) * self.stride) {
+            prefetch(row);
+        }
+    }
+}
+
+/// (topic, count) pairs with count > 0, by topic, per document, in one flat array with room for
+/// min(K, length) entries each. Sorted rather than in arrival order so that the lists, and with
+/// them the sampler's draws, are a function of the counts alone: a run resumed from a checkpoint
+/// then continues the same chain bit for bit.
+#[derive(Default)]
+pub struct TopicLists {
+    off: Vec<usize>,
+    len: Vec<u32>,
+    entries: Vec<(u32, u32)>,
+}
+
+impl TopicLists {
+    fn new(doc_len: &[u32], k: usize) -> Self {
+        let mut off = Vec::with_capacity(doc_len.len() + 1);
+        let mut total = 0usize;
+        for &n in doc_len {
+            off.push(total);
+            total += (n as usize).min(k);
+        }
+        off.push(total);
+        TopicLists { len: vec![0; doc_len.len()], off, entries: vec![(0, 0); total] }
     }
 
     #[inline]
@@ -152,22 +272,13 @@ impl DocTopics {
         }
     }
 
-    /// Asks the CPU to start loading document `d`'s list. A word-major sweep visits documents in
-    /// an order the hardware prefetcher cannot guess, and waiting for a list from the L3 cache
-    /// took 40% of a sweep; the sweep calls this a few tokens ahead.
     #[inline]
     pub fn prefetch(&self, d: usize) {
-        #[cfg(target_arch = "x86_64")]
         if let (Some(&o), Some(&n)) = (self.off.get(d), self.len.get(d)) {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // One hint per 64-byte line of the list.
-            for e in self.entries[o..o + n as usize].iter().step_by(8) {
-                // SAFETY: a prefetch is a hint; it never faults and does not change memory.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>((e as *const (u32, u32)).cast()) };
+            if let Some(list) = self.entries.get(o..o + n as usize) {
+                prefetch(list);
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = d;
     }
 
     /// Adds one token to entry `e` of document `d`.
@@ -229,7 +340,7 @@ mod tests {
 
     #[test]
     fn doc_topics_count_and_forget() {
-        let mut dt = DocTopics::new(vec![3, 1], 2);
+        let mut dt = TopicLists::new(&[3, 1], 2);
         for t in [1, 0, 1] {
             dt.inc(0, t);
         }

@@ -6,6 +6,7 @@ pub mod baseline;
 pub mod demo;
 pub mod driver;
 pub mod lda;
+pub(crate) mod lda_dense;
 pub(crate) mod lda_sampler;
 pub(crate) mod lda_schedule;
 pub(crate) mod lda_tokens;
