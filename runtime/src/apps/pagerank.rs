@@ -136,11 +136,11 @@ pub struct PrWorker {
     edges: LocalEdges,
     /// Blocks this worker owns and alone writes ([`owner_of_block`]), ascending.
     owned: Vec<u64>,
-    out_deg: Vec<f64>,
+    /// d / out-degree of each source (index into `edges.sources`): a multiplication per source
+    /// and iteration instead of a division.
+    scale: Vec<f64>,
     /// Dangling nodes in the owned blocks.
     dangling: Vec<u32>,
-    /// Ranks read this clock (dense, by node id).
-    local: Vec<f64>,
     /// The rank last pushed into the global dangling term, per owned dangling node.
     pushed_dangling: Vec<f64>,
     /// The owned nodes' table values (rank without the global term), by node id: this worker is
@@ -251,12 +251,13 @@ impl Iterative for PageRank {
         if fresh {
             push_blocks(&mut rank, &mut mine.clone(), b, |x| x != 0.0)?;
         }
+        let scale = local_edges.sources.iter().map(|&u| d / out_deg[u as usize]).collect();
+        drop(out_deg);
         let mut st = PrWorker {
             gid,
             n,
             rank,
             global: w.table(GLOBAL)?,
-            local: vec![0f64; n],
             share: vec![0f64; local_edges.sources.len()],
             pushed_dangling: vec![0f64; dangling.len()],
             mine,
@@ -264,7 +265,7 @@ impl Iterative for PageRank {
             g: 0.0,
             edges: local_edges,
             owned,
-            out_deg,
+            scale,
             dangling,
             reference,
         };
@@ -355,17 +356,25 @@ impl PageRank {
     /// dangling nodes' changes into the global term.
     fn iterate(&self, st: &mut PrWorker, first: bool) -> Result<()> {
         let (d, b, n) = (self.args.damping, self.args.block, st.n);
-        let PrWorker { rank, global, edges, local, mine, share, out_deg, owned, dangling, pushed_dangling, .. } = st;
+        let PrWorker { rank, global, edges, mine, share, scale, owned, dangling, pushed_dangling, .. } = st;
         let g = d * global.get(0)?.col(0) / n as f64;
         st.g = g;
-        read_blocks(rank, &edges.src_blocks, b, n, |i, x| local[i] = x)?;
         // The first iteration starts from the uniform distribution, as the sequential algorithm
         // does. Starting from the table's base ranks (1-d)/N alone, whose total is 1-d, leaves a
         // mass deficit that only decays as d^t, so the change per iteration fell at rate d
         // instead of at the graph's own (much faster) rate.
         let previous = |t: f64| if first { 1.0 / n as f64 } else { t + g };
-        for (x, &u) in share.iter_mut().zip(&edges.sources) {
-            *x = d * previous(local[u as usize]) / out_deg[u as usize];
+        // Each source's share straight from the rows as they are read: blocks and the nodes in
+        // them come in ascending order, as do the sources, so one cursor pairs them.
+        let mut k = 0;
+        read_blocks(rank, &edges.src_blocks, b, n, |i, x| {
+            if edges.sources.get(k) == Some(&(i as u32)) {
+                share[k] = previous(x) * scale[k];
+                k += 1;
+            }
+        })?;
+        if k != share.len() {
+            return Err(PsError::Usage(format!("pagerank: read {k} of {} sources' ranks", share.len())));
         }
         // The owned dangling nodes' mass of the ranks this iteration reads (so that under BSP the
         // next iteration reads exactly the Jacobi step), as the change since the last push.
