@@ -235,9 +235,9 @@ impl Sampler {
         Ok(())
     }
 
-    /// The sweep over dense counts: each draw computes (n_dk + a) c_k for every topic, in chunks
-    /// of `DENSE_CHUNK` that the compiler turns into vector operations, then walks the chunk sums
-    /// and one chunk's terms.
+    /// The sweep over dense counts: each draw computes (n_dk + a) c_k for every topic in chunks of
+    /// `DENSE_CHUNK` (`lda_dense`: AVX2 where the CPU has it), then walks the chunk sums and one
+    /// chunk's terms.
     fn sweep_dense(
         &mut self,
         docs: &mut DenseCounts,
