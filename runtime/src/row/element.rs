@@ -6,7 +6,7 @@ use bytes::{BufMut, BytesMut};
 
 /// A numeric element of a built-in row. Encoded little-endian on the wire.
 pub trait Element:
-    Copy + Default + PartialEq + PartialOrd + std::fmt::Debug + std::fmt::Display + Send + Sync + 'static
+    bytemuck::Pod + Default + PartialEq + PartialOrd + std::fmt::Debug + std::fmt::Display + Send + Sync + 'static
 {
     /// Short name used in row type names ("f32" in "dense_f32").
     const NAME: &'static str;
@@ -14,6 +14,8 @@ pub trait Element:
     fn put(self, buf: &mut BytesMut);
     /// Appends `v` packed (what `put` does for each element, in one go).
     fn put_all(v: &[Self], buf: &mut BytesMut);
+    /// Replaces `out` with the packed elements in `raw` (a multiple of `SIZE` bytes long).
+    fn get_all(raw: &[u8], out: &mut Vec<Self>);
     /// Reads one element; the caller has checked that `SIZE` bytes are available.
     fn read(bytes: &[u8]) -> Self;
     fn is_zero(self) -> bool {
@@ -41,6 +43,10 @@ macro_rules! element {
             #[inline]
             fn put_all(v: &[Self], buf: &mut BytesMut) {
                 put_packed(buf, v, <$t>::to_le_bytes);
+            }
+            #[inline]
+            fn get_all(raw: &[u8], out: &mut Vec<Self>) {
+                get_packed(raw, out, <$t>::from_le_bytes);
             }
             #[inline]
             fn read(bytes: &[u8]) -> Self {
@@ -72,15 +78,35 @@ element!(i64, "i64", i64::wrapping_add, i64::wrapping_sub);
 element!(f32, "f32", |a: f32, b: f32| a + b, |a: f32, b: f32| a - b);
 element!(f64, "f64", |a: f64, b: f64| a + b, |a: f64, b: f64| a - b);
 
-/// Appends `v` packed little-endian through `le`: one resize, then fixed-size copies that compile
-/// to a plain memory copy. A `put_slice` call per element (a capacity check and a `memcpy` call
-/// for every 4 or 8 bytes) made encoding rows the communication thread's largest cost.
+/// Appends `v` packed little-endian. On a little-endian machine that is the slice's own bytes:
+/// one copy. Otherwise each element goes through `le`. (A `put_slice` call per element made
+/// encoding rows the communication thread's largest cost; a zero-fill then a copy per element
+/// cost half again as much as the one copy.)
 #[inline]
-pub(crate) fn put_packed<T: Copy, const N: usize>(buf: &mut BytesMut, v: &[T], le: impl Fn(T) -> [u8; N]) {
+pub(crate) fn put_packed<T: bytemuck::Pod, const N: usize>(buf: &mut BytesMut, v: &[T], le: impl Fn(T) -> [u8; N]) {
+    if cfg!(target_endian = "little") {
+        buf.extend_from_slice(bytemuck::cast_slice(v));
+        return;
+    }
     let start = buf.len();
     buf.resize(start + v.len() * N, 0);
     for (c, &x) in buf[start..].chunks_exact_mut(N).zip(v) {
         c.copy_from_slice(&le(x));
+    }
+}
+
+/// Fills `out` with the packed little-endian elements in `raw` (whose length is a multiple of
+/// the element size), reusing its allocation: one copy on a little-endian machine, and no
+/// zero-fill when `out` already has the length (a row decoded into its previous version).
+#[inline]
+pub(crate) fn get_packed<T: bytemuck::Pod, const N: usize>(raw: &[u8], out: &mut Vec<T>, le: impl Fn([u8; N]) -> T) {
+    out.resize(raw.len() / N, T::zeroed());
+    if cfg!(target_endian = "little") {
+        bytemuck::cast_slice_mut::<T, u8>(out).copy_from_slice(raw);
+    } else {
+        for (x, c) in out.iter_mut().zip(raw.chunks_exact(N)) {
+            *x = le(c.try_into().expect("chunks of N"));
+        }
     }
 }
 
@@ -121,7 +147,33 @@ impl ReadExt for &[u8] {
 pub(crate) fn read_array<T: Element>(buf: &mut &[u8], n: usize, out: &mut Vec<T>) -> Result<()> {
     let bytes = n.checked_mul(T::SIZE).ok_or_else(|| PsError::codec("array length overflow"))?;
     let raw = buf.take_bytes(bytes)?;
-    out.clear();
-    out.extend(raw.chunks_exact(T::SIZE).map(T::read));
+    T::get_all(raw, out);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The packed layout is little-endian whatever the machine, and decoding replaces whatever
+    /// the reused vector held, whether it was longer or shorter.
+    #[test]
+    fn packed_arrays_are_little_endian_and_replace_the_reused_vector() {
+        let v = [1.5f64, -2.0, f64::MAX];
+        let mut buf = BytesMut::new();
+        f64::put_all(&v, &mut buf);
+        let want: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(&buf[..], &want[..]);
+        for mut out in [vec![9.0f64; 7], vec![], vec![4.0]] {
+            read_array(&mut &buf[..], 3, &mut out).unwrap();
+            assert_eq!(out, v);
+        }
+        let mut buf = BytesMut::new();
+        put_packed(&mut buf, &[0x0102_0304u32, 7], u32::to_le_bytes);
+        assert_eq!(&buf[..], &[4, 3, 2, 1, 7, 0, 0, 0]);
+        let mut cols = vec![5u32; 9];
+        get_packed(&buf, &mut cols, u32::from_le_bytes);
+        assert_eq!(cols, [0x0102_0304, 7]);
+        assert!(read_array(&mut &buf[..5], 1, &mut vec![0f64]).is_err(), "5 bytes hold no f64");
+    }
 }

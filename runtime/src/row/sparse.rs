@@ -1,7 +1,7 @@
 //! Sparse rows: sorted (column, value) pairs; zero entries are dropped so that count tables (LDA
 //! word-topic rows) stay small as topics die out. Also the delta type of sparse tables.
 
-use super::element::{put_packed, read_array, Element, ReadExt};
+use super::element::{get_packed, put_packed, read_array, Element, ReadExt};
 use super::{ColumnAdd, ColumnGet, Row, RowUpdate};
 use crate::error::{PsError, Result};
 use bytes::{BufMut, BytesMut};
@@ -98,9 +98,7 @@ impl<T: Element> SparseRow<T> {
     fn decode_in_place(&mut self, buf: &mut &[u8], columns: usize) -> Result<()> {
         let n = buf.take_u32()? as usize;
         let raw = buf.take_bytes(n.checked_mul(4).ok_or_else(|| PsError::codec("sparse length overflow"))?)?;
-        self.vals.clear();
-        self.cols.clear();
-        self.cols.extend(raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())));
+        get_packed(raw, &mut self.cols, u32::from_le_bytes);
         let valid = if self.cols.windows(2).any(|w| w[0] >= w[1]) {
             Err(PsError::codec("sparse row columns are not strictly increasing"))
         } else if columns > 0 && self.cols.last().is_some_and(|&c| c as usize >= columns) {

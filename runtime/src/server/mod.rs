@@ -42,16 +42,29 @@ struct RowsOut {
     frames: Vec<Bytes>,
     cur: BytesMut,
     limit: usize,
+    /// At most this many rows are still to come (0: unknown): a frame is then allocated at its
+    /// final size once, instead of growing by doubling (a copy of everything so far each time).
+    rows_left: usize,
 }
 
 impl RowsOut {
     fn new(limit: usize) -> Self {
-        RowsOut { frames: Vec::new(), cur: BytesMut::new(), limit }
+        RowsOut::for_rows(limit, 0)
+    }
+    fn for_rows(limit: usize, rows_left: usize) -> Self {
+        RowsOut { frames: Vec::new(), cur: BytesMut::new(), limit, rows_left }
     }
     fn add(&mut self, table: u32, row: u64, encoded: &[u8]) {
         if self.cur.len() >= self.limit {
             self.frames.push(std::mem::take(&mut self.cur).freeze());
         }
+        if self.cur.is_empty() && self.rows_left > 0 {
+            // Rows of one table have about the same size; a frame ends after the row that
+            // crosses `limit`.
+            let per = 12 + encoded.len();
+            self.cur.reserve(self.rows_left.saturating_mul(per).min(self.limit + per));
+        }
+        self.rows_left = self.rows_left.saturating_sub(1);
         self.cur.put_u32_le(table);
         self.cur.put_u64_le(row);
         self.cur.put_slice(encoded);
@@ -380,8 +393,10 @@ impl Server {
         }
         let age = self.visible_age();
         let n = self.shared.nprocs;
-        let mut outs: Vec<RowsOut> = (0..n).map(|_| RowsOut::new(self.shared.cfg.batch_bytes)).collect();
-        for ((table, row), subscribers) in self.subs.take_changed() {
+        let changed = self.subs.take_changed();
+        let mut outs: Vec<RowsOut> =
+            (0..n).map(|_| RowsOut::for_rows(self.shared.cfg.batch_bytes, changed.len())).collect();
+        for ((table, row), subscribers) in changed {
             let Some(t) = self.tables.get_mut(&table) else {
                 continue;
             };
