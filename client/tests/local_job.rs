@@ -280,7 +280,7 @@ fn connection_without_secret_is_rejected_and_job_continues() {
     let err = rt.block_on(async {
         let sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
         let mut conn = tokio_util::codec::Framed::new(sock, ps_runtime::internal::auth::handshake_codec());
-        let p = ps_runtime::WireProtection::Integrity;
+        let p = ps_runtime::WireProtection::default();
         ps_runtime::internal::auth::connect(&mut conn, b"not the secret", 1, p).await.map(|_| ())
     });
     assert!(err.is_err(), "handshake with a wrong secret succeeded");

@@ -68,9 +68,9 @@ pub struct RuntimeConfig {
     /// How long start-up waits for every peer to listen and register.
     pub connect_timeout_ms: u64,
     pub max_frame_bytes: usize,
-    /// How frames between processes are protected after the handshake: `integrity` (default:
-    /// every frame authenticated and numbered), `privacy` (encrypted too) or `authentication`
-    /// (the handshake only; trusted networks).
+    /// How frames between processes are protected after the handshake: `privacy` (default:
+    /// every frame encrypted, authenticated and numbered), `integrity` (authenticated and
+    /// numbered, sent in clear) or `authentication` (the handshake only; trusted networks).
     pub wire_protection: crate::wire::WireProtection,
     /// Oplog batches are cut into frames of about this size.
     pub batch_bytes: usize,
@@ -177,7 +177,7 @@ impl Default for RuntimeConfig {
             peer_timeout_ms: 15_000,
             connect_timeout_ms: 60_000,
             max_frame_bytes: 256 << 20,
-            wire_protection: crate::wire::WireProtection::Integrity,
+            wire_protection: crate::wire::WireProtection::Privacy,
             batch_bytes: 1 << 20,
             stats_per_clock: false,
             staleness_profile: false,

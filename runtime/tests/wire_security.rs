@@ -1,5 +1,5 @@
 //! Frames between processes are protected: a man in the middle who flips one byte of the traffic
-//! fails the job with an error naming the peer, under `integrity` (default) and `privacy`.
+//! fails the job with an error naming the peer, under `privacy` (default) and `integrity`.
 //! Real sockets: process 0 reaches process 1 through a TCP proxy that forwards both ways and
 //! corrupts one byte of 0's traffic once the job is under way.
 

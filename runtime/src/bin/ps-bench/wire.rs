@@ -1,7 +1,7 @@
 //! What wire protection costs, measured the way users run jobs: `yarn-submit --master local[2]
 //! --threads 1 mf` (separate processes over TCP, default consistency) on the same ratings with
-//! `wire_protection` = authentication (the unprotected baseline), integrity (the default) and
-//! privacy, interleaved and repeated. Two measures, medians of the repeats: training seconds per
+//! `wire_protection` = authentication (the unprotected baseline), integrity and privacy (the
+//! default), interleaved and repeated. Two measures, medians of the repeats: training seconds per
 //! pass from the job's stats (load and evaluation excluded), and the CPU seconds the whole job
 //! used (every process, from `getrusage(RUSAGE_CHILDREN)`; on a machine where the job keeps every
 //! core busy this is its cost, and it is far less noisy than elapsed time).
