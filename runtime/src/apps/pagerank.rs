@@ -296,7 +296,10 @@ impl Iterative for PageRank {
             Some(r) => {
                 let all: Vec<u64> = (0..st.n.div_ceil(self.args.block) as u64).collect();
                 let mut err = 0.0;
-                read_blocks(&mut st.rank, &all, self.args.block, st.n, |i, x| err += (x + st.g - r[i]).abs())?;
+                let g = st.g;
+                read_ranks(&mut st.rank, &st.owned, &st.mine, &all, self.args.block, st.n, |i, x| {
+                    err += (x + g - r[i]).abs()
+                })?;
                 err
             }
             None => 0.0,
@@ -367,7 +370,7 @@ impl PageRank {
         // Each source's share straight from the rows as they are read: blocks and the nodes in
         // them come in ascending order, as do the sources, so one cursor pairs them.
         let mut k = 0;
-        read_blocks(rank, &edges.src_blocks, b, n, |i, x| {
+        read_ranks(rank, owned, mine, &edges.src_blocks, b, n, |i, x| {
             if edges.sources.get(k) == Some(&(i as u32)) {
                 share[k] = previous(x) * scale[k];
                 k += 1;
@@ -440,9 +443,7 @@ impl PageRank {
 
     /// The owned nodes' current ranks (with the global term).
     fn owned_ranks(&self, st: &mut PrWorker) -> Result<Vec<f64>> {
-        let mut vals = Vec::new();
-        read_blocks(&mut st.rank, &st.owned, self.args.block, st.n, |_, x| vals.push(x + st.g))?;
-        Ok(vals)
+        Ok(st.owned_nodes(self.args.block).map(|v| st.mine[v] + st.g).collect())
     }
 }
 
@@ -489,6 +490,37 @@ fn push_blocks<T: Element>(
             upd.0[chunk.len()..].iter_mut().for_each(|x| *x = T::default());
             t.inc(blk as u64, &upd);
             chunk.iter_mut().for_each(|x| *x = T::default());
+        }
+    }
+    Ok(())
+}
+
+/// `read_blocks` of rank blocks, except that the blocks this worker owns come from `mine`: it
+/// alone writes them, so (read-my-updates) the table holds exactly `mine` for them, up to the
+/// rounding of summing its changes. That saves copying those rows into the thread cache, and a
+/// row not read in a clock is then written as a plain delta instead of as the difference from a
+/// copy of the row taken at its first write.
+fn read_ranks(
+    rank: &mut TableHandle<DenseRow<f64>>,
+    owned: &[u64],
+    mine: &[f64],
+    blocks: &[u64],
+    b: usize,
+    n: usize,
+    mut f: impl FnMut(usize, f64),
+) -> Result<()> {
+    for blk in blocks.iter().filter(|blk| owned.binary_search(blk).is_err()) {
+        rank.refresh(*blk);
+    }
+    let mut own = owned.iter().peekable();
+    for &blk in blocks {
+        let (start, end) = (blk as usize * b, ((blk as usize + 1) * b).min(n));
+        while own.next_if(|&&o| o < blk).is_some() {}
+        if own.peek() == Some(&&blk) {
+            (start..end).for_each(|i| f(i, mine[i]));
+        } else {
+            let row = rank.get(blk)?;
+            row.iter().take(end - start).enumerate().for_each(|(j, x)| f(start + j, *x));
         }
     }
     Ok(())
