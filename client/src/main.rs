@@ -337,6 +337,21 @@ impl Cli {
             })?;
             geo.wan_matrix = Some(m);
         }
+        // An app may run under another model than the job-wide default (PageRank: BSP) when
+        // nothing names one: no flag, no key in the file or --conf, no WAN between data centers.
+        let named = |k: &str| v.get(k).is_some();
+        let chosen =
+            self.consistency.is_some() || self.staleness.is_some() || named("consistency") || named("staleness");
+        if !chosen && cfg.geo.datacenters <= 1 && cfg.geo.dc_of.is_empty() {
+            let app = self.app.first().map(String::as_str).unwrap_or("");
+            if let Some(c) = ps_runtime::apps::default_consistency(app) {
+                log::info!(
+                    "{app}: consistency {} (the app's default; --consistency chooses another)",
+                    format!("{c:?}").to_lowercase()
+                );
+                cfg.consistency = c;
+            }
+        }
         if cfg.consistency == Consistency::Bsp {
             cfg.staleness = 0;
         }
@@ -472,7 +487,29 @@ fn main() {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_mb;
+    use super::{parse_mb, Cli};
+    use clap::Parser;
+    use ps_runtime::Consistency;
+
+    fn consistency(args: &[&str]) -> (Consistency, u32) {
+        let cli = Cli::try_parse_from([&["yarn-submit"], args].concat()).unwrap();
+        let cfg = cli.runtime_config().unwrap();
+        (cfg.consistency, cfg.staleness)
+    }
+
+    /// PageRank runs under BSP unless the job names a model or a staleness; other apps keep the
+    /// job-wide default, ESSP with staleness 1.
+    #[test]
+    fn an_app_default_consistency_applies_only_when_the_job_names_none() {
+        let essp = Consistency::Essp;
+        assert_eq!(consistency(&["pagerank", "--input", "g"]), (Consistency::Bsp, 0));
+        assert_eq!(consistency(&["mf", "--input", "r"]), (essp, 1));
+        assert_eq!(consistency(&["--consistency", "essp", "pagerank"]), (essp, 1));
+        assert_eq!(consistency(&["--staleness", "2", "pagerank"]), (essp, 2));
+        assert_eq!(consistency(&["--conf", "consistency=ssp", "pagerank"]), (Consistency::Ssp, 1));
+        assert_eq!(consistency(&["--conf", "staleness=3", "pagerank"]), (essp, 3));
+        assert_eq!(consistency(&["--datacenters", "2", "pagerank"]).0, essp);
+    }
 
     #[test]
     fn memory_sizes_read_as_spark_writes_them() {

@@ -27,6 +27,9 @@ pub trait Iterative: Sized + Send + Sync + 'static {
     const LOWER_IS_BETTER: bool;
     /// Whether the objective is also evaluated before any work (recorded as clock 0).
     const INITIAL_OBJECTIVE: bool = true;
+    /// The consistency model the app runs under when the job names none (`yarn-submit` applies
+    /// it); `None` keeps the job-wide default.
+    const CONSISTENCY: Option<crate::Consistency> = None;
     /// A worker's state between clocks.
     type State;
 

@@ -56,6 +56,19 @@ pub(crate) fn help_of(name: &str, build: impl Fn(&str, &[String]) -> Result<Box<
     help.contains("Usage:").then(|| help.to_string())
 }
 
+/// The consistency model built-in app `name` runs under when the job names none (no
+/// `--consistency` or `--staleness`, nor those keys in the runtime configuration); `None` keeps
+/// the job-wide default (ESSP).
+pub fn default_consistency(name: &str) -> Option<crate::Consistency> {
+    use driver::Iterative;
+    match name {
+        "mf" => mf::Mf::CONSISTENCY,
+        "lda" => lda::Lda::CONSISTENCY,
+        "pagerank" => pagerank::PageRank::CONSISTENCY,
+        _ => None,
+    }
+}
+
 /// Builds the application `name` from its command-line arguments.
 pub fn build(name: &str, args: &[String]) -> Result<Box<dyn App>> {
     match name {
