@@ -29,7 +29,7 @@ pub trait Iterative: Sized + Send + Sync + 'static {
     const INITIAL_OBJECTIVE: bool = true;
     /// The consistency model the app runs under when the job names none (`yarn-submit` applies
     /// it); `None` keeps the job-wide default.
-    const CONSISTENCY: Option<crate::Consistency> = None;
+    const CONSISTENCY: Option<crate::config::Consistency> = None;
     /// A worker's state between clocks.
     type State;
 

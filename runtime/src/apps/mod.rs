@@ -59,7 +59,7 @@ pub(crate) fn help_of(name: &str, build: impl Fn(&str, &[String]) -> Result<Box<
 /// The consistency model built-in app `name` runs under when the job names none (no
 /// `--consistency` or `--staleness`, nor those keys in the runtime configuration); `None` keeps
 /// the job-wide default (ESSP).
-pub fn default_consistency(name: &str) -> Option<crate::Consistency> {
+pub fn default_consistency(name: &str) -> Option<crate::config::Consistency> {
     use driver::Iterative;
     match name {
         "mf" => mf::Mf::CONSISTENCY,

@@ -166,7 +166,7 @@ impl Iterative for PageRank {
     // iteration is the sequential loop's (0.00046), against 0.011-0.013 under ESSP with
     // staleness 1, whose stale reads slow convergence per iteration far more than they save in
     // time per iteration (about none here: every clock moves every rank anyway).
-    const CONSISTENCY: Option<crate::Consistency> = Some(crate::Consistency::Bsp);
+    const CONSISTENCY: Option<crate::config::Consistency> = Some(crate::config::Consistency::Bsp);
     type State = PrWorker;
 
     fn from_args(args: &[String]) -> Result<Self> {
