@@ -28,7 +28,8 @@ pub struct Cli {
     /// Worker threads per process.
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Consistency model: bsp, ssp, essp (SSP-push, the default) or async.
+    /// Consistency model: bsp, ssp, essp (SSP-push, the default; pagerank runs bsp unless this or
+    /// --staleness is given) or async.
     #[arg(long, value_parser = parse_consistency)]
     pub consistency: Option<Consistency>,
     /// Staleness (slack) for ssp/essp.
