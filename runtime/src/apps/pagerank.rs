@@ -242,7 +242,7 @@ impl Iterative for PageRank {
         let mut deg_blocks: Vec<u64> = local_edges.src_blocks.iter().chain(&owned).copied().collect();
         deg_blocks.sort_unstable();
         deg_blocks.dedup();
-        read_blocks(&mut deg, &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
+        read_blocks(&mut deg, &[], &[], &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
         let mut dangling: Vec<u32> = Vec::new();
         let mut mine = vec![0f64; n];
         for &blk in &owned {
@@ -302,7 +302,7 @@ impl Iterative for PageRank {
                 let all: Vec<u64> = (0..st.n.div_ceil(self.args.block) as u64).collect();
                 let mut err = 0.0;
                 let g = st.g;
-                read_ranks(&mut st.rank, &st.owned, &st.mine, &all, self.args.block, st.n, |i, x| {
+                read_blocks(&mut st.rank, &st.owned, &st.mine, &all, self.args.block, st.n, |i, x| {
                     err += (x + g - r[i]).abs()
                 })?;
                 err
@@ -337,7 +337,7 @@ impl Iterative for PageRank {
         let g = self.args.damping * st.global.get(0)?.col(0) / n as f64;
         let all: Vec<u64> = (0..n.div_ceil(self.args.block) as u64).collect();
         let mut scores: Vec<(f64, u64)> = Vec::with_capacity(n);
-        read_blocks(&mut st.rank, &all, self.args.block, n, |i, x| scores.push((x + g, i as u64)))?;
+        read_blocks(&mut st.rank, &[], &[], &all, self.args.block, n, |i, x| scores.push((x + g, i as u64)))?;
         scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         match self.args.common.output_format {
             OutputFormat::Text => {
@@ -375,7 +375,7 @@ impl PageRank {
         // Each source's share straight from the rows as they are read: blocks and the nodes in
         // them come in ascending order, as do the sources, so one cursor pairs them.
         let mut k = 0;
-        read_ranks(rank, owned, mine, &edges.src_blocks, b, n, |i, x| {
+        read_blocks(rank, owned, mine, &edges.src_blocks, b, n, |i, x| {
             if edges.sources.get(k) == Some(&(i as u32)) {
                 share[k] = previous(x) * scale[k];
                 k += 1;
@@ -500,53 +500,34 @@ fn push_blocks<T: Element>(
     Ok(())
 }
 
-/// `read_blocks` of rank blocks, except that the blocks this worker owns come from `mine`: it
-/// alone writes them, so (read-my-updates) the table holds exactly `mine` for them, up to the
+/// Reads the given blocks (the table's ones prefetched together) and calls `f(node, value)` for
+/// each node in ascending order. Blocks in `owned` come from `mine` instead: a worker alone writes
+/// its rank blocks, so (read-my-updates) the table holds exactly `mine` for them, up to the
 /// rounding of summing its changes. That saves copying those rows into the thread cache, and a
 /// row not read in a clock is then written as a plain delta instead of as the difference from a
 /// copy of the row taken at its first write.
-fn read_ranks(
-    rank: &mut TableHandle<DenseRow<f64>>,
-    owned: &[u64],
-    mine: &[f64],
-    blocks: &[u64],
-    b: usize,
-    n: usize,
-    mut f: impl FnMut(usize, f64),
-) -> Result<()> {
-    for blk in blocks.iter().filter(|blk| owned.binary_search(blk).is_err()) {
-        rank.refresh(*blk);
-    }
-    let mut own = owned.iter().peekable();
-    for &blk in blocks {
-        let (start, end) = (blk as usize * b, ((blk as usize + 1) * b).min(n));
-        while own.next_if(|&&o| o < blk).is_some() {}
-        if own.peek() == Some(&&blk) {
-            (start..end).for_each(|i| f(i, mine[i]));
-        } else {
-            let row = rank.get(blk)?;
-            row.iter().take(end - start).enumerate().for_each(|(j, x)| f(start + j, *x));
-        }
-    }
-    Ok(())
-}
-
-/// Reads the given blocks (prefetched together) and calls `f(node, value)` for each node.
 fn read_blocks<T: Element>(
     t: &mut TableHandle<DenseRow<T>>,
+    owned: &[u64],
+    mine: &[T],
     blocks: &[u64],
     b: usize,
     n: usize,
     mut f: impl FnMut(usize, T),
 ) -> Result<()> {
-    for &blk in blocks {
-        t.refresh(blk);
+    for blk in blocks.iter().filter(|blk| owned.binary_search(blk).is_err()) {
+        t.refresh(*blk);
     }
+    let mut own = owned.iter().peekable();
     for &blk in blocks {
-        let row = t.get(blk)?;
         let start = blk as usize * b;
-        for (j, x) in row.iter().take(n.saturating_sub(start).min(b)).enumerate() {
-            f(start + j, *x);
+        let len = n.saturating_sub(start).min(b);
+        while own.next_if(|&&o| o < blk).is_some() {}
+        if own.peek() == Some(&&blk) {
+            (start..start + len).for_each(|i| f(i, mine[i]));
+        } else {
+            let row = t.get(blk)?;
+            row.iter().take(len).enumerate().for_each(|(j, x)| f(start + j, *x));
         }
     }
     Ok(())
