@@ -420,17 +420,19 @@ impl Iterative for Mf {
             }
         }
         let (format, rank) = (self.args.common.output_format, self.args.rank);
-        let mut users = RowsPart::<f32>::new(format, rank);
-        match &st.local {
-            Some(l) => st.users.iter().enumerate().for_each(|(j, &id)| users.push(id, l.row(j as u32))),
+        let users = match &st.local {
+            // Every local user has this worker as its one owner.
+            Some(l) => RowsPart::lent(format, rank, &st.users, l.all()),
             None => {
+                let mut users = RowsPart::<f32>::new(format, rank);
                 for &id in &st.users {
                     if elected(&owner.get(2 * id)?, id) == Some(gid) {
                         users.push(id, &st.lt.get(id)?);
                     }
                 }
+                users
             }
-        }
+        };
         users.write(out, gid, "user_factors", gid)?;
         let mut items = RowsPart::<f32>::new(format, rank);
         for &id in &st.items {

@@ -208,6 +208,11 @@ impl LocalUsers {
         &self.f[j as usize * self.rank..][..self.rank]
     }
 
+    /// Every row, in the order of the users they were set up for.
+    pub fn all(&self) -> &[f32] {
+        &self.f
+    }
+
     #[inline]
     pub fn row_mut(&mut self, j: u32) -> &mut [f32] {
         &mut self.f[j as usize * self.rank..][..self.rank]
