@@ -157,6 +157,51 @@ fn malformed_lines_name_file_and_line_or_are_skipped() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Lines across the reader's 1 MiB refills, a line longer than a refill, CRLF endings and no final
+/// newline: each worker gets its lines whole, with their byte offsets, and the bytes and text
+/// forms agree.
+#[test]
+fn lines_across_buffer_refills_keep_their_bytes_and_offsets() {
+    let d = dir("refill");
+    let mut lines: Vec<String> = Vec::new();
+    let mut i = 0u64;
+    while lines.iter().map(|l| l.len() + 2).sum::<usize>() < 3 << 20 {
+        let len = (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize; // 0..255, scattered
+        lines.push(format!("{i}:{}", "x".repeat(len)));
+        if i == 2000 {
+            lines.push("y".repeat(5 << 19)); // 2.5 MiB: more than one refill
+        }
+        i += 1;
+    }
+    let text = lines.join("\r\n");
+    let p = write(&d.join("lines.txt"), &text);
+    let starts: Vec<u64> = std::iter::once(0)
+        .chain(lines.iter().scan(0u64, |at, l| {
+            *at += l.len() as u64 + 2;
+            Some(*at)
+        }))
+        .take(lines.len())
+        .collect();
+    let want: Vec<(String, u64)> = lines.iter().cloned().zip(starts).collect();
+    for n in [1, 3] {
+        let mut got = Vec::new();
+        for k in 0..n {
+            for s in plan_splits(&[(p.clone(), text.len() as u64)], k, n) {
+                let (mut bytes, mut text) =
+                    (LineReader::new(&LocalFs, &s).unwrap(), LineReader::new(&LocalFs, &s).unwrap());
+                while let Some((l, at)) = bytes.next_bytes().unwrap() {
+                    let (t, at2) = text.next_line().unwrap().expect("as many text lines");
+                    assert_eq!((t.as_bytes(), at2), (l, at));
+                    got.push((String::from_utf8(l.to_vec()).unwrap(), at));
+                }
+                assert!(text.next_line().unwrap().is_none());
+            }
+        }
+        assert!(got == want, "{n} workers: {} lines read, {} written", got.len(), want.len());
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// What a file can make a reader allocate is bounded by what the file can justify: absurd counts
 /// and headers are `file:line` errors, not multi-gigabyte allocations.
 #[test]

@@ -52,13 +52,25 @@ pub(crate) fn field<T: std::str::FromStr>(s: Option<&str>, what: &str) -> std::r
 }
 
 /// Up to 9 leading ASCII digits as a number, then the rest (the parsers' fast paths; longer
-/// numbers go to the general parser).
+/// numbers go to the general parser). One pass over the digits: this runs three times per line
+/// of every input.
+#[inline]
 pub(crate) fn digits(s: &[u8]) -> Option<(u32, &[u8])> {
-    let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut v = 0u32;
+    let mut n = 0;
+    // Looks at one byte past nine digits, to decline a tenth.
+    while n < s.len() && n < 10 {
+        let d = s[n].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(d as u32);
+        n += 1;
+    }
     if n == 0 || n > 9 {
         return None;
     }
-    Some((s[..n].iter().fold(0u32, |v, b| v * 10 + (b - b'0') as u32), &s[n..]))
+    Some((v, &s[n..]))
 }
 
 /// Handles one bad record according to the policy.

@@ -2,7 +2,7 @@
 //! the Netflix Prize layout (`MOVIEID:` lines followed by `user,rating,date` lines, one file per
 //! movie or several movies per file).
 
-use super::split::find_line_before;
+use super::split::{find_line_before, line_text};
 use super::{digits, field, on_bad, plan_splits, BadRecords, Decoded, LineReader, ReadStats};
 use crate::error::{PsError, Result};
 use crate::storage::{storage_for, Storage};
@@ -71,14 +71,22 @@ fn parse_fields<'a>(mut it: impl Iterator<Item = &'a str>) -> std::result::Resul
     Ok(Rating { user, item, value })
 }
 
+#[inline]
 fn is_sep(b: u8) -> bool {
     matches!(b, b'\t' | b',' | b' ')
 }
 
 /// One or more separators, then the rest.
+#[inline]
 fn seps(s: &[u8]) -> Option<&[u8]> {
-    let n = s.iter().take_while(|&&b| is_sep(b)).count();
-    (n > 0).then(|| &s[n..])
+    match s {
+        // One separator is the common case.
+        [a, b, ..] if is_sep(*a) && !is_sep(*b) => Some(&s[1..]),
+        _ => {
+            let n = s.iter().take_while(|&&b| is_sep(b)).count();
+            (n > 0).then(|| &s[n..])
+        }
+    }
 }
 
 /// The fast path for the common delimited line, `user<sep>item<sep>rating[<sep>anything]` with
@@ -88,6 +96,7 @@ fn seps(s: &[u8]) -> Option<&[u8]> {
 /// (correctly rounded, relative error <= 2^-53) and rounded once to f32; for such m and k the exact
 /// value is never closer than 2^-45 (relative) to a point where f32 rounding changes, so the result
 /// equals `str::parse::<f32>` exactly.
+#[inline]
 fn fast_delimited(t: &[u8]) -> Option<Rating> {
     let (user, rest) = digits(t)?;
     let (item, rest) = digits(seps(rest)?)?;
@@ -104,7 +113,9 @@ fn fast_delimited(t: &[u8]) -> Option<Rating> {
     if m >= 1_000_000 || rest.first().is_some_and(|&b| !is_sep(b)) {
         return None;
     }
-    Some(Rating { user, item, value: (m as f64 / scale as f64) as f32 })
+    // Whole ratings (the usual 1-5 stars) are exact as f32 (m < 2^24): no division.
+    let value = if scale == 1 { m as f32 } else { (m as f64 / scale as f64) as f32 };
+    Some(Rating { user, item, value })
 }
 
 /// Reads worker `k`'s share (of `n`) of the ratings at `url`.
@@ -118,22 +129,44 @@ pub fn read_ratings(
     let storage = storage_for(url)?;
     let st: &dyn crate::storage::Storage = &Decoded(storage.as_ref());
     let files = st.list(url)?;
+    let splits = plan_splits(&files, k, n);
     let mut out = Vec::new();
     let mut stats = ReadStats::default();
-    for split in plan_splits(&files, k, n) {
+    for (i, split) in splits.iter().enumerate() {
         let fmt = match format {
             RatingFormat::Auto => detect(st, &split.path)?,
             f => f,
         };
-        let mut r = LineReader::new(st, &split)?;
+        let mut r = LineReader::new(st, split)?;
+        if i == 0 {
+            // Sized once from the first MiB's lines per byte: growing by doubling copied and
+            // page-faulted the ratings about twice over (a second of a worker's loading at
+            // Netflix size). A compressed split's size is not known; it grows as before.
+            let bytes: u64 = splits.iter().filter(|s| s.end != u64::MAX).map(|s| s.end - s.start).sum();
+            if let Some(d) = r.line_density()? {
+                out.reserve((bytes as f64 * d * 1.02) as usize + 1024);
+            }
+        }
         let mut movie: Option<u32> = None;
         if fmt == RatingFormat::Netflix && !r.past_end() {
             let here = r.position();
             movie = find_line_before(st, &split.path, here, |l| netflix_header(l).is_some())?
                 .and_then(|(_, l)| netflix_header(&l));
         }
-        while let Some((line, at)) = r.next_line()? {
-            let t = line.trim();
+        while let Some((bytes, at)) = r.next_bytes()? {
+            // The common delimited line is parsed from its bytes; anything else as text.
+            let b = bytes.trim_ascii();
+            if b.is_empty() || b[0] == b'#' {
+                continue;
+            }
+            if matches!(fmt, RatingFormat::Delimited) {
+                if let Some(rt) = fast_delimited(b) {
+                    out.push(rt);
+                    stats.records += 1;
+                    continue;
+                }
+            }
+            let t = line_text(bytes, &split.path, at)?.trim();
             if t.is_empty() || t.starts_with('#') {
                 continue;
             }
@@ -153,10 +186,7 @@ pub fn read_ratings(
                     }
                 }
                 RatingFormat::MovieLens => parse_fields(t.split("::")),
-                _ => match fast_delimited(t.as_bytes()) {
-                    Some(r) => Ok(r),
-                    None => parse_fields(t.split(['\t', ',', ' ']).filter(|s| !s.is_empty())),
-                },
+                _ => parse_fields(t.split(['\t', ',', ' ']).filter(|s| !s.is_empty())),
             };
             match parsed {
                 Ok(rt) => {
