@@ -216,17 +216,17 @@ impl Iterative for Mf {
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         let t0 = std::time::Instant::now();
         let (mut ratings, st) = read_ratings(&c.input, gid, nw, a.format, c.bad_records())?;
+        // Where loading goes (debug log): each phase's end, in seconds from the start.
+        let mut phases = vec![("read", t0.elapsed().as_secs_f64())];
         if a.user_factors == UserFactors::Local {
             let read = ratings.len();
             ratings = exchange_by_user(w, ratings)?;
-            log::debug!(
-                "worker {gid}: read {read} ratings, owns {} after the exchange by user ({:.1}s)",
-                ratings.len(),
-                t0.elapsed().as_secs_f64()
-            );
+            phases.push(("exchange", t0.elapsed().as_secs_f64()));
+            log::debug!("worker {gid}: read {read} ratings, owns {} after the exchange by user", ratings.len());
         }
-        let (mut train, mut test): (Vec<Rating>, Vec<Rating>) =
-            ratings.into_iter().partition(|r| !held_out(r, c.seed, a.test_fraction));
+        // The held-out ratings move out; the training ones stay in place (no second copy).
+        let mut test: Vec<Rating> = ratings.extract_if(.., |r| held_out(r, c.seed, a.test_fraction)).collect();
+        let mut train = ratings;
         log::debug!("worker {gid}: {} training, {} held-out ratings ({} skipped)", train.len(), test.len(), st.skipped);
         // The model predicts mean + L_u . R_i: centring keeps early gradients small, which matters
         // when many workers' stale updates add up on popular items.
@@ -237,6 +237,7 @@ impl Iterative for Mf {
             mean_t.batch_inc(0, &[(0, sum), (1, train.len() as f64)])?;
             w.global_barrier()?;
         }
+        phases.push(("mean", t0.elapsed().as_secs_f64()));
         let mu = {
             let m = mean_t.get(0)?;
             (m[0] / m[1].max(1.0)) as f32
@@ -246,7 +247,9 @@ impl Iterative for Mf {
         let (users, local) = match a.user_factors {
             UserFactors::Local => {
                 let users = index_users(&mut train, &mut test, c.seed ^ gid as u64);
+                phases.push(("index", t0.elapsed().as_secs_f64()));
                 let local = LocalUsers::new(w, &users, k, self.init(), saved.is_some())?;
+                phases.push(("init", t0.elapsed().as_secs_f64()));
                 (users, Some(local))
             }
             UserFactors::Table => {
@@ -261,6 +264,8 @@ impl Iterative for Mf {
             items.len(),
             t0.elapsed().as_secs_f64()
         );
+        let phases: Vec<String> = phases.iter().map(|(p, s)| format!("{p} {s:.2}")).collect();
+        log::debug!("worker {gid}: loading phases ended at (s): {}", phases.join(", "));
         Ok(MfWorker {
             gid,
             lt: w.table(L)?,
@@ -293,13 +298,18 @@ impl Iterative for Mf {
             // once (a sort of the segment's items) instead of every clock.
             let (users, items) = segment_rows.entry((range.start, range.end)).or_insert_with(|| {
                 let seg = &train[range.clone()];
-                // Ratings are grouped by user (sgd_order, index_users).
-                let mut users: Vec<u64> = seg.iter().map(|r| r.user as u64).collect();
-                users.dedup();
-                let mut items: Vec<u64> = seg.iter().map(|r| r.item as u64).collect();
-                items.sort_unstable();
-                items.dedup();
-                (if local.is_some() { Vec::new() } else { users }, items)
+                let users = match local {
+                    Some(_) => Vec::new(),
+                    None => {
+                        // Ratings are grouped by user (sgd_order).
+                        let mut users: Vec<u64> = seg.iter().map(|r| r.user as u64).collect();
+                        users.dedup();
+                        users
+                    }
+                };
+                // Linear, through an id-indexed array: sorting the segment's item ids took
+                // seconds at Netflix size.
+                (users, distinct_sorted(&[seg], |r| r.item))
             });
             users.iter().for_each(|&u| lt.refresh(u));
             items.iter().for_each(|&i| rt.refresh(i));

@@ -22,38 +22,47 @@ use rustc_hash::FxHashMap;
 
 /// The worker that owns `user` (every rating of the user goes there).
 pub fn owner_of(user: u32, workers: usize) -> usize {
-    (mix64(user as u64 ^ 0x6d66_5f75_7365_7273) % workers as u64) as usize
+    // Multiply-shift instead of a modulo: a division per rating was a visible part of loading.
+    (((mix64(user as u64 ^ 0x6d66_5f75_7365_7273) >> 32) * workers as u64) >> 32) as usize
 }
 
 const RECORD: usize = 12;
 
-/// Sends every rating to the worker owning its user and returns the ones this worker owns.
-pub fn exchange_by_user(w: &mut Worker, ratings: Vec<Rating>) -> Result<Vec<Rating>> {
-    let n = w.total_threads();
+/// Sends every rating to the worker owning its user and returns the ones this worker owns: its
+/// own stay where they are (in their order), the others' follow in the order of their senders.
+/// Only what moves is encoded: at Netflix size each fresh copy of the ratings cost about 0.3 s in
+/// page faults alone.
+pub fn exchange_by_user(w: &mut Worker, mut ratings: Vec<Rating>) -> Result<Vec<Rating>> {
+    let (n, me) = (w.total_threads(), w.global_thread_id());
     let mut parts = vec![Vec::with_capacity(ratings.len() * RECORD / n + 64); n];
-    for r in &ratings {
-        let b = &mut parts[owner_of(r.user, n)];
-        b.extend_from_slice(&r.user.to_le_bytes());
-        b.extend_from_slice(&r.item.to_le_bytes());
-        b.extend_from_slice(&r.value.to_le_bytes());
-    }
-    drop(ratings);
+    parts[me] = Vec::new();
+    ratings.retain(|r| {
+        let to = owner_of(r.user, n);
+        if to != me {
+            let mut rec = [0u8; RECORD];
+            rec[..4].copy_from_slice(&r.user.to_le_bytes());
+            rec[4..8].copy_from_slice(&r.item.to_le_bytes());
+            rec[8..].copy_from_slice(&r.value.to_le_bytes());
+            parts[to].extend_from_slice(&rec);
+        }
+        to == me
+    });
     let got = w.exchange(parts)?;
-    let mut out = Vec::with_capacity(got.iter().map(|b| b.len() / RECORD).sum());
+    ratings.reserve_exact(got.iter().map(|b| b.len() / RECORD).sum());
     for (from, b) in got.iter().enumerate() {
         if b.len() % RECORD != 0 {
             return Err(PsError::codec(format!("mf: worker {from} sent {} bytes of ratings", b.len())));
         }
         for c in b.chunks_exact(RECORD) {
             let word = |i: usize| <[u8; 4]>::try_from(&c[i..i + 4]).expect("4 bytes");
-            out.push(Rating {
+            ratings.push(Rating {
                 user: u32::from_le_bytes(word(0)),
                 item: u32::from_le_bytes(word(4)),
                 value: f32::from_le_bytes(word(8)),
             });
         }
     }
-    Ok(out)
+    Ok(ratings)
 }
 
 /// Maps ids to small numbers: a plain array when the largest id is within a few entries per
@@ -119,8 +128,10 @@ pub fn distinct_sorted(records: &[&[Rating]], id: fn(&Rating) -> u32) -> Vec<u64
 /// rewrites the ratings' `user` fields to those numbers, and puts the training ratings in
 /// visiting order: users one after the other (a radix sort), each user's ratings shuffled by a
 /// generator seeded from the user. Linear time: at Netflix size a comparison sort of every rating
-/// took longer than a pass. Returns the user ids by number.
-pub fn index_users(train: &mut Vec<Rating>, test: &mut [Rating], seed: u64) -> Vec<u64> {
+/// took longer than a pass. The held-out ratings are put in user order too, so an evaluation
+/// reads the users' factors front to back: in file order each was a cache miss per rating (about
+/// 170 ns of a held-out rating's 200). Returns the user ids by number.
+pub fn index_users(train: &mut Vec<Rating>, test: &mut Vec<Rating>, seed: u64) -> Vec<u64> {
     let (mut index, mut users) = IdIndex::distinct(&[train, test], |r| r.user);
     users.sort_unstable_by_key(|&u| (mix64(u as u64 ^ seed), u));
     for (j, &u) in users.iter().enumerate() {
@@ -130,6 +141,7 @@ pub fn index_users(train: &mut Vec<Rating>, test: &mut [Rating], seed: u64) -> V
         r.user = index.get(r.user).expect("every rated user is numbered");
     }
     radix_sort_by_user(train, users.len());
+    radix_sort_by_user(test, users.len());
     for run in train.chunk_by_mut(|a, b| a.user == b.user) {
         shuffle(run, mix64(users[run[0].user as usize] as u64 ^ seed));
     }
@@ -261,8 +273,10 @@ mod tests {
         back.sort_unstable();
         want.sort_unstable();
         assert_eq!(back, want, "the same ratings");
-        assert_eq!(users[test[0].user as usize], before[3].user as u64);
-        assert_eq!(users[test[1].user as usize], 4242);
+        assert!(test.windows(2).all(|w| w[0].user <= w[1].user), "held-out ratings in user order");
+        let held = |item: u32| users[test.iter().find(|r| r.item == item).unwrap().user as usize];
+        assert_eq!(held(5), before[3].user as u64);
+        assert_eq!(held(1), 4242);
         // Deterministic, and not left in arrival order within a user.
         let (mut again, mut t2) = (before.clone(), before_test);
         index_users(&mut again, &mut t2, 9);

@@ -10,6 +10,7 @@ use crate::row::Row;
 use crate::stats::ThreadStats;
 use rustc_hash::FxHashMap;
 use std::any::Any;
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -260,7 +261,7 @@ impl Worker {
         for (to, data) in parts.into_iter().enumerate() {
             let (server, to) = (to / threads, to as u32);
             if server == shared.pid {
-                shared.mailbox.deliver(epoch, me, to, true, data)?;
+                shared.mailbox.deliver(epoch, me, to, 0, Cow::Owned(data))?;
                 continue;
             }
             let data = bytes::Bytes::from(data);
@@ -271,7 +272,7 @@ impl Worker {
                     epoch,
                     from: me,
                     to,
-                    last: end == data.len(),
+                    rest: (data.len() - end) as u64,
                     data: data.slice(off..end),
                 };
                 shared.send(crate::state::ClientCmd::Send { server, msg });

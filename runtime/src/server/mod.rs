@@ -25,6 +25,7 @@ use mirror::{check_mirror, Mirror};
 use namenode::NameNode;
 use push::Subscriptions;
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -243,14 +244,14 @@ impl Server {
                 }
                 self.announce_sync();
             }
-            Msg::Exchange { epoch, from: f, to, last, data } => {
+            Msg::Exchange { epoch, from: f, to, rest, data } => {
                 let threads = self.shared.cfg.threads;
                 if to as usize / threads != self.shared.pid || f as usize / threads != from {
                     return Err(PsError::codec(format!(
                         "process {from} sent exchange data from thread {f} to thread {to}, which is not here"
                     )));
                 }
-                self.shared.mailbox.deliver(epoch, f, to, last, data.to_vec())?;
+                self.shared.mailbox.deliver(epoch, f, to, rest, Cow::Borrowed(&data))?;
             }
             Msg::Ping => {}
             other => return Err(PsError::codec(format!("process {from} sent a server an unexpected {other:?}"))),

@@ -83,12 +83,13 @@ pub enum Msg {
     },
     /// Part of a worker-to-worker exchange (`Worker::exchange`): bytes from global thread
     /// `from` to global thread `to` (a thread of the receiving process) in exchange `epoch`;
-    /// `last` marks the sender's final part.
+    /// `rest` is how many bytes the sender still has for `to` after this part (0: the last),
+    /// so the receiver can hold the whole buffer in one allocation from the first part on.
     Exchange {
         epoch: u64,
         from: u32,
         to: u32,
-        last: bool,
+        rest: u64,
         data: Bytes,
     },
     /// ASP: a global barrier ended at `clock`; the server is to give its data center's clients
@@ -265,13 +266,13 @@ impl Msg {
                 b.put_u8(23);
                 b.put_i64_le(clock.raw());
             }
-            Msg::Exchange { epoch, from, to, last, data } => {
-                b.reserve(18 + data.len());
+            Msg::Exchange { epoch, from, to, rest, data } => {
+                b.reserve(25 + data.len());
                 b.put_u8(17);
                 b.put_u64_le(*epoch);
                 b.put_u32_le(*from);
                 b.put_u32_le(*to);
-                b.put_u8(*last as u8);
+                b.put_u64_le(*rest);
                 b.put_slice(data);
             }
         }
@@ -334,8 +335,8 @@ impl Msg {
                 epoch: s.take_u64()?,
                 from: s.take_u32()?,
                 to: s.take_u32()?,
-                last: s.take_u8()? != 0,
-                data: frame.slice(18..),
+                rest: s.take_u64()?,
+                data: frame.slice(25..),
             },
             18 => {
                 let table = s.take_u32()?;
@@ -393,7 +394,8 @@ mod tests {
         roundtrip(Msg::Abort { reason: "boom".into() });
         roundtrip(Msg::Ping);
         roundtrip(Msg::SnapshotDone { clock: 5, info: "{}".into() });
-        roundtrip(Msg::Exchange { epoch: 3, from: 1, to: 2, last: true, data: Bytes::from_static(b"r") });
+        roundtrip(Msg::Exchange { epoch: 3, from: 1, to: 2, rest: 0, data: Bytes::from_static(b"r") });
+        roundtrip(Msg::Exchange { epoch: 3, from: 1, to: 2, rest: 1 << 40, data: Bytes::new() });
     }
 
     #[test]
