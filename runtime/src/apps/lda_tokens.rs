@@ -7,6 +7,7 @@
 //! topic counts must be compact: a list of (topic, count) per document, at most min(K, length)
 //! long, in one flat array; or, for small K and long documents, a u16 count per topic.
 
+use super::prefetch;
 use crate::error::{PsError, Result};
 use std::ops::Range;
 
@@ -180,22 +181,6 @@ impl DocTopics {
             Layout::Dense(c) => c.row(d).iter().filter(|&&n| n > 0).for_each(|&n| f(n as u32)),
         }
     }
-}
-
-/// Asks the CPU to start loading `bytes`, one hint per 64-byte line. A word-major sweep visits
-/// documents in an order the hardware prefetcher cannot guess, and waiting for a document's counts
-/// from the L3 cache took 40% of a sweep; the sweep calls this a few tokens ahead.
-#[inline]
-fn prefetch<T>(bytes: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..std::mem::size_of_val(bytes)).step_by(64) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is a hint; it never faults and does not change memory, and the
-        // address is inside the slice.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().cast::<i8>().add(line)) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
 }
 
 /// Dense counts: `stride` u16 per document, topics `0..k` then zero padding.

@@ -372,12 +372,26 @@ impl Iterative for Mf {
                 }
             }
         }
+        // The held-out ratings are in item order with local users (index_users): an item row is
+        // looked up and copied once per run of its ratings, and the user rows, whose order no
+        // hardware prefetcher guesses, are asked for a few ratings ahead.
+        const AHEAD: usize = 8;
         for (set, base, k) in [(train, 0, ts), (&test[..], 2, hs)] {
-            for r in set.iter().step_by(k) {
-                let ri = rt.get(r.item as u64)?;
+            let (mut item, mut ri) = (None, Vec::new());
+            for (n, r) in set.iter().step_by(k).enumerate() {
+                if item != Some(r.item) {
+                    ri.clear();
+                    ri.extend_from_slice(&rt.get(r.item as u64)?);
+                    item = Some(r.item);
+                }
                 let p = *mu
                     + match &local {
-                        Some(l) => dot(l.row(r.user), &ri),
+                        Some(l) => {
+                            if let Some(next) = set.get((n + AHEAD) * k) {
+                                super::prefetch(l.row(next.user));
+                            }
+                            dot(l.row(r.user), &ri)
+                        }
                         None => dot(&lt.get(r.user as u64)?, &ri),
                     };
                 s[base] += ((r.value - p) as f64).powi(2);
