@@ -165,16 +165,37 @@ if "mf" in a.only.split(","):
         job = {"app": "mf", "passes": a.job_passes, "output_format": fmt, "wall_s": wall,
                "train_s": stats["train_s"], **{k: stats.get(k) for k in PHASES}}
         job["non_training_share"] = (wall - job["train_s"]) / wall
+        # Worker 0's output rate: the bytes of its part files (part-00000*) over its output_s
+        # (formatting, writing, fsync and the commit barrier).
+        out = work / f"mf-job-{fmt}-out"
+        mine = sum(f.stat().st_size for f in out.rglob("part-00000*"))
+        job["output_mb"] = sum(f.stat().st_size for f in out.rglob("part-*")) / 1e6
+        job["output_mb_per_s_per_process"] = mine / 1e6 / job["output_s"]
+        # The disk's own rate for the same bytes in the same minute: two writers in parallel (as
+        # the job's two processes), each as many bytes as worker 0 wrote, flushed with fsync.
+        blocks = max(1, mine // (4 << 20))
+        t = time.perf_counter()
+        dds = [subprocess.Popen(["dd", "if=/dev/zero", f"of={work}/dd-{i}", "bs=4M", f"count={blocks}", "conv=fsync"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
+        for d in dds:
+            d.wait()
+        job["disk_mb_per_s_per_process"] = blocks * (4 << 20) / 1e6 / (time.perf_counter() - t)
+        for i in range(2):
+            (work / f"dd-{i}").unlink(missing_ok=True)
         jobs.append(job)
         print(f"mf {a.job_passes} passes, {fmt:6} output: wall {wall:5.1f} s, training {job['train_s']:5.1f} s, "
               + ", ".join(f"{k} {job[k]:.2f}" for k in PHASES)
-              + f": {100 * job['non_training_share']:.0f}% not training", flush=True)
+              + f": {100 * job['non_training_share']:.0f}% not training; {job['output_mb']:.0f} MB written, "
+              + f"{job['output_mb_per_s_per_process']:.0f} MB/s per process (dd with fsync, 2 in parallel: "
+              + f"{job['disk_mb_per_s_per_process']:.0f})", flush=True)
 
 res.mkdir(parents=True, exist_ok=True)
 (res / "bench-e2e.json").write_text(json.dumps(rows, indent=1))
 cols = ["app", "ps_pass_s", "plain_pass_s", "ps_over_plain", "peer", "peer_pass_s", "ps_over_peer", "wall_s",
         "train_s", "non_training_share", "peak_rss_mb"] + PHASES
-job_cols = ["app", "passes", "output_format", "wall_s", "train_s"] + PHASES + ["non_training_share"]
+job_cols = ["app", "passes", "output_format", "wall_s", "train_s"] + PHASES + ["non_training_share", "output_mb",
+                                                                               "output_mb_per_s_per_process",
+                                                                               "disk_mb_per_s_per_process"]
 if jobs:
     (res / "bench-e2e-job.json").write_text(json.dumps(jobs, indent=1))
 for name, table, columns in [("bench-e2e.csv", rows, cols), ("bench-e2e-job.csv", jobs, job_cols)]:
