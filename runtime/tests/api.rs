@@ -214,7 +214,8 @@ fn exchange_delivers_every_buffer_across_processes_and_threads() {
 
 /// Dense rows keep a thread's updates in its cached row and hand on the difference at the end of
 /// the clock. Writes before the clock's first read (on a stale cached copy), between reads and
-/// on rows never read, and changes through `get_mut`, must each count exactly once: with staleness 0 a read at clock c holds
+/// on rows never read, and changes through `get_mut`, must each count exactly once (and `hint`s
+/// change nothing): with staleness 0 a read at clock c holds
 /// every update of clocks < c and this thread's own, and at most the other threads' of clock c.
 struct DenseWrites;
 
@@ -247,8 +248,17 @@ impl App for DenseWrites {
             t.inc(1, &d); // row 1 is not read until the end
             check(&t.get(0)?, c, 1, "first read")?;
             t.inc(0, &d);
+            // Hints change nothing: on cached rows, on a row never read, and from a clone of the
+            // handle while a row is borrowed (skipped, not a panic).
+            let shared = t.clone();
+            shared.hint(0);
+            shared.hint(99);
             // A change in place counts like an inc of the change.
-            t.get_mut(0)?.iter_mut().zip(&d.0).for_each(|(x, d)| *x += d);
+            {
+                let mut row = t.get_mut(0)?;
+                shared.hint(0);
+                row.iter_mut().zip(&d.0).for_each(|(x, d)| *x += d);
+            }
             t.inc(1, &d);
             t.inc(1, &d);
             check(&t.get(0)?, c, 3, "after incs")?;

@@ -7,8 +7,8 @@
 //! topic counts must be compact: a list of (topic, count) per document, at most min(K, length)
 //! long, in one flat array; or, for small K and long documents, a u16 count per topic.
 
-use super::prefetch;
 use crate::error::{PsError, Result};
+use crate::row::prefetch;
 use std::ops::Range;
 
 /// The tokens of documents `docs` whose words pass a filter (all words, or one slice of the

@@ -78,6 +78,12 @@ pub const MEAN: u32 = 3;
 /// Most ratings of each set (training, held-out) an intermediate evaluation looks at, per worker.
 pub const EVAL_SAMPLE: usize = 200_000;
 
+/// How many ratings ahead the SGD loop hints the item row it will update (`TableHandle::hint`):
+/// item rows are visited in no order the hardware prefetcher can follow, and waiting for them
+/// was about half of a step (5M ratings: 4 ahead and 8 ahead both gave 15-20% less time per
+/// pass, 16 less gain).
+const HINT_AHEAD: usize = 6;
+
 /// Whether a rating is held out (independent of how the input is split).
 pub fn held_out(r: &Rating, seed: u64, fraction: f64) -> bool {
     fraction > 0.0
@@ -325,13 +331,22 @@ impl Iterative for Mf {
             let mut sse = 0f64;
             // Rows are changed in place (get_mut): the runtime hands on the difference.
             if let Some(local) = local.as_mut() {
-                for r in &train[range.clone()] {
+                let seg = &train[range.clone()];
+                for (n, r) in seg.iter().enumerate() {
+                    if let Some(next) = seg.get(n + HINT_AHEAD) {
+                        rt.hint(next.item as u64);
+                    }
                     let e =
                         sgd_update(local.row_mut(r.user), &mut rt.get_mut(r.item as u64)?, r.value - *mu, lr, a.lambda);
                     sse += (e * e) as f64;
                 }
             } else {
-                for r in &train[range.clone()] {
+                let seg = &train[range.clone()];
+                for (n, r) in seg.iter().enumerate() {
+                    if let Some(next) = seg.get(n + HINT_AHEAD) {
+                        lt.hint(next.user as u64);
+                        rt.hint(next.item as u64);
+                    }
                     let mut lu = lt.get_mut(r.user as u64)?;
                     let e = sgd_update(&mut lu, &mut rt.get_mut(r.item as u64)?, r.value - *mu, lr, a.lambda);
                     sse += (e * e) as f64;
@@ -388,7 +403,7 @@ impl Iterative for Mf {
                     + match &local {
                         Some(l) => {
                             if let Some(next) = set.get((n + AHEAD) * k) {
-                                super::prefetch(l.row(next.user));
+                                crate::row::prefetch(l.row(next.user));
                             }
                             dot(l.row(r.user), &ri)
                         }

@@ -79,19 +79,3 @@ pub fn build(name: &str, args: &[String]) -> Result<Box<dyn App>> {
         other => Err(PsError::Config(format!("app: unknown application '{other}' (known: {})", NAMES.join(", ")))),
     }
 }
-
-/// Asks the CPU to start loading `bytes`, one hint per 64-byte line, for loops that visit rows in
-/// an order the hardware prefetcher cannot guess (LDA's word-major sweep: waiting for a
-/// document's counts from the L3 cache took 40% of a sweep; MF's held-out ratings by item).
-#[inline]
-pub(crate) fn prefetch<T>(bytes: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..std::mem::size_of_val(bytes)).step_by(64) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is a hint; it never faults and does not change memory, and the
-        // address is inside the slice.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().cast::<i8>().add(line)) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
-}

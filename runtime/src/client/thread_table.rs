@@ -342,6 +342,18 @@ impl<T: Element> TableHandle<DenseRow<T>> {
     pub fn get_mut(&mut self, row: u64) -> Result<RowMut<'_, DenseRow<T>>> {
         self.borrow_row(row, true).map(RowMut)
     }
+
+    /// A hint for loops that know which rows they read next: starts loading this thread's
+    /// cached copy of `row` into the CPU's cache. Changes nothing, never blocks, and does
+    /// nothing for a row not cached yet.
+    #[inline]
+    pub fn hint(&self, row: u64) {
+        // A clone of this handle may hold a row borrowed: then the hint is skipped.
+        let Ok(t) = self.inner.try_borrow() else { return };
+        if let Some(v) = t.cache.get(&row).and_then(|e| e.view.as_ref()) {
+            crate::row::prefetch(v);
+        }
+    }
 }
 
 /// A row returned by [`TableHandle::get_mut`]; changes to it are this thread's updates.
