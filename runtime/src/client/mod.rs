@@ -7,6 +7,7 @@
 pub(crate) mod comm;
 pub(crate) mod process_table;
 mod push;
+mod slots;
 mod tables;
 pub(crate) mod thread_table;
 mod tracker;

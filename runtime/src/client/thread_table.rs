@@ -1,14 +1,15 @@
 //! Per-thread cache and oplog of one table: the hot path of `get` and `inc`. A cache hit is one
-//! hash lookup in a map owned by the thread (no lock, no allocation). The first read of a row in a
+//! lookup in a map owned by the thread (`Slots`: an array for small ids, a hash map for the rest;
+//! no lock, no allocation). The first read of a row in a
 //! clock consults the process cache once, which is how pushed (ESSP) or fetched rows reach threads.
 
 use super::process_table::{CopyTarget, ProcessTable};
+use super::slots::Slots;
 use crate::clock::{Age, Clock};
 use crate::consistency::ReadRule;
 use crate::error::{PsError, Result};
 use crate::row::{ColumnAdd, DenseRow, Element, Row, RowUpdate};
 use crate::stats::ThreadStats;
-use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell, RefMut};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -76,7 +77,9 @@ pub(crate) struct ThreadTable<R: Row> {
     clock: Rc<ThreadClock>,
     rule: ReadRule,
     capacity: usize,
-    cache: FxHashMap<u64, Entry<R>>,
+    cache: Slots<Entry<R>>,
+    /// The row of the last `hint`, whose data the next hint asks for (its slot has arrived by then).
+    hinted: Cell<Option<u64>>,
     dirty: Vec<u64>,
     touched: Vec<u64>,
     pub stats: ThreadStats,
@@ -92,7 +95,8 @@ impl<R: Row> ThreadTable<R> {
             profile: proc.shared().cfg.staleness_profile,
             proc,
             clock,
-            cache: FxHashMap::default(),
+            cache: Slots::default(),
+            hinted: Cell::new(None),
             dirty: Vec::new(),
             touched: Vec::new(),
             stats: ThreadStats::default(),
@@ -111,7 +115,7 @@ impl<R: Row> ThreadTable<R> {
     #[inline]
     fn read_entry(&mut self, row: u64, c: Clock, req: Age, write: bool) -> Result<&mut Entry<R>> {
         let ThreadTable { cache, stats, touched, proc, dirty, profile, .. } = self;
-        let e = cache.entry(row).or_insert_with(Entry::new);
+        let e = cache.get_or_insert_with(row, Entry::new);
         if e.checked != Some(c) || !ReadRule::admits(e.age, req) || e.view.is_none() {
             stats.thread_cache_misses += 1;
             e.fold_base()?;
@@ -166,7 +170,7 @@ impl<R: Row> ThreadTable<R> {
         self.stats.incs += 1;
         let cols = self.proc.cfg.columns;
         let c = self.clock.clock.get();
-        let e = self.cache.entry(row).or_insert_with(Entry::new);
+        let e = self.cache.get_or_insert_with(row, Entry::new);
         let by_difference = Self::start_write(e, &mut self.dirty, row, c);
         if let Some(v) = e.view.as_mut() {
             view(v);
@@ -181,7 +185,7 @@ impl<R: Row> ThreadTable<R> {
     /// read during `old` for clock `old + 1` and trim the cache.
     pub fn end_clock(&mut self, old: Clock) -> Result<()> {
         for row in std::mem::take(&mut self.dirty) {
-            if let Some(e) = self.cache.get_mut(&row) {
+            if let Some(e) = self.cache.get_mut(row) {
                 e.written = false;
                 e.fold_base()?;
                 if let Some(p) = e.pending.take() {
@@ -206,7 +210,7 @@ impl<R: Row> ThreadTable<R> {
             }
         }
         if self.cache.len() > self.capacity {
-            self.cache.retain(|_, e| e.touched == Some(old));
+            self.cache.retain(|e| e.touched == Some(old));
             if self.cache.len() > self.capacity {
                 self.cache.clear();
             }
@@ -343,14 +347,17 @@ impl<T: Element> TableHandle<DenseRow<T>> {
         self.borrow_row(row, true).map(RowMut)
     }
 
-    /// A hint for loops that know which rows they read next: starts loading this thread's
-    /// cached copy of `row` into the CPU's cache. Changes nothing, never blocks, and does
-    /// nothing for a row not cached yet.
+    /// A hint for loops that know which rows they read next, given a few reads ahead in the
+    /// order of the reads: starts loading this thread's cached copy of `row` into the CPU's
+    /// cache. Changes nothing, never blocks, and does nothing for a row not cached yet. In two
+    /// steps, so that neither waits for memory: a hint asks for `row`'s cache slot, and for the
+    /// values of the row hinted before it, whose slot has arrived by then.
     #[inline]
     pub fn hint(&self, row: u64) {
         // A clone of this handle may hold a row borrowed: then the hint is skipped.
         let Ok(t) = self.inner.try_borrow() else { return };
-        if let Some(v) = t.cache.get(&row).and_then(|e| e.view.as_ref()) {
+        t.cache.prefetch(row);
+        if let Some(v) = t.hinted.replace(Some(row)).and_then(|p| t.cache.get(p)).and_then(|e| e.view.as_ref()) {
             crate::row::prefetch(v);
         }
     }
