@@ -57,7 +57,14 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
     for pass in 0..passes {
         let t0 = Instant::now();
         let step = lr * decay.powi(pass as i32);
-        for x in &order {
+        for (n, x) in order.iter().enumerate() {
+            // The same prefetch as the PS loop's hints (rows in no order the hardware follows),
+            // so the baseline is as good a plain loop as the PS job is a PS job.
+            if let Some(y) = order.get(n + 8) {
+                let (u, v) = (y.user as usize * rank, y.item as usize * rank);
+                crate::row::prefetch(&l[u..u + rank]);
+                crate::row::prefetch(&r[v..v + rank]);
+            }
             let (u, v) = (x.user as usize * rank, x.item as usize * rank);
             sgd_update(&mut l[u..u + rank], &mut r[v..v + rank], x.value - mu, step, lambda);
         }
