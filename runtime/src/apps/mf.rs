@@ -78,7 +78,8 @@ pub const MEAN: u32 = 3;
 /// Most ratings of each set (training, held-out) an intermediate evaluation looks at, per worker.
 pub const EVAL_SAMPLE: usize = 200_000;
 
-/// How many ratings ahead the SGD loop hints the item row it will update (`TableHandle::hint`):
+/// How many ratings ahead the SGD loop hints the item row it will update (`TableHandle::hint`),
+/// and an evaluation prefetches the user row it will read:
 /// item rows are visited in no order the hardware prefetcher can follow, and waiting for them
 /// was about half of a step (5M ratings, 3 interleaved rounds: 0.45-0.48 s/pass without hints,
 /// 0.29-0.37 at 6 ahead, 0.29-0.42 at 12).
@@ -390,7 +391,6 @@ impl Iterative for Mf {
         // The held-out ratings are in item order with local users (index_users): an item row is
         // looked up and copied once per run of its ratings, and the user rows, whose order no
         // hardware prefetcher guesses, are asked for a few ratings ahead.
-        const AHEAD: usize = 8;
         for (set, base, k) in [(train, 0, ts), (&test[..], 2, hs)] {
             let (mut item, mut ri) = (None, Vec::new());
             for (n, r) in set.iter().step_by(k).enumerate() {
@@ -402,7 +402,7 @@ impl Iterative for Mf {
                 let p = *mu
                     + match &local {
                         Some(l) => {
-                            if let Some(next) = set.get((n + AHEAD) * k) {
+                            if let Some(next) = set.get((n + HINT_AHEAD) * k) {
                                 crate::row::prefetch(l.row(next.user));
                             }
                             dot(l.row(r.user), &ri)

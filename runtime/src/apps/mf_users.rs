@@ -34,8 +34,9 @@ const RECORD: usize = 12;
 /// page faults alone.
 pub fn exchange_by_user(w: &mut Worker, mut ratings: Vec<Rating>) -> Result<Vec<Rating>> {
     let (n, me) = (w.total_threads(), w.global_thread_id());
-    let mut parts = vec![Vec::with_capacity(ratings.len() * RECORD / n + 64); n];
-    parts[me] = Vec::new();
+    // Built one by one: `vec![Vec::with_capacity(..); n]` clones, and a clone keeps no capacity.
+    let per = ratings.len() * RECORD / n + 64;
+    let mut parts: Vec<Vec<u8>> = (0..n).map(|to| Vec::with_capacity(if to == me { 0 } else { per })).collect();
     ratings.retain(|r| {
         let to = owner_of(r.user, n);
         if to != me {

@@ -51,7 +51,9 @@ impl<E> Slots<E> {
     /// The entry of `row`, created by `new` if there is none.
     #[inline]
     pub fn get_or_insert_with(&mut self, row: u64, new: impl FnOnce() -> E) -> &mut E {
-        if row as usize >= self.dense.len() && !self.sparse.contains_key(&row) {
+        // Ids beyond the bound go straight to the hash map (one lookup, as before the array).
+        let r = row as usize;
+        if r >= self.dense.len() && r < self.bound() && !self.sparse.contains_key(&row) {
             self.grow_for(row);
         }
         if (row as usize) < self.dense.len() {
@@ -68,13 +70,15 @@ impl<E> Slots<E> {
         })
     }
 
-    /// Before `row` is added: extends the array over it if the array stays within its bound,
-    /// moving the hash map's entries it then covers.
+    /// How far the array may reach with one entry more.
+    fn bound(&self) -> usize {
+        (Self::SLOTS_PER_ENTRY * (self.len + 1)).clamp(Self::MIN_SLOTS, Self::MAX_SLOTS)
+    }
+
+    /// Before `row` (below [`Slots::bound`]) is added: extends the array over it, moving the
+    /// hash map's entries it then covers.
     fn grow_for(&mut self, row: u64) {
-        let bound = (Self::SLOTS_PER_ENTRY * (self.len + 1)).clamp(Self::MIN_SLOTS, Self::MAX_SLOTS);
-        if row as usize >= bound {
-            return;
-        }
+        let bound = self.bound();
         let want = (row as usize + 1).max(2 * self.dense.len()).min(bound);
         self.dense.resize_with(want, || None);
         if !self.sparse.is_empty() {
