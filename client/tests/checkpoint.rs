@@ -31,8 +31,10 @@ fn ratings(dir: &Path) -> String {
     common::gen_ratings(dir, 60000, 2000, 400)
 }
 
-fn mf_args<'a>(input: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut v = vec!["mf", "--input", input, "--passes", "8", "--clocks-per-pass", "4", "--rank", "8"];
+/// MF for 8 passes of `cpp` clocks: a multiple of workers x (staleness + 1), as the rotating item
+/// slices need (4 for up to 2 x 2 workers under BSP or 2 x 1 at staleness 1, 8 for 2 x 2 at 1).
+fn mf_args<'a>(input: &'a str, cpp: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["mf", "--input", input, "--passes", "8", "--clocks-per-pass", cpp, "--rank", "8"];
     v.extend_from_slice(&["--test-fraction", "0.1", "--seed", "3", "--samples", "4"]);
     v.extend_from_slice(extra);
     v
@@ -75,7 +77,7 @@ fn strings(v: &[&str]) -> Vec<String> {
 }
 
 /// Runs MF uninterrupted, then again killed after a checkpoint and resumed.
-fn kill_and_resume(tag: &str, shape: &[&str]) -> Resumed {
+fn kill_and_resume(tag: &str, shape: &[&str], cpp: &str) -> Resumed {
     let dir = tmpdir(tag);
     let input = ratings(&dir);
     let base = format!("{}/ps-test/ckpt-{tag}-{}", hdfs(), std::process::id());
@@ -85,7 +87,7 @@ fn kill_and_resume(tag: &str, shape: &[&str]) -> Resumed {
         let mut v = strings(shape);
         v.extend(strings(&["--checkpoint", ck, "--checkpoint-every", "8", "--stats", stats.to_str().unwrap()]));
         v.extend(strings(extra));
-        v.extend(strings(&mf_args(&input, app_extra)));
+        v.extend(strings(&mf_args(&input, cpp, app_extra)));
         v
     };
     run_ok(&job(&ck_a, &st_a, &[], &[]));
@@ -123,7 +125,7 @@ fn kill_and_resume(tag: &str, shape: &[&str]) -> Resumed {
 /// worse: three times that bound away.
 #[test]
 fn mf_killed_after_a_checkpoint_resumes_to_the_same_loss() {
-    let r = kill_and_resume("ssp", &["--master", "local[2]", "--threads", "2", "--staleness", "1"]);
+    let r = kill_and_resume("ssp", &["--master", "local[2]", "--threads", "2", "--staleness", "1"], "8");
     let (checkpoint, full, resumed) = (r.full_at_resume, r.full, r.resumed);
     assert!(
         checkpoint.0 - full.0 > 0.02 && checkpoint.1 - full.1 > 0.02,
@@ -145,7 +147,7 @@ fn mf_killed_after_a_checkpoint_resumes_to_the_same_loss() {
 /// tables and the worker state, both of which the checkpoint holds bit for bit.
 #[test]
 fn mf_resume_is_exact_with_one_thread_and_bsp() {
-    let r = kill_and_resume("bsp", &["--master", "local[1]", "--threads", "1", "--consistency", "bsp"]);
+    let r = kill_and_resume("bsp", &["--master", "local[1]", "--threads", "1", "--consistency", "bsp"], "4");
     assert_eq!(r.full, r.resumed, "resumed run differs from the uninterrupted one");
 }
 
@@ -159,7 +161,7 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
     let mut args = strings(&["--master", "local[2]", "--threads", "2", "--consistency", "bsp"]);
     args.extend(strings(&["--checkpoint", &ck, "--checkpoint-every", "8", "--keep-checkpoints", "2"]));
     args.extend(strings(&["--stats", stats.to_str().unwrap()]));
-    args.extend(strings(&mf_args(&input, &["--output", &out])));
+    args.extend(strings(&mf_args(&input, "4", &["--output", &out])));
     run_ok(&args);
     let store = CheckpointStore::open(&ck).unwrap();
     let list = store.list().unwrap();
@@ -264,7 +266,7 @@ fn datanode_stopped_mid_job_fails_it_naming_path_and_operation() {
     let ck = format!("{}/ckpt", hdfs.url);
     let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "2"]);
     let slow = ["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.05"];
-    args.extend(strings(&mf_args(&input, &slow)));
+    args.extend(strings(&mf_args(&input, "4", &slow)));
     let (child, rx) = spawn_lines(submit().args(&args).env("HADOOP_CONF_DIR", &hdfs.conf));
     let mut log = Vec::new();
     wait_for(&rx, "snapshot 4 complete", &mut log);

@@ -49,7 +49,8 @@ fn job(input: &str, dir: &Path, run: &str, restarts: &str) -> (Vec<String>, Path
         "--passes",
         "8",
         "--clocks-per-pass",
-        "4",
+        // 2 x 2 workers at staleness 1: a multiple of 8 rotating item slices.
+        "8",
         "--rank",
         "8",
         "--test-fraction",

@@ -33,7 +33,8 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
         "--passes",
         "6",
         "--clocks-per-pass",
-        "3",
+        // 2 x 2 workers at staleness 1: a multiple of 8 rotating item slices.
+        "8",
         "--rank",
         "6",
     ]));

@@ -19,12 +19,13 @@ fn test_rmse(stats: &Path) -> (f64, Value) {
     (r, v)
 }
 
-/// MF on YARN, 2 workers, every clock slowed by 0.1 s so that a kill lands mid-job.
+/// MF on YARN, 2 workers (4 rotating item slices a pass at staleness 1), every clock slowed by
+/// 0.1 s so that a kill lands mid-job.
 fn mf_job(input: &str, stats: &Path, extra: &[&str]) -> Vec<String> {
     let mut a = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
     a.extend(s(&["--stats", stats.to_str().unwrap()]));
     a.extend(s(extra));
-    a.extend(s(&["mf", "--input", input, "--passes", "6", "--clocks-per-pass", "2", "--rank", "6", "--seed", "3"]));
+    a.extend(s(&["mf", "--input", input, "--passes", "6", "--clocks-per-pass", "4", "--rank", "6", "--seed", "3"]));
     a.extend(s(&["--test-fraction", "0.1", "--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.1"]));
     a
 }

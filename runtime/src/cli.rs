@@ -162,6 +162,9 @@ enum GenCmd {
         user_skew: f64,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Write a directory of this many part files (generated in parallel) instead of one file.
+        #[arg(long)]
+        parts: Option<usize>,
     },
     /// NYTimes-shaped corpus from the LDA generative process (UCI docword + vocab).
     Corpus {
@@ -203,9 +206,12 @@ enum GenCmd {
 fn gen(cmd: GenCmd) -> Result<(), PsError> {
     use crate::gen;
     match cmd {
-        GenCmd::Ratings { out, ratings, users, items, rank, noise, item_skew, user_skew, seed } => {
+        GenCmd::Ratings { out, ratings, users, items, rank, noise, item_skew, user_skew, seed, parts } => {
             let spec = gen::RatingsSpec { users, items, ratings, rank, noise, item_skew, user_skew, seed };
-            gen::ratings(&spec, &out)
+            match parts {
+                Some(p) => gen::ratings_parts(&spec, &out, p),
+                None => gen::ratings(&spec, &out),
+            }
         }
         GenCmd::Corpus { out, name, docs, vocab, topics, doc_len, alpha, beta, seed } => {
             gen::corpus(&gen::CorpusSpec { docs, vocab, topics, doc_len, alpha, beta, seed }, &out, &name)

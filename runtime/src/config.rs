@@ -304,6 +304,13 @@ pub struct TableConfig {
     /// 0 mirrors every change (small tables that must be exact, such as objective sums).
     #[serde(default)]
     pub significance: Option<f64>,
+    /// The app asks for this table's rows ahead of reading them (`TableHandle::refresh`), on a
+    /// schedule of its own such as slices rotating among the workers: the runtime then neither
+    /// prefetches the rows read in the last clock (under rotation they are another worker's
+    /// next) nor subscribes them to ESSP pushes (every change of a rotating slice would go to
+    /// every process: P times the bytes of fetching a slice when its turn comes).
+    #[serde(default)]
+    pub announced_reads: bool,
 }
 
 /// Deterministic random row initialisation: uniform in `[low, high)`, seeded per row.
@@ -338,6 +345,7 @@ impl TableConfig {
             placement: Placement::Hash,
             init: None,
             significance: None,
+            announced_reads: false,
         }
     }
     pub fn with_init(mut self, low: f64, high: f64, seed: u64) -> Self {
@@ -351,6 +359,11 @@ impl TableConfig {
     /// ASP: a fixed significance threshold for this table (0: every change is mirrored).
     pub fn with_significance(mut self, threshold: f64) -> Self {
         self.significance = Some(threshold);
+        self
+    }
+    /// See [`TableConfig::announced_reads`].
+    pub fn with_announced_reads(mut self, announced: bool) -> Self {
+        self.announced_reads = announced;
         self
     }
     pub fn with_placement(mut self, p: Placement) -> Self {

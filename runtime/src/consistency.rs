@@ -44,6 +44,17 @@ impl ReadRule {
         }
     }
 
+    /// The rule of table `t`: a table whose reads the app announces (`announced_reads`) is
+    /// neither prefetched nor pushed, unless it has no staleness bound (async refreshes anyway).
+    pub fn for_table(cfg: &RuntimeConfig, t: &crate::config::TableConfig) -> Self {
+        let mut r = Self::new(cfg, t.staleness);
+        if t.announced_reads && r.slack.is_some() {
+            r.push = false;
+            r.prefetch = PrefetchPolicy::Off;
+        }
+        r
+    }
+
     /// The oldest data age a read at clock `c` may return; `floor` is the barrier floor.
     #[inline]
     pub fn required(&self, c: Clock, floor: Age) -> Age {
@@ -143,6 +154,10 @@ mod tests {
         assert_eq!(ReadRule::new(&cfg(Consistency::Ssp, 3), None).required(c, Age::new(9)), Age::new(9));
         assert!(ReadRule::new(&cfg(Consistency::Essp, 1), None).pushes());
         assert!(!ReadRule::new(&cfg(Consistency::Ssp, 1), None).pushes());
+        let announced = crate::config::TableConfig::new(0, "t", "dense_f32", 1).with_announced_reads(true);
+        let r = ReadRule::for_table(&cfg(Consistency::Essp, 1), &announced);
+        assert!(!r.pushes() && !r.prefetches(), "announced reads: pulled when the app asks");
+        assert!(ReadRule::for_table(&cfg(Consistency::Async, 1), &announced).prefetches(), "async refreshes");
     }
 
     #[test]

@@ -80,24 +80,65 @@ impl RatingsSpec {
     }
 }
 
+/// The planted model and popularity laws of a ratings set, drawn from its seed.
+struct Planted {
+    u: Vec<f32>,
+    v: Vec<f32>,
+    items: Zipf,
+    users: Zipf,
+    noise: Normal<f64>,
+}
+
+impl Planted {
+    fn new(spec: &RatingsSpec, rng: &mut crate::hash::SeededRng) -> Result<Self> {
+        let normal = Normal::new(0.0, 1.0 / (spec.rank as f64).sqrt()).map_err(|e| PsError::Config(e.to_string()))?;
+        let u: Vec<f32> = (0..spec.users * spec.rank).map(|_| normal.sample(rng) as f32).collect();
+        let v: Vec<f32> = (0..spec.items * spec.rank).map(|_| normal.sample(rng) as f32).collect();
+        let items = Zipf::new(spec.items, spec.item_skew, rng);
+        let users = Zipf::new(spec.users, spec.user_skew, rng);
+        let noise = Normal::new(0.0, spec.noise).map_err(|e| PsError::Config(e.to_string()))?;
+        Ok(Planted { u, v, items, users, noise })
+    }
+
+    /// Writes `n` ratings drawn with `rng` to `path`.
+    fn write(&self, k: usize, n: usize, rng: &mut crate::hash::SeededRng, path: &Path) -> Result<()> {
+        let mut f = create(path)?;
+        for _ in 0..n {
+            let (a, b) = (self.users.sample(rng) as usize, self.items.sample(rng) as usize);
+            let dot: f32 = self.u[a * k..a * k + k].iter().zip(&self.v[b * k..b * k + k]).map(|(x, y)| x * y).sum();
+            let r = (3.6 + 1.5 * dot as f64 + self.noise.sample(rng)).round().clamp(1.0, 5.0);
+            writeln!(f, "{}\t{}\t{}", a + 1, b + 1, r as u8).map_err(io(path))?;
+        }
+        f.flush().map_err(io(path))
+    }
+}
+
 /// Writes `user<TAB>item<TAB>rating` lines (ids 1-based, ratings 1..5). Deterministic per seed.
 pub fn ratings(spec: &RatingsSpec, path: &Path) -> Result<()> {
     let mut rng = crate::hash::SeededRng::seed_from_u64(spec.seed);
-    let normal = Normal::new(0.0, 1.0 / (spec.rank as f64).sqrt()).map_err(|e| PsError::Config(e.to_string()))?;
-    let u: Vec<f32> = (0..spec.users * spec.rank).map(|_| normal.sample(&mut rng) as f32).collect();
-    let v: Vec<f32> = (0..spec.items * spec.rank).map(|_| normal.sample(&mut rng) as f32).collect();
-    let items = Zipf::new(spec.items, spec.item_skew, &mut rng);
-    let users = Zipf::new(spec.users, spec.user_skew, &mut rng);
-    let noise = Normal::new(0.0, spec.noise).map_err(|e| PsError::Config(e.to_string()))?;
-    let mut f = create(path)?;
-    let k = spec.rank;
-    for _ in 0..spec.ratings {
-        let (a, b) = (users.sample(&mut rng) as usize, items.sample(&mut rng) as usize);
-        let dot: f32 = u[a * k..a * k + k].iter().zip(&v[b * k..b * k + k]).map(|(x, y)| x * y).sum();
-        let r = (3.6 + 1.5 * dot as f64 + noise.sample(&mut rng)).round().clamp(1.0, 5.0);
-        writeln!(f, "{}\t{}\t{}", a + 1, b + 1, r as u8).map_err(io(path))?;
-    }
-    f.flush().map_err(io(path))
+    let planted = Planted::new(spec, &mut rng)?;
+    planted.write(spec.rank, spec.ratings, &mut rng, path)
+}
+
+/// Writes the ratings as `parts` files `part-00000.tsv`... in the directory `dir`, generated in
+/// parallel from one planted model (as a table of a Hadoop job's output would be laid out).
+/// Deterministic per seed and number of parts.
+pub fn ratings_parts(spec: &RatingsSpec, dir: &Path, parts: usize) -> Result<()> {
+    let mut rng = crate::hash::SeededRng::seed_from_u64(spec.seed);
+    let planted = Planted::new(spec, &mut rng)?;
+    let parts = parts.max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..parts)
+            .map(|p| {
+                let (planted, n) = (&planted, spec.ratings / parts + usize::from(p < spec.ratings % parts));
+                let path = dir.join(format!("part-{p:05}.tsv"));
+                let mut rng =
+                    crate::hash::SeededRng::seed_from_u64(crate::hash::mix64(spec.seed ^ (p as u64 + 1) << 32));
+                s.spawn(move || planted.write(spec.rank, n, &mut rng, &path))
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().map_err(|_| PsError::Usage("gen: a writer panicked".into()))?)
+    })
 }
 
 /// Shape of a synthetic corpus (LDA generative process).

@@ -82,7 +82,7 @@ fn run_process(
         job.runtime.restart_attempt = attempt;
         job.runtime.checkpoint.resume |= job.runtime.checkpoint.url.is_some();
     }
-    let app = catalog.build(&job.app, &job.app_args)?;
+    let mut app = catalog.build(&job.app, &job.app_args)?;
     let secret = job.load_secret()?;
     // Under YARN the hostfile comes from the application master (ports bound here, reported there).
     let live = Arc::new(Live::new(job.runtime.threads));
@@ -112,6 +112,7 @@ fn run_process(
             (Hostfile::load(&job.hostfile)?, None)
         }
     };
+    app.shape(&crate::process::JobShape::new(&job.runtime, hosts.len()))?;
     if let Some(l) = link.as_mut() {
         l.report_progress(live.clone(), app.total_clocks());
     }

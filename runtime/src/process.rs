@@ -24,6 +24,13 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 /// same tables in every process, load this process's data), then runs `run_worker` on every
 /// worker thread and joins them.
 pub trait App: Send + Sync + 'static {
+    /// Sizes the app to the job before anything else is called on it (and before
+    /// [`App::total_clocks`] is asked): how many workers it has and how stale their reads may be.
+    /// An app whose schedule depends on them (MF's and LDA's rotating slices) fixes its clocks
+    /// here. Called again, with the same shape, before `initialize`.
+    fn shape(&mut self, _job: &JobShape) -> Result<()> {
+        Ok(())
+    }
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()>;
     fn run_worker(&self, worker: &mut Worker) -> Result<()>;
     /// The clocks a worker will run, if known in advance (progress reports).
@@ -39,6 +46,26 @@ pub trait App: Send + Sync + 'static {
     /// every YARN container).
     fn locations(&self) -> Vec<(&'static str, String)> {
         Vec::new()
+    }
+}
+
+/// What an app may size itself by: the job's processes and worker threads, and the staleness
+/// bound of tables that do not set their own (`None`: unbounded, async).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobShape {
+    pub processes: usize,
+    pub threads: usize,
+    pub staleness: Option<i64>,
+}
+
+impl JobShape {
+    pub fn new(cfg: &RuntimeConfig, processes: usize) -> Self {
+        JobShape { processes, threads: cfg.threads, staleness: cfg.slack(None) }
+    }
+
+    /// Worker threads of the whole job.
+    pub fn workers(&self) -> usize {
+        self.processes * self.threads
     }
 }
 
@@ -254,6 +281,7 @@ pub fn run_app(
     echo: Value,
 ) -> Result<ProcessStats> {
     let started = Instant::now();
+    app.shape(&JobShape::new(&spec.cfg, spec.hosts.len()))?;
     let mut ctx = PsContext::start(spec, registry)?;
     if let Err(e) = catch_panic("initialization", || app.initialize(&mut ctx)) {
         ctx.abort(&e.to_string());
@@ -337,7 +365,7 @@ fn join_workers(ctx: &PsContext, rx: std::sync::mpsc::Receiver<WorkerEnd>) -> Jo
 }
 
 impl Joined {
-    fn into_stats(self, core: &Shared, started: Instant, echo: Value, app: Map<String, Value>) -> ProcessStats {
+    fn into_stats(self, core: &Shared, started: Instant, echo: Value, mut app: Map<String, Value>) -> ProcessStats {
         let threads = core.cfg.threads;
         let wait_s = self.total.wait_ns as f64 / 1e9;
         let (staleness_hist, mean_staleness) = hist_of(&self.total.staleness);
@@ -366,6 +394,8 @@ impl Joined {
             updates_sent: net.updates_sent.load(Ordering::Relaxed),
             fetches_sent: net.fetches_sent.load(Ordering::Relaxed),
             peak_rss_bytes: peak_rss_bytes(),
+            // The iterative driver measures it (`apps::objective`); a typed field, summed.
+            train_cpu_s: app.remove("train_cpu_s").and_then(|v| v.as_f64()).unwrap_or(0.0),
             staleness_hist,
             mean_staleness,
             staleness_profile: core.cfg.staleness_profile.then(|| StalenessProfile::of(&self.total)),

@@ -104,6 +104,11 @@ pub struct ProcessStats {
     pub selective_barriers: u64,
     /// Peak resident set size of the process (bytes, from getrusage).
     pub peak_rss_bytes: u64,
+    /// CPU seconds (user + system, every thread of the process) from the first clock's work to
+    /// the barrier after the last clock: what training costs in CPU, intermediate evaluations
+    /// included (0 for apps outside the iterative driver). Summed over processes in the job.
+    #[serde(default)]
+    pub train_cpu_s: f64,
     /// Observed staleness (row data age minus reader clock) -> count.
     pub staleness_hist: BTreeMap<i64, u64>,
     pub mean_staleness: f64,
@@ -143,6 +148,17 @@ impl StalenessProfile {
 }
 
 /// This process's peak resident set size in bytes (0 if unknown).
+/// CPU seconds this process has used so far, user and system, all threads (getrusage).
+pub(crate) fn process_cpu_s() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct we own; no pointers are kept.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0.0;
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(u.ru_utime) + s(u.ru_stime)
+}
+
 pub(crate) fn peak_rss_bytes() -> u64 {
     // SAFETY: getrusage fills the zeroed struct we own; no pointers are kept.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
@@ -221,6 +237,7 @@ struct JobStats {
     selective_barriers: u64,
     /// The largest process's peak RSS.
     peak_rss_bytes: u64,
+    train_cpu_s: f64,
     staleness_hist: BTreeMap<i64, u64>,
     mean_staleness: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -268,6 +285,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         mirror_clock_waits: sum(|p| p.mirror_clock_waits),
         selective_barriers: sum(|p| p.selective_barriers),
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
+        train_cpu_s: stats().map(|p| p.train_cpu_s).sum(),
         staleness_hist: hist,
         mean_staleness: mean,
         staleness_profile: stats().filter_map(|p| p.staleness_profile.as_ref()).fold(None, |acc, p| {
@@ -336,6 +354,7 @@ mod tests {
             "mirror_clock_waits": int("mirror_clock_waits"),
             "selective_barriers": int("selective_barriers"),
             "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
+            "train_cpu_s": sum("train_cpu_s"),
             "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),
             "mean_staleness": mean,
             "config": procs.first().and_then(|p| p.get("config")).cloned().unwrap_or(Value::Null),
@@ -399,7 +418,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 25] = [
+    const JOB_KEYS: [&str; 26] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -420,6 +439,7 @@ mod tests {
         "significant_updates",
         "staleness_hist",
         "thread_cache_misses",
+        "train_cpu_s",
         "updates_sent",
         "wait_s",
         "wall_s",

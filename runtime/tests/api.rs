@@ -284,3 +284,41 @@ fn dense_updates_count_once_around_reads() {
         }
     }
 }
+
+/// Thread 1 asks ahead (`fetch_ahead`) for the version of a row its next clock needs, which the
+/// server can only give once thread 0 has finished its clock; thread 0 then reads that row, of
+/// which the process has no copy yet. The read must not wait for the request asked ahead (the
+/// two threads would wait for each other): it asks for what it needs itself.
+struct AskAhead(std::sync::Barrier);
+
+impl App for AskAhead {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        ctx.create_table(TableConfig::new(0, "t", "dense_f64", 2).with_announced_reads(true))
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let mut t = w.table::<DenseRow<f64>>(0)?;
+        if w.thread_id() == 1 {
+            w.clock()?;
+            t.fetch_ahead(7, 1);
+            self.0.wait();
+            self.0.wait();
+        } else {
+            self.0.wait();
+            assert_eq!(t.get(7)?.0, vec![0.0, 0.0]);
+            self.0.wait();
+            w.clock()?;
+        }
+        t.inc_col(7, 0, 1.0)?;
+        w.global_barrier()?;
+        assert_eq!(t.get(7)?.0, vec![2.0, 0.0]);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_read_does_not_wait_for_a_version_asked_for_ahead() {
+    let cfg = RuntimeConfig { consistency: Consistency::Ssp, staleness: 1, threads: 2, ..RuntimeConfig::default() };
+    for r in run_cluster(1, &cfg, |_| Box::new(AskAhead(std::sync::Barrier::new(2)))) {
+        r.unwrap();
+    }
+}

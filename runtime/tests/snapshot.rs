@@ -289,7 +289,8 @@ fn every_app_resumes_to_the_same_quality_with_ssp() {
     let mut cfg = RuntimeConfig { consistency: Consistency::Ssp, staleness: 1, threads: 2, ..Default::default() };
     cfg.checkpoint.every = 4;
     for (app, args, key, tol) in [
-        ("mf", format!("--input {r} --passes 6 --clocks-per-pass 3 --rank 4"), "value", 0.01),
+        // 4 workers, staleness 1: 8 item slices rotate; checkpoints fall inside passes.
+        ("mf", format!("--input {r} --passes 6 --clocks-per-pass 8 --rank 4"), "value", 0.01),
         // 4 workers, staleness 1: 8 vocabulary slices rotate; checkpoints fall inside passes.
         ("lda", format!("--input {c} --topics 5 --passes 3 --clocks-per-pass 8 --schedule words"), "value", 0.01),
         // PageRank: both runs must reach the same fixed point (L1 distance to the exact ranks).

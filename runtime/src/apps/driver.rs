@@ -35,6 +35,11 @@ pub trait Iterative: Sized + Send + Sync + 'static {
 
     /// Parses and checks the app's command-line arguments.
     fn from_args(args: &[String]) -> Result<Self>;
+    /// Sizes the app to the job before it starts (see [`App::shape`]): e.g. the clocks per pass
+    /// of a schedule that rotates model slices among the workers.
+    fn shape(&mut self, _job: &crate::JobShape) -> Result<()> {
+        Ok(())
+    }
     fn common(&self) -> &CommonArgs;
     /// Turns the partial sums of an evaluation, summed over workers, into named values; the first
     /// is the objective's `value`.
@@ -93,6 +98,10 @@ pub struct Driver<A> {
 }
 
 impl<A: Iterative> App for Driver<A> {
+    fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
+        self.alg.shape(job)
+    }
+
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
         self.alg.create_tables(ctx)?;
         Objective::create_tables(ctx)?;
@@ -160,6 +169,9 @@ impl<A: Iterative> Driver<A> {
                 tracker.evaluate(w, 0, || alg.evaluate(st, c.target.is_some()))?;
             }
             c.straggle(w.process_id(), w.num_processes(), clock);
+            if w.thread_id() == 0 {
+                self.obj.record_cpu(false);
+            }
             alg.run_clock(st, clock)?;
             if c.is_sample_clock(clock) && clock != last {
                 tracker.evaluate(w, clock + 1, || alg.evaluate(st, c.target.is_some()))?;
@@ -181,6 +193,9 @@ impl<A: Iterative> Driver<A> {
         // evaluated nothing would wait as long before its output. A job resumed from its last
         // checkpoint gets here directly.
         w.global_barrier()?;
+        if w.thread_id() == 0 {
+            self.obj.record_cpu(true);
+        }
         tracker.evaluate(w, last + 1, || alg.evaluate(st, true))
     }
 }

@@ -3,15 +3,15 @@
 //! the parameter server; document-topic counts stay with the worker that owns the document.
 //! Start-up adds the random initial assignments; each clock resamples one `lda_tokens::Block` of
 //! the worker's tokens, reading each of its words' rows once: by default a slice of the
-//! vocabulary that rotates among the workers (`lda_schedule`).
+//! vocabulary that rotates among the workers (`rotation`).
 //! Quality: the collapsed log-likelihood log p(w, z).
 
 use super::driver::Iterative;
 use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
-use super::lda_schedule::{Plan, Schedule};
 use super::lda_tokens::Block;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
+use super::rotation::{Names, Plan, Rotation};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, TableConfig};
@@ -46,12 +46,39 @@ pub struct LdaArgs {
     #[arg(long, default_value_t = 20)]
     pub top_words: usize,
     /// Which tokens a clock samples: `words` rotates slices of the vocabulary among the workers
-    /// (exact word counts, fewer rows on the wire; needs --clocks-per-pass to be a multiple of
-    /// workers x (staleness + 1)), `docs` takes a part of the documents with all their words,
-    /// `auto` is `words` where it fits.
+    /// (exact word counts whatever the number of workers, fewer rows on the wire; needs
+    /// --clocks-per-pass to be a multiple of workers x (staleness + 1), which is the default),
+    /// `docs` takes a part of the documents with all their words, `auto` is `words` unless the
+    /// job has no staleness bound (async) or runs several passes a clock.
     #[arg(long, value_enum, default_value_t = Schedule::Auto)]
     pub schedule: Schedule,
 }
+
+/// `--schedule`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// `words` unless the job cannot rotate (async, several passes a clock).
+    Auto,
+    /// Rotate slices of the vocabulary among the workers.
+    Words,
+    /// Every clock takes a part of the documents and all their words.
+    Docs,
+}
+
+impl Schedule {
+    fn rotation(self) -> Rotation {
+        match self {
+            Schedule::Auto => Rotation::Auto,
+            Schedule::Words => Rotation::Rotate,
+            Schedule::Docs => Rotation::Data,
+        }
+    }
+}
+
+const NAMES: Names = Names { app: "lda", rotate: "words", data: "docs" };
+
+/// Clocks per pass of the data-parallel schedule, and the least of the rotating one.
+const BASE_CPP: i64 = 4;
 
 pub const WORD_TOPIC: u32 = 0;
 pub const TOPIC_SUM: u32 = 1;
@@ -73,6 +100,8 @@ pub struct Lda {
     /// The vocabulary as global thread 0 read it, for naming words in the output (only process 0
     /// has it: the other processes' `word_topic` parts name words by id).
     vocab: Mutex<Option<Vec<String>>>,
+    /// Whether the job rotates vocabulary slices (set by `shape`).
+    rotates: bool,
 }
 
 /// A worker's documents, their topic assignments and the sampler.
@@ -137,15 +166,25 @@ impl Iterative for Lda {
 
     fn from_args(args: &[String]) -> Result<Self> {
         let mut args: LdaArgs = parse("lda", args)?;
-        // Four clocks per sweep by default: the smallest that lets the default job (2 workers,
-        // staleness 1) rotate word slices (`lda_schedule`). On a 3M-token corpus (K = 100, 5
-        // sweeps, 2 workers) it reached -12.05 per token at 1.15 s/sweep, 8 clocks -12.03 at
-        // 1.61, and document parts at 4 clocks -12.35 at 1.87 (the plain loop: -12.03).
-        args.common.validate("lda", 4)?;
+        // At least four clocks per sweep, and a multiple of workers x (staleness + 1) (`shape`):
+        // the smallest that lets the default job (2 workers, staleness 1) rotate word slices. On a
+        // 3M-token corpus (K = 100, 5 sweeps, 2 workers) it reached -12.05 per token at 1.15
+        // s/sweep, 8 clocks -12.03 at 1.61, and document parts at 4 clocks -12.35 at 1.87 (the
+        // plain loop: -12.03).
+        args.common.validate("lda", BASE_CPP)?;
         if args.topics == 0 || args.topics > u16::MAX as usize || args.alpha <= 0.0 || args.beta <= 0.0 {
             return Err(PsError::Config("lda: --topics must be in 1..65535, --alpha and --beta positive".into()));
         }
-        Ok(Lda { args, vocab: Mutex::new(None) })
+        Ok(Lda { args, vocab: Mutex::new(None), rotates: false })
+    }
+
+    fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
+        let c = &mut self.args.common;
+        let rotation = self.args.schedule.rotation();
+        c.size_clocks(Plan::default_cpp(rotation, job.workers(), job.staleness, c.multi_pass(), BASE_CPP));
+        // Refused here, before anything starts, rather than by every worker after loading.
+        self.rotates = Plan::new(rotation, NAMES, job.workers(), job.staleness, c.cpp(), c.multi_pass())?.rotates();
+        Ok(())
     }
 
     fn common(&self) -> &CommonArgs {
@@ -158,7 +197,11 @@ impl Iterative for Lda {
 
     fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
         let k = self.args.topics;
-        ctx.create_table(TableConfig::new(WORD_TOPIC, "word_topic", "sparse_i32", k))?;
+        // Rotating slices: each clock's word rows are asked for ahead (`begin_clock`), when their
+        // turn comes, rather than prefetched or pushed after every change.
+        ctx.create_table(
+            TableConfig::new(WORD_TOPIC, "word_topic", "sparse_i32", k).with_announced_reads(self.rotates),
+        )?;
         // Under ASP the topic totals are mirrored exactly (significance 0): K numbers a clock, and
         // every sampling step divides by them. Filtered like the word rows, each data center's
         // totals drifted from the sum of its word-topic counts (a token moving between topics
@@ -176,19 +219,21 @@ impl Iterative for Lda {
         if gid == 0 {
             *self.vocab.lock().unwrap_or_else(|e| e.into_inner()) = corpus.vocab;
         }
-        let plan = Plan::new(a.schedule, nw, w.staleness(WORD_TOPIC)?, c.cpp())?;
+        let plan = Plan::new(a.schedule.rotation(), NAMES, nw, w.staleness(WORD_TOPIC)?, c.cpp(), c.multi_pass())?;
         if gid == 0 {
             log::info!("lda: {} document parts x {} word slices per pass", plan.parts, plan.slices);
-            if !plan.rotates() && a.schedule == Schedule::Auto {
-                log::info!(
-                    "lda: rotating word slices (faster, exact word counts) would need --clocks-per-pass to be a \
-                     multiple of workers x (staleness + 1)"
+            if !plan.rotates() && a.schedule == Schedule::Auto && nw > 1 {
+                log::warn!(
+                    "lda: without a staleness bound or with several passes a clock the vocabulary cannot rotate: every \
+                     worker samples every word in every clock (more traffic, staler word counts)"
                 );
             }
         }
         let n = docs.len();
         let blocks = (0..plan.blocks())
-            .map(|b| Block::new(&docs, plan.part_docs(b / plan.slices, n), v, |w| plan.slice_of(w) == b % plan.slices))
+            .map(|b| {
+                Block::new(&docs, plan.part_range(b / plan.slices, n), v, |w| plan.hashed_slice(w) == b % plan.slices)
+            })
             .collect();
         let mut st = LdaWorker {
             wt: w.table(WORD_TOPIC)?,
@@ -238,6 +283,20 @@ impl Iterative for Lda {
     }
 
     fn begin_clock(&self, st: &mut LdaWorker, clock: i64) -> Result<()> {
+        // The block's words are known in advance: ask for all rows not cached at once, so the
+        // sweep does not wait one round trip per word (in the first pass that took most of a
+        // clock); rotating, also the next clock's, which arrive while this one samples.
+        let ahead = if st.plan.rotates() { 1 } else { 0 };
+        for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
+            for &w in &st.blocks[st.plan.block_at(st.gid, clock + ahead)].words {
+                if st.plan.rotates() {
+                    // What the previous clock asked for ahead is not asked for again.
+                    st.wt.fetch_ahead(w as u64, ahead);
+                } else {
+                    st.wt.refresh(w as u64);
+                }
+            }
+        }
         st.rng = self.rng_at(st.gid, clock);
         let totals = st.ts.get(0)?.to_vec();
         st.sampler.set_totals(&totals);
@@ -249,12 +308,6 @@ impl Iterative for Lda {
         // With several passes per clock there is one block, all documents and words.
         for _ in self.args.common.segments(clock, st.docs.len()) {
             let b = &mut st.blocks[st.plan.block_at(st.gid, clock)];
-            // The block's words are known in advance: ask for all rows not cached or pushed at
-            // once, so the sweep does not wait one round trip per word (in the first pass, before
-            // the rows are subscribed, that took most of a clock).
-            for &w in &b.words {
-                store.0.refresh(w as u64);
-            }
             st.sampler.sweep_block(b, &mut store, &mut st.rng)?;
         }
         flush_totals(&mut st.ts, &mut st.sampler)

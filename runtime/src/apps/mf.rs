@@ -6,6 +6,12 @@
 //! `--test-fraction` (a fixed hash of (user, item, seed) picks the held-out ratings, so the split
 //! does not depend on the number of workers).
 //!
+//! By default slices of the items rotate among the workers (`rotation`, `mf_blocks`): at each
+//! clock a worker trains on its ratings of one slice, which no other worker touches within the
+//! staleness window, so every item row is changed by one worker at a time and the result does
+//! not depend on the number of workers (data-parallel SGD, `--schedule ratings`, adds W workers'
+//! changes of each popular item together and diverged from 3-4 workers on skewed data).
+//!
 //! The training RMSE is LIBMF's `tr_rmse`: the errors the SGD steps saw since the previous
 //! sample, summed while training at no extra cost. An exact evaluation of the training ratings
 //! costs about half a pass of reads, which on a 10-pass job was most of the time spent outside
@@ -14,9 +20,11 @@
 //! stops on the objective, and before any training, the training RMSE is evaluated exactly.
 
 use super::driver::Iterative;
+use super::mf_blocks::into_blocks;
 use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
 use super::options::{parse, CommonArgs};
 use super::output::Output;
+use super::rotation::{Names, Plan, Rotation};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, RowInit, TableConfig};
@@ -61,7 +69,42 @@ pub struct MfArgs {
     /// `prefetch` policy alone; the prefetch experiment compares the two).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub refresh_ahead: bool,
+    /// Which ratings a clock trains on: `items` rotates slices of the items among the workers
+    /// (no two workers change an item row within the staleness window, so the model does not
+    /// depend on the number of workers; needs --clocks-per-pass to be a multiple of workers x
+    /// (staleness + 1), which is the default), `ratings` takes a part of the worker's ratings
+    /// with all their items (every worker changes every popular item in every clock: diverges
+    /// from a few workers on skewed data), `auto` is `items` unless the job cannot rotate
+    /// (async, several passes a clock).
+    #[arg(long, value_enum, default_value_t = MfSchedule::Auto)]
+    pub schedule: MfSchedule,
 }
+
+/// `--schedule`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MfSchedule {
+    /// `items` unless the job cannot rotate.
+    Auto,
+    /// Rotate slices of the items among the workers.
+    Items,
+    /// Every clock takes a part of the ratings with all their items.
+    Ratings,
+}
+
+impl MfSchedule {
+    fn rotation(self) -> Rotation {
+        match self {
+            MfSchedule::Auto => Rotation::Auto,
+            MfSchedule::Items => Rotation::Rotate,
+            MfSchedule::Ratings => Rotation::Data,
+        }
+    }
+}
+
+const NAMES: Names = Names { app: "mf", rotate: "items", data: "ratings" };
+
+/// Clocks per pass of the data-parallel schedule, and the least of the rotating one.
+const BASE_CPP: i64 = 2;
 
 /// `--user-factors`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +146,35 @@ pub fn sgd_order(ratings: &mut [Rating], seed: u64) {
 /// and the regulariser, each computed from the old values. Returns the error before the step.
 #[inline]
 pub fn sgd_update(l: &mut [f32], r: &mut [f32], x: f32, lr: f32, lambda: f32) -> f32 {
-    let e = x - dot(l, r);
+    sgd_body(l, r, x, lr, lambda)
+}
+
+/// An SGD step as a function pointer: `sgd_update` compiled for the best vector instructions of
+/// this CPU (see [`sgd_step_fn`]).
+pub type SgdStep = fn(&mut [f32], &mut [f32], f32, f32, f32) -> f32;
+
+/// `sgd_update` for this CPU: the binary is built for the baseline x86-64 (SSE2, four lanes) so
+/// that it runs on every node; with AVX2 the same code runs eight lanes at a time. Both do the
+/// same IEEE operations in the same order (eight partial sums in the dot product, no fused
+/// multiply-add), so the model does not depend on the CPU.
+pub fn sgd_step_fn() -> SgdStep {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked above).
+        return |l, r, x, lr, lambda| unsafe { sgd_update_avx2(l, r, x, lr, lambda) };
+    }
+    sgd_update
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sgd_update_avx2(l: &mut [f32], r: &mut [f32], x: f32, lr: f32, lambda: f32) -> f32 {
+    sgd_body(l, r, x, lr, lambda)
+}
+
+#[inline(always)]
+fn sgd_body(l: &mut [f32], r: &mut [f32], x: f32, lr: f32, lambda: f32) -> f32 {
+    let e = x - dot_body(l, r);
     let n = l.len().min(r.len());
     let (l, r) = (&mut l[..n], &mut r[..n]);
     for k in 0..n {
@@ -118,6 +189,11 @@ pub fn sgd_update(l: &mut [f32], r: &mut [f32], x: f32, lr: f32, lambda: f32) ->
 /// running f32 sum cannot be reordered and runs at one add per FP-add latency).
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    dot_body(a, b)
+}
+
+#[inline(always)]
+fn dot_body(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0f32; 8];
@@ -134,6 +210,8 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 pub struct Mf {
     args: MfArgs,
+    /// Whether the job rotates item slices (set by `shape`).
+    rotates: bool,
 }
 
 impl Mf {
@@ -144,6 +222,17 @@ impl Mf {
         let c = &self.args.common;
         let per = train as f64 * c.passes as f64 / (20.0 * c.samples.max(1) as f64);
         (per as usize).clamp(10_000, EVAL_SAMPLE)
+    }
+
+    /// The (pass, ratings range) segments clock `clock` trains on: its block when item slices
+    /// rotate, else its part of the ratings.
+    fn ranges(&self, st: &MfWorker, clock: i64) -> Vec<(i64, std::ops::Range<usize>)> {
+        let mut segs = self.args.common.segments(clock, st.train.len());
+        if st.plan.rotates() {
+            // One clock is at most one pass when rotating: its one segment is the clock's block.
+            segs.iter_mut().for_each(|(_, r)| *r = st.blocks[st.plan.block_at(st.gid, clock)].clone());
+        }
+        segs
     }
 
     /// Initial factor entries: uniform in [-s, s) with s = init-scale / sqrt(rank), seeded per row.
@@ -173,6 +262,9 @@ pub struct MfWorker {
     /// Squared errors and count of the training ratings the SGD steps visited since the last
     /// evaluation (each error taken before its step).
     seen: [f64; 2],
+    /// Which block of the ratings each clock trains on, and (rotating) the blocks' ranges.
+    plan: Plan,
+    blocks: Vec<std::ops::Range<usize>>,
 }
 
 // The ratings order is fixed by the seed, so the loop position (the driver's clock) is the data
@@ -189,11 +281,21 @@ impl Iterative for Mf {
         // as long communicating as computing (5M ratings, rank 100, 2 workers: 2.8 s/pass at
         // 10, 1.3 at 2, 1.0 at 1), while held-out RMSE after a fixed number of passes moved by
         // about 0.1% (MovieLens 100K, 40 passes: 0.9255 at 10, 0.9266 at 2, 0.9283 at 1).
-        args.common.validate("mf", 2)?;
+        // With rotating item slices, the smallest multiple of workers x (staleness + 1) (`shape`).
+        args.common.validate("mf", BASE_CPP)?;
         if args.rank == 0 || !(0.0..1.0).contains(&args.test_fraction) {
             return Err(PsError::Config("mf: --rank must be positive and --test-fraction in [0, 1)".into()));
         }
-        Ok(Mf { args })
+        Ok(Mf { args, rotates: false })
+    }
+
+    fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
+        let c = &mut self.args.common;
+        let rotation = self.args.schedule.rotation();
+        c.size_clocks(Plan::default_cpp(rotation, job.workers(), job.staleness, c.multi_pass(), BASE_CPP));
+        let plan = Plan::new(rotation, NAMES, job.workers(), job.staleness, c.cpp(), c.multi_pass())?;
+        self.rotates = plan.rotates();
+        Ok(())
     }
 
     fn common(&self) -> &CommonArgs {
@@ -212,7 +314,12 @@ impl Iterative for Mf {
         let k = self.args.rank;
         let RowInit { low, high, seed } = self.init();
         ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(low, high, seed))?;
-        ctx.create_table(TableConfig::new(R, "items", "dense_f32", k).with_init(low, high, seed ^ 1))?;
+        // Rotating slices: each clock's item rows are asked for ahead (`begin_clock`), when their
+        // turn comes, rather than prefetched or pushed after every change.
+        let announced = self.rotates && self.args.refresh_ahead;
+        ctx.create_table(
+            TableConfig::new(R, "items", "dense_f32", k).with_init(low, high, seed ^ 1).with_announced_reads(announced),
+        )?;
         ctx.create_table(TableConfig::new(MEAN, "mean", "dense_f64", 2))?;
         let workers = ctx.num_processes() * ctx.config().threads;
         ctx.create_table(TableConfig::new(OWNER, "owner", "dense_i64", workers))
@@ -250,6 +357,7 @@ impl Iterative for Mf {
             (m[0] / m[1].max(1.0)) as f32
         };
         let items = distinct_sorted(&[&train, &test], |r| r.item);
+        let plan = Plan::new(a.schedule.rotation(), NAMES, nw, w.staleness(R)?, c.cpp(), c.multi_pass())?;
         let k = a.rank;
         let (users, local) = match a.user_factors {
             UserFactors::Local => {
@@ -264,6 +372,9 @@ impl Iterative for Mf {
                 (distinct_sorted(&[&train, &test], |r| r.user), None)
             }
         };
+        // In block order, each block's users still one after the other.
+        let blocks = if plan.rotates() { into_blocks(w, &plan, &mut train)? } else { Vec::new() };
+        phases.push(("blocks", t0.elapsed().as_secs_f64()));
         log::info!(
             "worker {gid}: {} ratings of {} users and {} items loaded in {:.1}s",
             train.len() + test.len(),
@@ -288,6 +399,8 @@ impl Iterative for Mf {
                 Some(s) => saved_seen(&s.meta)?,
                 None => [0.0; 2],
             },
+            plan,
+            blocks,
         })
     }
 
@@ -299,35 +412,50 @@ impl Iterative for Mf {
         if !self.args.refresh_ahead {
             return Ok(());
         }
-        let MfWorker { train, lt, rt, segment_rows, local, .. } = st;
-        for (_, range) in self.args.common.segments(clock, train.len()) {
-            // The ratings' order is fixed, so a segment's rows are the same every pass: computed
-            // once (a sort of the segment's items) instead of every clock.
-            let (users, items) = segment_rows.entry((range.start, range.end)).or_insert_with(|| {
-                let seg = &train[range.clone()];
-                let users = match local {
-                    Some(_) => Vec::new(),
-                    None => {
-                        // Ratings are grouped by user (sgd_order).
-                        let mut users: Vec<u64> = seg.iter().map(|r| r.user as u64).collect();
-                        users.dedup();
-                        users
-                    }
-                };
-                // Linear, through an id-indexed array: sorting the segment's item ids took
-                // seconds at Netflix size.
-                (users, distinct_sorted(&[seg], |r| r.item))
-            });
-            users.iter().for_each(|&u| lt.refresh(u));
-            items.iter().for_each(|&i| rt.refresh(i));
+        // Rotating: also the next clock's block, which arrives while this one trains (its
+        // previous holder is done with it once the slowest worker finishes this clock - s).
+        let st_rotates = st.plan.rotates();
+        let ahead = if st_rotates { 1 } else { 0 };
+        for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
+            let ranges = self.ranges(st, clock + ahead);
+            let MfWorker { train, lt, rt, segment_rows, local, .. } = &mut *st;
+            for (_, range) in ranges {
+                // The ratings' order is fixed, so a segment's rows are the same every pass:
+                // computed once (a sort of the segment's items) instead of every clock.
+                let (users, items) = segment_rows.entry((range.start, range.end)).or_insert_with(|| {
+                    let seg = &train[range.clone()];
+                    let users = match local {
+                        Some(_) => Vec::new(),
+                        None => {
+                            // Ratings are grouped by user (sgd_order).
+                            let mut users: Vec<u64> = seg.iter().map(|r| r.user as u64).collect();
+                            users.dedup();
+                            users
+                        }
+                    };
+                    // Linear, through an id-indexed array: sorting the segment's item ids took
+                    // seconds at Netflix size.
+                    (users, distinct_sorted(&[seg], |r| r.item))
+                });
+                if ahead == 0 && !st_rotates {
+                    users.iter().for_each(|&u| lt.refresh(u));
+                    items.iter().for_each(|&i| rt.refresh(i));
+                } else {
+                    // What the previous clock asked for ahead is not asked for again.
+                    users.iter().for_each(|&u| lt.fetch_ahead(u, ahead));
+                    items.iter().for_each(|&i| rt.fetch_ahead(i, ahead));
+                }
+            }
         }
         Ok(())
     }
 
     fn run_clock(&self, st: &mut MfWorker, clock: i64) -> Result<()> {
         let a = &self.args;
+        let ranges = self.ranges(st, clock);
         let MfWorker { train, mu, lt, rt, local, seen, .. } = st;
-        for (pass, range) in a.common.segments(clock, train.len()) {
+        let step = sgd_step_fn();
+        for (pass, range) in ranges {
             let lr = a.lr * a.lr_decay.powi(pass as i32);
             let mut sse = 0f64;
             // Rows are changed in place (get_mut): the runtime hands on the difference.
@@ -337,8 +465,7 @@ impl Iterative for Mf {
                     if let Some(next) = seg.get(n + HINT_AHEAD) {
                         rt.hint(next.item as u64);
                     }
-                    let e =
-                        sgd_update(local.row_mut(r.user), &mut rt.get_mut(r.item as u64)?, r.value - *mu, lr, a.lambda);
+                    let e = step(local.row_mut(r.user), &mut rt.get_mut(r.item as u64)?, r.value - *mu, lr, a.lambda);
                     sse += (e * e) as f64;
                 }
             } else {
@@ -349,7 +476,7 @@ impl Iterative for Mf {
                         rt.hint(next.item as u64);
                     }
                     let mut lu = lt.get_mut(r.user as u64)?;
-                    let e = sgd_update(&mut lu, &mut rt.get_mut(r.item as u64)?, r.value - *mu, lr, a.lambda);
+                    let e = step(&mut lu, &mut rt.get_mut(r.item as u64)?, r.value - *mu, lr, a.lambda);
                     sse += (e * e) as f64;
                 }
             }

@@ -37,6 +37,9 @@ pub struct Objective {
     /// Worker 0's time in the phases around training (`load_s`, `eval_s`, `output_s`): where a
     /// job's wall time outside training goes.
     phases: Mutex<Vec<(&'static str, f64)>>,
+    /// This process's CPU seconds when its first thread started training and at the barrier
+    /// after the last clock (`train_cpu_s`).
+    cpu: Mutex<(Option<f64>, Option<f64>)>,
 }
 
 impl Objective {
@@ -48,7 +51,19 @@ impl Objective {
             started: Mutex::new(None),
             train: Mutex::new(None),
             phases: Mutex::new(Vec::new()),
+            cpu: Mutex::new((None, None)),
         })
+    }
+
+    /// Marks the start (`end` false) or the end of this process's training, in CPU seconds.
+    pub fn record_cpu(&self, end: bool) {
+        let now = crate::stats::process_cpu_s();
+        let mut c = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
+        if end {
+            c.1 = Some(now);
+        } else {
+            c.0.get_or_insert(now);
+        }
     }
 
     /// Records worker 0's seconds in phase `name` (a stats key).
@@ -70,6 +85,9 @@ impl Objective {
         if let Some((s, clocks)) = *self.train.lock().unwrap_or_else(|e| e.into_inner()) {
             m.insert("train_s".into(), json!(s));
             m.insert("train_clocks".into(), json!(clocks));
+        }
+        if let (Some(a), Some(b)) = *self.cpu.lock().unwrap_or_else(|e| e.into_inner()) {
+            m.insert("train_cpu_s".into(), json!(b - a));
         }
         for (name, secs) in self.phases.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             m.insert((*name).into(), json!(secs));

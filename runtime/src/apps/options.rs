@@ -56,6 +56,10 @@ pub struct CommonArgs {
     pub passes_per_clock: i64,
     #[command(flatten)]
     pub stragglers: StragglerArgs,
+    /// Whether `--clocks-per-pass` was left to the app (set by `validate`): an app whose schedule
+    /// depends on the job's shape may then size it (`size_clocks`).
+    #[arg(skip)]
+    pub cpp_from_app: bool,
 }
 
 impl CommonArgs {
@@ -91,6 +95,18 @@ impl CommonArgs {
     pub fn straggle(&self, pid: usize, nprocs: usize, clock: i64) {
         self.stragglers.straggle(self.seed, pid, nprocs, clock);
     }
+    /// Whether a clock is several passes (`--passes-per-clock` > 1).
+    pub fn multi_pass(&self) -> bool {
+        self.passes_per_clock > 1
+    }
+
+    /// Sets the clocks per pass when the user left them to the app.
+    pub fn size_clocks(&mut self, cpp: i64) {
+        if self.cpp_from_app {
+            self.clocks_per_pass = Some(cpp);
+        }
+    }
+
     /// Clocks per pass.
     pub fn cpp(&self) -> i64 {
         self.clocks_per_pass.unwrap_or(1)
@@ -100,6 +116,7 @@ impl CommonArgs {
         if self.passes_per_clock > 1 && self.clocks_per_pass.is_some_and(|c| c > 1) {
             return Err(PsError::Config(format!("{app}: use either --clocks-per-pass or --passes-per-clock")));
         }
+        self.cpp_from_app = self.clocks_per_pass.is_none();
         self.clocks_per_pass.get_or_insert(if self.passes_per_clock > 1 { 1 } else { default_cpp });
         if self.passes_per_clock <= 0 || self.stragglers.out_of_range() {
             return Err(PsError::Config(format!(

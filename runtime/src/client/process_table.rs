@@ -39,13 +39,15 @@ struct ProcRow<R> {
     version: u64,
     /// Largest `min_age` of a fetch in flight (squashes duplicate fetches).
     in_flight: Age,
+    /// Largest `min_age` a blocked read asked for while `in_flight` was newer (see `read`).
+    wanted: Age,
     /// ESSP: the server pushes this row whenever its clock advances.
     subscribed: bool,
 }
 
 impl<R> ProcRow<R> {
     fn empty() -> Self {
-        ProcRow { view: None, age: Age::NONE, version: 0, in_flight: Age::NONE, subscribed: false }
+        ProcRow { view: None, age: Age::NONE, version: 0, in_flight: Age::NONE, wanted: Age::NONE, subscribed: false }
     }
 }
 
@@ -77,7 +79,7 @@ impl<R: Row> ProcessTable<R> {
         let shards = (0..n)
             .map(|_| (Mutex::new(Shard { rows: FxHashMap::default(), oplog: ProcessOplog::default() }), Condvar::new()))
             .collect();
-        let rule = ReadRule::new(&shared.cfg, cfg.staleness);
+        let rule = ReadRule::for_table(&shared.cfg, &cfg);
         ProcessTable { cfg, rule, shared, push, shards, mask: n as u64 - 1 }
     }
 
@@ -108,6 +110,10 @@ impl<R: Row> ProcessTable<R> {
 
     fn fetch(&self, row: u64, min_age: Age, r: &mut ProcRow<R>) {
         r.in_flight = min_age;
+        self.send_fetch(row, min_age);
+    }
+
+    fn send_fetch(&self, row: u64, min_age: Age) {
         let req = FetchReq { table: self.cfg.id, row, min_age, subscribe: self.rule.pushes() };
         self.shared.send(ClientCmd::Fetch { server: self.server(row), req });
     }
@@ -139,6 +145,13 @@ impl<R: Row> ProcessTable<R> {
             // Subscribed rows arrive by push when the server clock advances: no request needed.
             if !r.subscribed && r.in_flight < req {
                 self.fetch(row, req, r);
+            } else if !r.subscribed && r.in_flight > req && r.wanted < req {
+                // The fetch in flight asks for a newer version than this read needs: another
+                // thread asked ahead for its next clock (`fetch_ahead`), and the server may hold
+                // that version back until this very thread has finished its clock. Ask for what
+                // this read needs as well, or the two would wait for each other.
+                r.wanted = req;
+                self.send_fetch(row, req);
             }
             if blocked.is_none() {
                 blocked = Some(Instant::now());
@@ -229,6 +242,9 @@ impl<R: Row> ProcessTableOps for ProcessTable<R> {
         if r.in_flight <= age {
             r.in_flight = Age::NONE;
         }
+        if r.wanted <= age {
+            r.wanted = Age::NONE;
+        }
         drop(g);
         cv.notify_all();
         Ok(())
@@ -255,6 +271,7 @@ impl<R: Row> ProcessTableOps for ProcessTable<R> {
                 r.age = Age::NONE;
                 r.subscribed = false;
                 r.in_flight = Age::NONE;
+                r.wanted = Age::NONE;
             }
         }
     }

@@ -288,6 +288,17 @@ impl<R: Row> TableHandle<R> {
         }
     }
 
+    /// Non-blocking: makes sure that a copy of `row` fresh enough for a read `ahead` clocks from
+    /// now is cached or on its way (the server answers once it has that version). For loops that
+    /// know their next clock's rows (a rotating schedule): they arrive while this clock works,
+    /// instead of one round trip at the start of the next. Unlike [`TableHandle::refresh`] it
+    /// asks for nothing when such a copy is already cached or asked for.
+    pub fn fetch_ahead(&mut self, row: u64, ahead: i64) {
+        let t = self.inner.borrow();
+        let req = t.required(Clock::new(t.clock.clock.get().get().saturating_add(ahead)));
+        t.proc.prefetch(row, req);
+    }
+
     /// The table's configured column count.
     pub fn columns(&self) -> usize {
         self.inner.borrow().proc.cfg.columns

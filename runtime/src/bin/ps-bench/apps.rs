@@ -53,17 +53,17 @@ fn ensure(path: &Path, make: impl FnOnce() -> ps_runtime::Result<()>) {
     }
 }
 
-/// Runs `app` on the parameter server; returns (seconds per pass, final objective record).
-fn ps_run(app: &str, args: Vec<String>, procs: usize, clocks_per_pass: f64) -> (f64, Value) {
+/// Runs `app` for `passes` passes on the parameter server; returns (seconds per pass, final
+/// objective record).
+fn ps_run(app: &str, args: Vec<String>, procs: usize, passes: usize) -> (f64, Value) {
     let cfg = RuntimeConfig { threads: 1, consistency: Consistency::Essp, staleness: 1, ..RuntimeConfig::default() };
     let res =
         run_local_cluster(procs, &cfg, &RowTypeRegistry::with_builtins(), |_| apps::build(app, &args).expect("args"))
             .expect("cluster");
     let st = res.into_iter().next().expect("process 0").unwrap_or_else(|e| panic!("{app} failed: {e}"));
     let train_s = st.app["train_s"].as_f64().unwrap_or(f64::NAN);
-    let clocks = st.app["train_clocks"].as_f64().unwrap_or(f64::NAN);
     let last = st.app["objective"].as_array().and_then(|v| v.last().cloned()).unwrap_or(Value::Null);
-    (train_s / (clocks / clocks_per_pass), last)
+    (train_s / passes as f64, last)
 }
 
 fn strs(s: String) -> Vec<String> {
@@ -127,9 +127,9 @@ fn measure_mf(a: &Args, report: &mut Report) {
     let p = path.display().to_string();
     let (ps, last) = ps_run(
         "mf",
-        strs(format!("--input {p} --rank {} --passes {} --clocks-per-pass 1 --samples 1", a.mf_rank, a.mf_passes)),
+        strs(format!("--input {p} --rank {} --passes {} --samples 1", a.mf_rank, a.mf_passes)),
         a.procs,
-        1.0,
+        a.mf_passes,
     );
     let (ratings, _) = read_ratings(&p, 0, 1, RatingFormat::Auto, BadRecords::Fail).expect("read");
     let params = baseline::MfParams {
@@ -181,7 +181,7 @@ fn measure_lda(a: &Args, report: &mut Report) {
         "lda",
         strs(format!("--input {p} --topics {} --passes {} --samples 1", a.lda_topics, a.lda_passes)),
         a.procs,
-        1.0,
+        a.lda_passes,
     );
     let (c, _) = read_corpus(&p, None, 0, 1, BadRecords::Fail).expect("read");
     let tokens: usize = c.docs.iter().map(|d| d.words.len()).sum();
@@ -208,7 +208,7 @@ fn measure_pagerank(a: &Args, report: &mut Report) {
     ensure(&path, || gen::graph(&gen::GraphSpec { nodes: a.pr_nodes, degree: 10, skew: 0.8, seed: 1 }, &path));
     let p = path.display().to_string();
     let (ps, last) =
-        ps_run("pagerank", strs(format!("--input {p} --passes {} --samples 1", a.pr_passes)), a.procs, 1.0);
+        ps_run("pagerank", strs(format!("--input {p} --passes {} --samples 1", a.pr_passes)), a.procs, a.pr_passes);
     let (edges, _) = read_edges(&p, 0, 1, BadRecords::Fail).expect("read");
     let n = edges.src.iter().chain(&edges.dst).map(|&x| x as usize + 1).max().unwrap_or(0);
     let b = baseline::pagerank(&edges, n, 0.85, a.pr_passes);

@@ -82,8 +82,10 @@ impl Workload {
             Workload {
                 app: "mf",
                 // The papers' setup: both factor matrices are parameter-server tables (the default
-                // keeps user factors in the workers, which removes most of the traffic studied here).
-                args: format!("--input {} --rank {} --user-factors table", a.input, a.rank),
+                // keeps user factors in the workers, which removes most of the traffic studied here),
+                // and data-parallel SGD (rotating item slices would hand each item to one worker
+                // per clock, which takes staleness out of the picture).
+                args: format!("--input {} --rank {} --user-factors table --schedule ratings", a.input, a.rank),
                 key: "rmse",
                 target: a.target,
                 higher_is_better: false,

@@ -1,0 +1,104 @@
+//! MF's rotating item slices (`--schedule items`, see `rotation`): which slice each item is in,
+//! and the training ratings put in block order so that a clock's work is one contiguous range.
+//!
+//! Items are assigned to slices by their number of training ratings over the whole job, largest
+//! first to the least loaded slice, so that the slices cost about the same: a clock lasts as long
+//! as the largest block any worker has in it. Every worker computes the same assignment from the
+//! same totals, summed through two all-to-all exchanges (each worker totals the items it is
+//! responsible for, then sends its totals to all), so no process ever holds more than the item
+//! totals themselves.
+
+use super::rotation::{balance, Plan};
+use crate::config::mix64;
+use crate::error::{PsError, Result};
+use crate::input::Rating;
+use crate::Worker;
+use rustc_hash::FxHashMap;
+use std::ops::Range;
+
+const PAIR: usize = 12;
+
+/// Ratings per item of `ratings`.
+fn count_items(ratings: &[Rating]) -> FxHashMap<u32, u64> {
+    let mut n: FxHashMap<u32, u64> = FxHashMap::default();
+    for r in ratings {
+        *n.entry(r.item).or_insert(0) += 1;
+    }
+    n
+}
+
+fn encode(pairs: impl Iterator<Item = (u32, u64)>) -> Vec<u8> {
+    let mut b = Vec::new();
+    for (item, n) in pairs {
+        b.extend_from_slice(&item.to_le_bytes());
+        b.extend_from_slice(&n.to_le_bytes());
+    }
+    b
+}
+
+fn decode(from: usize, b: &[u8], mut f: impl FnMut(u32, u64)) -> Result<()> {
+    if !b.len().is_multiple_of(PAIR) {
+        return Err(PsError::codec(format!("mf: worker {from} sent {} bytes of item counts", b.len())));
+    }
+    for c in b.chunks_exact(PAIR) {
+        let item = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
+        f(item, u64::from_le_bytes(c[4..].try_into().expect("8 bytes")));
+    }
+    Ok(())
+}
+
+/// The job's training ratings per item, the same list (sorted by item) in every worker.
+fn job_item_counts(w: &mut Worker, train: &[Rating]) -> Result<Vec<(u32, u64)>> {
+    let n = w.total_threads();
+    let owner = |item: u32| (((mix64(item as u64 ^ 0x6974_656d) >> 32) * n as u64) >> 32) as usize;
+    let mut mine: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
+    for (item, c) in count_items(train) {
+        mine[owner(item)].push((item, c));
+    }
+    let got = w.exchange(mine.into_iter().map(|v| encode(v.into_iter())).collect())?;
+    let mut total: FxHashMap<u32, u64> = FxHashMap::default();
+    for (from, b) in got.iter().enumerate() {
+        decode(from, b, |item, c| *total.entry(item).or_insert(0) += c)?;
+    }
+    let summed = encode(total.into_iter());
+    let got = w.exchange(vec![summed; n])?;
+    let mut all = Vec::new();
+    for (from, b) in got.iter().enumerate() {
+        decode(from, b, |item, c| all.push((item, c)))?;
+    }
+    all.sort_unstable();
+    Ok(all)
+}
+
+/// Puts `train` in block order (block `part * slices + slice`; within a block the ratings keep
+/// their order, users one after the other) and returns each block's range. Collective: every
+/// worker of the job calls it at the same point.
+pub fn into_blocks(w: &mut Worker, plan: &Plan, train: &mut Vec<Rating>) -> Result<Vec<Range<usize>>> {
+    let counts = job_item_counts(w, train)?;
+    let (slice_of, imbalance) = balance(&counts, plan.slices);
+    if w.global_thread_id() == 0 {
+        log::info!(
+            "mf: {} item slices rotating among the workers, {} rating parts a pass; largest slice {:.2}x the mean",
+            plan.slices,
+            plan.parts,
+            imbalance
+        );
+    }
+    let slice = |item: u32| slice_of.get(&item).map_or_else(|| plan.hashed_slice(item), |&s| s as usize);
+    let parts = plan.parts as u64;
+    let part = |user: u32| (((mix64(user as u64 ^ 0x7061_7274) >> 32) * parts) >> 32) as usize;
+    let keys: Vec<u32> = train.iter().map(|r| (part(r.user) * plan.slices + slice(r.item)) as u32).collect();
+    let mut start = vec![0usize; plan.blocks() + 1];
+    keys.iter().for_each(|&k| start[k as usize + 1] += 1);
+    for b in 1..start.len() {
+        start[b] += start[b - 1];
+    }
+    let mut next = start.clone();
+    let mut sorted = vec![Rating { user: 0, item: 0, value: 0.0 }; train.len()];
+    for (r, &k) in train.iter().zip(&keys) {
+        sorted[next[k as usize]] = *r;
+        next[k as usize] += 1;
+    }
+    *train = sorted;
+    Ok(start.windows(2).map(|b| b[0]..b[1]).collect())
+}
