@@ -18,9 +18,11 @@ fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
     let stats = dir.join("stats.json");
     // Every process sleeps 40 ms a clock: a job of about 16 s that the browser can watch.
     let mut cmd = Command::new(bin("yarn-submit"));
-    cmd.env("PS_RUNTIME_BIN", bin("ps-runtime")).args(["--master", "local[2]", "--ui", "--stats"]).arg(&stats);
+    cmd.env("PS_RUNTIME_BIN", bin("ps-runtime")).args(["--master", "local[2]", "--threads", "1", "--ui", "--stats"]);
+    cmd.arg(&stats);
     cmd.arg("--checkpoint").arg(dir.join("ck")).args(["--checkpoint-every", "100"]);
-    cmd.args(["mf", "--input", &input, "--passes", "200", "--rank", "4", "--test-fraction", "0.1"]);
+    // 2 workers at staleness 1: 4 rotating item slices, one clock each, 400 clocks.
+    cmd.args(["mf", "--input", &input, "--passes", "100", "--rank", "4", "--test-fraction", "0.1"]);
     cmd.args(["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.04"]);
     let (child, rx) = spawn_lines(&mut cmd);
     let mut log = Vec::new();
@@ -66,7 +68,7 @@ fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
     let last = v["objective"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(text_of(&final_page, r#"id="job-status""#), Some("succeeded"));
     assert!(!final_page.contains("refresh") && !final_page.contains("status.json"));
-    // 200 passes of 2 clocks, all done.
+    // 100 passes of 4 clocks, all done.
     assert_eq!(clock_of(&final_page, r#"id="job-clock""#), 400);
     assert_eq!(clock_of(&final_page, r#"id="job-total""#), 400);
     for name in ["rmse", "test_rmse"] {
