@@ -11,7 +11,7 @@ use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
 use super::lda_tokens::Block;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
-use super::rotation::{Names, Plan, Rotation};
+use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, TableConfig};
@@ -179,11 +179,7 @@ impl Iterative for Lda {
     }
 
     fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
-        let c = &mut self.args.common;
-        let rotation = self.args.schedule.rotation();
-        c.size_clocks(Plan::default_cpp(rotation, job.workers(), job.staleness, c.multi_pass(), BASE_CPP));
-        // Refused here, before anything starts, rather than by every worker after loading.
-        self.rotates = Plan::new(rotation, NAMES, job.workers(), job.staleness, c.cpp(), c.multi_pass())?.rotates();
+        self.rotates = size_for_job(self.args.schedule.rotation(), NAMES, BASE_CPP, job, &mut self.args.common)?;
         Ok(())
     }
 
@@ -219,7 +215,7 @@ impl Iterative for Lda {
         if gid == 0 {
             *self.vocab.lock().unwrap_or_else(|e| e.into_inner()) = corpus.vocab;
         }
-        let plan = Plan::new(a.schedule.rotation(), NAMES, nw, w.staleness(WORD_TOPIC)?, c.cpp(), c.multi_pass())?;
+        let plan = plan_for_worker(a.schedule.rotation(), NAMES, w, WORD_TOPIC, c)?;
         if gid == 0 {
             log::info!("lda: {} document parts x {} word slices per pass", plan.parts, plan.slices);
             if !plan.rotates() && a.schedule == Schedule::Auto && nw > 1 {

@@ -21,10 +21,11 @@
 
 use super::driver::Iterative;
 use super::mf_blocks::into_blocks;
+pub use super::mf_kernel::{dot, sgd_step_fn, sgd_update, SgdStep};
 use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
 use super::options::{parse, CommonArgs};
 use super::output::Output;
-use super::rotation::{Names, Plan, Rotation};
+use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, RowInit, TableConfig};
@@ -142,72 +143,6 @@ pub fn sgd_order(ratings: &mut [Rating], seed: u64) {
     ratings.sort_by_cached_key(|r| (mix64(r.user as u64 ^ seed), mix64((r.item as u64) << 32 ^ r.user as u64 ^ seed)));
 }
 
-/// SGD step for one rating, in place: both rows move along the gradient of the squared error
-/// and the regulariser, each computed from the old values. Returns the error before the step.
-#[inline]
-pub fn sgd_update(l: &mut [f32], r: &mut [f32], x: f32, lr: f32, lambda: f32) -> f32 {
-    sgd_body(l, r, x, lr, lambda)
-}
-
-/// An SGD step as a function pointer: `sgd_update` compiled for the best vector instructions of
-/// this CPU (see [`sgd_step_fn`]).
-pub type SgdStep = fn(&mut [f32], &mut [f32], f32, f32, f32) -> f32;
-
-/// `sgd_update` for this CPU: the binary is built for the baseline x86-64 (SSE2, four lanes) so
-/// that it runs on every node; with AVX2 the same code runs eight lanes at a time. Both do the
-/// same IEEE operations in the same order (eight partial sums in the dot product, no fused
-/// multiply-add), so the model does not depend on the CPU.
-pub fn sgd_step_fn() -> SgdStep {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked above).
-        return |l, r, x, lr, lambda| unsafe { sgd_update_avx2(l, r, x, lr, lambda) };
-    }
-    sgd_update
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn sgd_update_avx2(l: &mut [f32], r: &mut [f32], x: f32, lr: f32, lambda: f32) -> f32 {
-    sgd_body(l, r, x, lr, lambda)
-}
-
-#[inline(always)]
-fn sgd_body(l: &mut [f32], r: &mut [f32], x: f32, lr: f32, lambda: f32) -> f32 {
-    let e = x - dot_body(l, r);
-    let n = l.len().min(r.len());
-    let (l, r) = (&mut l[..n], &mut r[..n]);
-    for k in 0..n {
-        let (lk, rk) = (l[k], r[k]);
-        l[k] = lk + lr * (e * rk - lambda * lk);
-        r[k] = rk + lr * (e * lk - lambda * rk);
-    }
-    e
-}
-
-/// Dot product with 8 independent partial sums, so the compiler can vectorise it (a single
-/// running f32 sum cannot be reordered and runs at one add per FP-add latency).
-#[inline]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    dot_body(a, b)
-}
-
-#[inline(always)]
-fn dot_body(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
-    acc.iter().sum::<f32>() + tail
-}
-
 pub struct Mf {
     args: MfArgs,
     /// Whether the job rotates item slices (set by `shape`).
@@ -290,11 +225,7 @@ impl Iterative for Mf {
     }
 
     fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
-        let c = &mut self.args.common;
-        let rotation = self.args.schedule.rotation();
-        c.size_clocks(Plan::default_cpp(rotation, job.workers(), job.staleness, c.multi_pass(), BASE_CPP));
-        let plan = Plan::new(rotation, NAMES, job.workers(), job.staleness, c.cpp(), c.multi_pass())?;
-        self.rotates = plan.rotates();
+        self.rotates = size_for_job(self.args.schedule.rotation(), NAMES, BASE_CPP, job, &mut self.args.common)?;
         Ok(())
     }
 
@@ -357,7 +288,7 @@ impl Iterative for Mf {
             (m[0] / m[1].max(1.0)) as f32
         };
         let items = distinct_sorted(&[&train, &test], |r| r.item);
-        let plan = Plan::new(a.schedule.rotation(), NAMES, nw, w.staleness(R)?, c.cpp(), c.multi_pass())?;
+        let plan = plan_for_worker(a.schedule.rotation(), NAMES, w, R, c)?;
         let k = a.rank;
         let (users, local) = match a.user_factors {
             UserFactors::Local => {

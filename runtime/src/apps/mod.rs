@@ -11,6 +11,7 @@ pub(crate) mod lda_sampler;
 pub(crate) mod lda_tokens;
 pub mod mf;
 mod mf_blocks;
+mod mf_kernel;
 mod mf_users;
 pub(crate) mod objective;
 pub mod options;

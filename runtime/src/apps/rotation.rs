@@ -19,8 +19,10 @@
 //! `--clocks-per-pass` the app takes the smallest multiple of `S` that is at least its own
 //! default.
 
+use super::options::CommonArgs;
 use crate::error::{PsError, Result};
 use crate::hash::mix64;
+use crate::{JobShape, Worker};
 use std::ops::Range;
 
 /// How an app names its two schedules in flags and messages.
@@ -143,6 +145,19 @@ impl Plan {
         let slice = (gid * self.group + c) % self.slices;
         (c / self.slices) * self.slices + slice
     }
+}
+
+/// An app's `App::shape` for a rotating schedule: sizes `c`'s clocks per pass for `job` when the
+/// user left them to the app (`base`: the app's data-parallel default) and refuses, before
+/// anything starts, what does not fit. Returns whether the job rotates.
+pub fn size_for_job(rotation: Rotation, names: Names, base: i64, job: &JobShape, c: &mut CommonArgs) -> Result<bool> {
+    c.size_clocks(Plan::default_cpp(rotation, job.workers(), job.staleness, c.multi_pass(), base));
+    Ok(Plan::new(rotation, names, job.workers(), job.staleness, c.cpp(), c.multi_pass())?.rotates())
+}
+
+/// The plan of worker `w`, whose rotating table is `table` (its own staleness bound).
+pub fn plan_for_worker(rotation: Rotation, names: Names, w: &Worker, table: u32, c: &CommonArgs) -> Result<Plan> {
+    Plan::new(rotation, names, w.total_threads(), w.staleness(table)?, c.cpp(), c.multi_pass())
 }
 
 /// Assigns rows to `slices` slices so that the slices' loads (`load` per row, e.g. ratings per
