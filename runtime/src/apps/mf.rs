@@ -395,6 +395,9 @@ impl Iterative for Mf {
                 for (n, r) in seg.iter().enumerate() {
                     if let Some(next) = seg.get(n + HINT_AHEAD) {
                         rt.hint(next.item as u64);
+                        // Users are visited in order but sparsely (a clock holds only the ratings
+                        // of one item slice), which the hardware prefetcher does not follow.
+                        crate::row::prefetch(local.row(next.user));
                     }
                     let e = step(local.row_mut(r.user), &mut rt.get_mut(r.item as u64)?, r.value - *mu, lr, a.lambda);
                     sse += (e * e) as f64;
