@@ -154,7 +154,8 @@ def ps_run(app, p, t, work, conf=()):
         "s_per_pass": s["train_s"] / passes,
         "cpu_s_per_pass": s.get("train_cpu_s", float("nan")) / passes,
         "job_cpu_s": children_cpu() - c0,
-        "mb_per_worker_per_pass": s["bytes_sent"] / 1e6 / (p * t) / passes,
+        # Training's own bytes (the load-time exchanges are not per pass) where the stats have them.
+        "mb_per_worker_per_pass": s.get("train_bytes_sent", s["bytes_sent"]) / 1e6 / (p * t) / passes,
         "quality_key": QUALITY[app],
         "quality": q,
         "passes": passes,

@@ -109,6 +109,10 @@ pub struct ProcessStats {
     /// included (0 for apps outside the iterative driver). Summed over processes in the job.
     #[serde(default)]
     pub train_cpu_s: f64,
+    /// Bytes on sockets over the same span as `train_cpu_s`: what training sends, without the
+    /// load-time exchanges (`bytes_sent` counts the whole job). Summed over processes.
+    #[serde(default)]
+    pub train_bytes_sent: u64,
     /// Observed staleness (row data age minus reader clock) -> count.
     pub staleness_hist: BTreeMap<i64, u64>,
     pub mean_staleness: f64,
@@ -238,6 +242,7 @@ struct JobStats {
     /// The largest process's peak RSS.
     peak_rss_bytes: u64,
     train_cpu_s: f64,
+    train_bytes_sent: u64,
     staleness_hist: BTreeMap<i64, u64>,
     mean_staleness: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -286,6 +291,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         selective_barriers: sum(|p| p.selective_barriers),
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
         train_cpu_s: stats().map(|p| p.train_cpu_s).sum(),
+        train_bytes_sent: sum(|p| p.train_bytes_sent),
         staleness_hist: hist,
         mean_staleness: mean,
         staleness_profile: stats().filter_map(|p| p.staleness_profile.as_ref()).fold(None, |acc, p| {
@@ -355,6 +361,7 @@ mod tests {
             "selective_barriers": int("selective_barriers"),
             "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
             "train_cpu_s": sum("train_cpu_s"),
+            "train_bytes_sent": int("train_bytes_sent"),
             "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),
             "mean_staleness": mean,
             "config": procs.first().and_then(|p| p.get("config")).cloned().unwrap_or(Value::Null),
@@ -418,7 +425,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 26] = [
+    const JOB_KEYS: [&str; 27] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -439,6 +446,7 @@ mod tests {
         "significant_updates",
         "staleness_hist",
         "thread_cache_misses",
+        "train_bytes_sent",
         "train_cpu_s",
         "updates_sent",
         "wait_s",

@@ -37,9 +37,9 @@ pub struct Objective {
     /// Worker 0's time in the phases around training (`load_s`, `eval_s`, `output_s`): where a
     /// job's wall time outside training goes.
     phases: Mutex<Vec<(&'static str, f64)>>,
-    /// This process's CPU seconds when its first thread started training and at the barrier
-    /// after the last clock (`train_cpu_s`).
-    cpu: Mutex<(Option<f64>, Option<f64>)>,
+    /// This process's CPU seconds and socket bytes sent when its first thread started training
+    /// and at the barrier after the last clock (`train_cpu_s`, `train_bytes_sent`).
+    cpu: Mutex<(Option<Mark>, Option<Mark>)>,
 }
 
 impl Objective {
@@ -55,9 +55,10 @@ impl Objective {
         })
     }
 
-    /// Marks the start (`end` false) or the end of this process's training, in CPU seconds.
-    pub fn record_cpu(&self, end: bool) {
-        let now = crate::stats::process_cpu_s();
+    /// Marks the start (`end` false) or the end of this process's training, in CPU seconds and
+    /// the process's `bytes_sent` so far.
+    pub fn record_cpu(&self, end: bool, bytes_sent: u64) {
+        let now = (crate::stats::process_cpu_s(), bytes_sent);
         let mut c = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
         if end {
             c.1 = Some(now);
@@ -87,7 +88,8 @@ impl Objective {
             m.insert("train_clocks".into(), json!(clocks));
         }
         if let (Some(a), Some(b)) = *self.cpu.lock().unwrap_or_else(|e| e.into_inner()) {
-            m.insert("train_cpu_s".into(), json!(b - a));
+            m.insert("train_cpu_s".into(), json!(b.0 - a.0));
+            m.insert("train_bytes_sent".into(), json!(b.1.saturating_sub(a.1)));
         }
         for (name, secs) in self.phases.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             m.insert((*name).into(), json!(secs));
@@ -95,6 +97,9 @@ impl Objective {
         m
     }
 }
+
+/// CPU seconds and socket bytes sent of a process at one moment.
+type Mark = (f64, u64);
 
 /// A worker's side of objective tracking.
 pub struct Tracker {

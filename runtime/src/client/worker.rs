@@ -82,6 +82,11 @@ impl Worker {
         self.num_processes() * self.threads_per_process()
     }
     /// The clock this thread is in.
+    /// This process's bytes sent on sockets so far (`bytes_sent` of the stats).
+    pub(crate) fn bytes_sent(&self) -> u64 {
+        self.core.shared.net.bytes_sent.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn current_clock(&self) -> i64 {
         self.clock.clock.get().get()
     }
