@@ -29,6 +29,10 @@ pub(crate) enum ClientCmd {
         server: usize,
         req: FetchReq,
     },
+    /// Several fetches asked for at once (`TableHandle::fetch_ahead_rows`, the prefetch at a
+    /// clock's end): one command instead of one per row, each of which could wake the
+    /// communication thread.
+    Fetches(Vec<(usize, FetchReq)>),
     /// Every local thread completed the clocks up to `completed`: send the oplog and a clock
     /// message.
     ProcessClock {

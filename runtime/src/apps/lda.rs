@@ -140,9 +140,7 @@ impl Lda {
     ) -> Result<Vec<u8>> {
         let k = self.args.topics;
         let mut best: Vec<Vec<(i32, u64)>> = vec![Vec::new(); k];
-        for word in 0..v as u64 {
-            wt.refresh(word);
-        }
+        wt.refresh_rows(0..v as u64);
         for word in 0..v as u64 {
             for (t, n) in wt.get(word)?.iter() {
                 best[t as usize].push((n, word));
@@ -284,13 +282,12 @@ impl Iterative for Lda {
         // clock); rotating, also the next clock's, which arrive while this one samples.
         let ahead = if st.plan.rotates() { 1 } else { 0 };
         for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
-            for &w in &st.blocks[st.plan.block_at(st.gid, clock + ahead)].words {
-                if st.plan.rotates() {
-                    // What the previous clock asked for ahead is not asked for again.
-                    st.wt.fetch_ahead(w as u64, ahead);
-                } else {
-                    st.wt.refresh(w as u64);
-                }
+            let words = st.blocks[st.plan.block_at(st.gid, clock + ahead)].words.iter().map(|&w| w as u64);
+            if st.plan.rotates() {
+                // What the previous clock asked for ahead is not asked for again.
+                st.wt.fetch_ahead_rows(words, ahead);
+            } else {
+                st.wt.refresh_rows(words);
             }
         }
         st.rng = self.rng_at(st.gid, clock);
@@ -314,9 +311,7 @@ impl Iterative for Lda {
     fn evaluate(&self, st: &mut LdaWorker, _full: bool) -> Result<Vec<f64>> {
         let mut ll = st.sampler.doc_loglik();
         let mine: Vec<u64> = (st.gid as u64..st.v as u64).step_by(st.nw).collect();
-        for &word in &mine {
-            st.wt.refresh(word);
-        }
+        st.wt.refresh_rows(mine.iter().copied());
         for &word in &mine {
             ll += st.sampler.word_loglik(&*st.wt.get(word)?);
         }
@@ -346,9 +341,7 @@ impl Iterative for Lda {
         // Binary: dense counts (words x topics), for numpy; text: sparse `topic:count` pairs.
         let mut part = RowsPart::<i32>::new(format, self.args.topics);
         let mut dense = vec![0i32; self.args.topics];
-        for word in (gid as u64..v as u64).step_by(nw) {
-            wt.refresh(word);
-        }
+        wt.refresh_rows((gid as u64..v as u64).step_by(nw));
         for word in (gid as u64..v as u64).step_by(nw) {
             let row = wt.get(word)?;
             if row.nnz() == 0 {

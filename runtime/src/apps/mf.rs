@@ -369,12 +369,12 @@ impl Iterative for Mf {
                     (users, distinct_sorted(&[seg], |r| r.item))
                 });
                 if ahead == 0 && !st_rotates {
-                    users.iter().for_each(|&u| lt.refresh(u));
-                    items.iter().for_each(|&i| rt.refresh(i));
+                    lt.refresh_rows(users.iter().copied());
+                    rt.refresh_rows(items.iter().copied());
                 } else {
                     // What the previous clock asked for ahead is not asked for again.
-                    users.iter().for_each(|&u| lt.fetch_ahead(u, ahead));
-                    items.iter().for_each(|&i| rt.fetch_ahead(i, ahead));
+                    lt.fetch_ahead_rows(users.iter().copied(), ahead);
+                    rt.fetch_ahead_rows(items.iter().copied(), ahead);
                 }
             }
         }
@@ -439,14 +439,12 @@ impl Iterative for Mf {
         let train: &[Rating] = if progressive { &[] } else { train };
         let (ts, hs) = (step(train.len()), step(test.len()));
         // Items are few and nearly all rated by every worker: refresh them all.
-        items.iter().for_each(|&i| rt.refresh(i));
+        rt.refresh_rows(items.iter().copied());
         if local.is_none() {
             if ts == 1 && hs == 1 {
-                users.iter().for_each(|&u| lt.refresh(u));
+                lt.refresh_rows(users.iter().copied());
             } else {
-                for r in train.iter().step_by(ts).chain(test.iter().step_by(hs)) {
-                    lt.refresh(r.user as u64);
-                }
+                lt.refresh_rows(train.iter().step_by(ts).chain(test.iter().step_by(hs)).map(|r| r.user as u64));
             }
         }
         // The held-out ratings are in item order with local users (index_users): an item row is
@@ -514,10 +512,8 @@ impl Iterative for Mf {
             if tag == 0 && local {
                 continue;
             }
-            for &id in ids {
-                owner.refresh(2 * id + tag);
-                t.refresh(id);
-            }
+            owner.refresh_rows(ids.iter().map(|&id| 2 * id + tag));
+            t.refresh_rows(ids.iter().copied());
         }
         let (format, rank) = (self.args.common.output_format, self.args.rank);
         let users = match &st.local {

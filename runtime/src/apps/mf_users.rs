@@ -208,7 +208,7 @@ impl LocalUsers {
         let mut f = vec![0f32; users.len() * rank];
         if resumed {
             let mut lt: TableHandle<DenseRow<f32>> = w.table(L)?;
-            users.iter().for_each(|&u| lt.refresh(u));
+            lt.refresh_rows(users.iter().copied());
             for (j, &u) in users.iter().enumerate() {
                 f[j * rank..(j + 1) * rank].copy_from_slice(&lt.get(u)?);
             }

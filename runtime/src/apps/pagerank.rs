@@ -506,9 +506,7 @@ fn read_sources<T: Element>(
     b: usize,
     mut f: impl FnMut(usize, T),
 ) -> Result<()> {
-    for blk in blocks.iter().filter(|blk| owned.binary_search(blk).is_err()) {
-        t.refresh(*blk);
-    }
+    t.refresh_rows(blocks.iter().copied().filter(|blk| owned.binary_search(blk).is_err()));
     let mut k = 0;
     while let Some(&first) = nodes.get(k) {
         let blk = first as usize / b;
@@ -547,9 +545,7 @@ fn read_blocks<T: Element>(
     n: usize,
     mut f: impl FnMut(usize, T),
 ) -> Result<()> {
-    for blk in blocks.iter().filter(|blk| owned.binary_search(blk).is_err()) {
-        t.refresh(*blk);
-    }
+    t.refresh_rows(blocks.iter().copied().filter(|blk| owned.binary_search(blk).is_err()));
     let mut own = owned.iter().peekable();
     for &blk in blocks {
         let start = blk as usize * b;

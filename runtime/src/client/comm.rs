@@ -66,6 +66,7 @@ impl ClientTask {
         while let Some(cmd) = next.take() {
             match cmd {
                 ClientCmd::Fetch { server, req } => fetches[server].push(req),
+                ClientCmd::Fetches(v) => v.into_iter().for_each(|(server, req)| fetches[server].push(req)),
                 other => {
                     self.flush_fetches(&mut fetches);
                     self.on_cmd(other);
@@ -90,7 +91,7 @@ impl ClientTask {
 
     fn on_cmd(&mut self, cmd: ClientCmd) {
         match cmd {
-            ClientCmd::Fetch { .. } => unreachable!("handled in on_cmds"),
+            ClientCmd::Fetch { .. } | ClientCmd::Fetches(_) => unreachable!("handled in on_cmds"),
             ClientCmd::ProcessClock { completed } => self.ship(completed),
             ClientCmd::Barrier { epoch, clock } => self.send(0, Msg::BarrierArrive { epoch, clock }),
             ClientCmd::Register { fingerprint } => self.send(0, Msg::Register { fingerprint }),

@@ -122,9 +122,20 @@ impl<R: Row> ProcessTable<R> {
         self.send_fetch(row, min_age);
     }
 
+    fn fetch_req(&self, row: u64, min_age: Age) -> (usize, FetchReq) {
+        (self.server(row), FetchReq { table: self.cfg.id, row, min_age, subscribe: self.rule.pushes() })
+    }
+
     fn send_fetch(&self, row: u64, min_age: Age) {
-        let req = FetchReq { table: self.cfg.id, row, min_age, subscribe: self.rule.pushes() };
-        self.shared.send(ClientCmd::Fetch { server: self.server(row), req });
+        let (server, req) = self.fetch_req(row, min_age);
+        self.shared.send(ClientCmd::Fetch { server, req });
+    }
+
+    /// Sends the fetches `prefetch_into` collected, as one command.
+    pub fn send_fetches(&self, batch: Vec<(usize, FetchReq)>) {
+        if !batch.is_empty() {
+            self.shared.send(ClientCmd::Fetches(batch));
+        }
     }
 
     /// Copies `row` into a thread cache once the process cache holds a version with data age
@@ -179,12 +190,20 @@ impl<R: Row> ProcessTable<R> {
     /// Non-blocking refresh: asks for a version with data age `>= min_age` unless one is cached,
     /// requested, or will be pushed.
     pub fn prefetch(&self, row: u64, min_age: Age) {
+        let mut batch = Vec::new();
+        self.prefetch_into(row, min_age, &mut batch);
+        self.send_fetches(batch);
+    }
+
+    /// `prefetch`, with the fetch (if one is needed) added to `batch` for `send_fetches`.
+    pub fn prefetch_into(&self, row: u64, min_age: Age, batch: &mut Vec<(usize, FetchReq)>) {
         let mut g = lock(&self.shard(row).0);
         let r = g.rows.entry(row).or_insert_with(ProcRow::empty);
         if r.subscribed || (r.view.is_some() && r.age >= min_age) || r.in_flight >= min_age {
             return;
         }
-        self.fetch(row, min_age, r);
+        r.in_flight = min_age;
+        batch.push(self.fetch_req(row, min_age));
     }
 
     /// Data age of the cached copy of `row` (`Age::NONE` if none) and whether it is subscribed,

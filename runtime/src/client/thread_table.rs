@@ -199,15 +199,17 @@ impl<R: Row> ThreadTable<R> {
         let touched = std::mem::take(&mut self.touched);
         if self.rule.prefetches() {
             let need = self.required(old.next());
+            let mut batch = Vec::new();
             for &row in &touched {
                 let (age, subscribed) = self.proc.cached_age(row);
                 if subscribed {
                     continue;
                 }
                 if let Some(target) = self.rule.prefetch_target(old, age, need) {
-                    self.proc.prefetch(row, target);
+                    self.proc.prefetch_into(row, target, &mut batch);
                 }
             }
+            self.proc.send_fetches(batch);
         }
         if self.cache.len() > self.capacity {
             self.cache.retain(|e| e.touched == Some(old));
@@ -294,9 +296,33 @@ impl<R: Row> TableHandle<R> {
     /// instead of one round trip at the start of the next. Unlike [`TableHandle::refresh`] it
     /// asks for nothing when such a copy is already cached or asked for.
     pub fn fetch_ahead(&mut self, row: u64, ahead: i64) {
+        self.fetch_ahead_rows([row], ahead);
+    }
+
+    /// [`TableHandle::fetch_ahead`] for many rows, asked for together: cheaper than a call per
+    /// row when a clock announces thousands.
+    pub fn fetch_ahead_rows(&mut self, rows: impl IntoIterator<Item = u64>, ahead: i64) {
         let t = self.inner.borrow();
         let req = t.required(Clock::new(t.clock.clock.get().get().saturating_add(ahead)));
-        t.proc.prefetch(row, req);
+        let mut batch = Vec::new();
+        for row in rows {
+            t.proc.prefetch_into(row, req, &mut batch);
+        }
+        t.proc.send_fetches(batch);
+    }
+
+    /// [`TableHandle::refresh`] for many rows, asked for together.
+    pub fn refresh_rows(&mut self, rows: impl IntoIterator<Item = u64>) {
+        let t = self.inner.borrow();
+        let req = t.required(t.clock.clock.get());
+        let mut batch = Vec::new();
+        for row in rows {
+            let (age, subscribed) = t.proc.cached_age(row);
+            if !subscribed {
+                t.proc.prefetch_into(row, ReadRule::refresh_target(age, req), &mut batch);
+            }
+        }
+        t.proc.send_fetches(batch);
     }
 
     /// The table's configured column count.
