@@ -209,12 +209,13 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
     // or evaluation would be far further off (the initial model's RMSE is 0.87 here).
     assert!((offline - train).abs() < 0.05 * train, "offline {v} vs job {train}");
     assert!((v["test_rmse"].as_f64().unwrap() - test).abs() < 1e-3 * test, "offline {v} vs job {test}");
-    // The dump tool prints every row: 2000 users + 400 items + mean + owner/objective rows.
+    // The dump tool prints every row of the items table: items 1..=400, 16 to a row (rank 8).
     let dump = output(Command::new(bin("ps-runtime")).args(["snapshot", "dump", &ck, "--table", "1"]));
     assert!(dump.status.success());
     let text = String::from_utf8(dump.stdout).unwrap();
-    assert_eq!(text.lines().count(), 400);
-    assert!(text.lines().all(|l| l.split('\t').count() == 2 + 8 && l.starts_with("1\t")));
+    let per = ps_runtime::apps::mf::ITEMS_PER_ROW;
+    assert_eq!(text.lines().count(), (1..=400u64).map(|i| i / per).collect::<std::collections::HashSet<_>>().len());
+    assert!(text.lines().all(|l| l.split('\t').count() == 2 + 8 * per as usize && l.starts_with("1\t")));
     let m = read::manifest(&store, None).unwrap();
     assert!(m.is_final);
     ps_runtime::storage::storage_for(&ck).unwrap().delete(&ck).unwrap();

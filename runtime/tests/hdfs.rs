@@ -190,14 +190,20 @@ fn apps_read_and_write_hdfs() {
     assert_eq!(wt.values().flat_map(|r| r.iter().map(|(_, v)| v as i64)).sum::<i64>(), tokens);
     let ts = read::read_table::<DenseRow<i64>>(&store, &m, apps::lda::TOPIC_SUM).unwrap();
     assert_eq!(ts[&0].iter().sum::<i64>(), tokens);
-    // MF: one factor row per user and item that has ratings.
+    // MF: one factor row per user that has ratings, and (rotating item slices, the default) one
+    // per ITEMS_PER_ROW consecutive item ids that have ratings.
     let (store, m) = last("mf");
     let text = std::fs::read_to_string(&r).unwrap();
-    let ids = |k: usize| {
-        text.lines().map(|l| l.split('\t').nth(k).unwrap().to_string()).collect::<std::collections::HashSet<_>>().len()
+    let rows = |k: usize, per: u64| {
+        text.lines()
+            .map(|l| l.split('\t').nth(k).unwrap().parse::<u64>().unwrap() / per)
+            .collect::<std::collections::HashSet<_>>()
+            .len()
     };
-    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::L).unwrap().len(), ids(0));
-    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::R).unwrap().len(), ids(1));
+    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::L).unwrap().len(), rows(0, 1));
+    let items = read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::R).unwrap();
+    assert_eq!(items.len(), rows(1, apps::mf::ITEMS_PER_ROW));
+    assert!(items.values().all(|r| r.len() == 5 * apps::mf::ITEMS_PER_ROW as usize), "rank 5, 16 items a row");
     // PageRank: 500 nodes in rows of 64.
     let (store, m) = last("pagerank");
     assert_eq!(read::read_table::<DenseRow<f64>>(&store, &m, apps::pagerank::RANK).unwrap().len(), 8);

@@ -129,6 +129,41 @@ pub const EVAL_SAMPLE: usize = 200_000;
 /// 0.29-0.37 at 6 ahead, 0.29-0.42 at 12).
 const HINT_AHEAD: usize = 8;
 
+/// Item factors of the rotating schedules are kept this many items to a table row (item `i` in
+/// row `i / 16`, columns `(i % 16) k ..`): every worker moves every item row once a pass, and a
+/// row costs microseconds in lookups, locks and messages whatever its size (`docs/SCALE-OUT.md`),
+/// so 16 items a row move for little more than the price of one. Data-parallel SGD keeps one item
+/// a row (a worker fetches only the items it rated). A slice of the rotation is made of whole
+/// rows.
+pub const ITEMS_PER_ROW: u64 = 16;
+
+/// Where an item's factors are: its table row and the columns within it.
+#[derive(Clone, Copy, Debug)]
+pub struct ItemRows {
+    pub per_row: u64,
+    pub rank: usize,
+}
+
+impl ItemRows {
+    #[inline]
+    pub fn row(&self, item: u32) -> u64 {
+        item as u64 / self.per_row
+    }
+
+    #[inline]
+    pub fn cols(&self, item: u32) -> std::ops::Range<usize> {
+        let first = (item as u64 % self.per_row) as usize * self.rank;
+        first..first + self.rank
+    }
+
+    /// The distinct rows of `items` (sorted ids), in order.
+    pub fn rows_of(&self, items: &[u64]) -> Vec<u64> {
+        let mut rows: Vec<u64> = items.iter().map(|&i| i / self.per_row).collect();
+        rows.dedup();
+        rows
+    }
+}
+
 /// Whether a rating is held out (independent of how the input is split).
 pub fn held_out(r: &Rating, seed: u64, fraction: f64) -> bool {
     fraction > 0.0
@@ -170,6 +205,10 @@ impl Mf {
         segs
     }
 
+    fn item_rows(&self) -> ItemRows {
+        ItemRows { per_row: if self.rotates { ITEMS_PER_ROW } else { 1 }, rank: self.args.rank }
+    }
+
     /// Initial factor entries: uniform in [-s, s) with s = init-scale / sqrt(rank), seeded per row.
     fn init(&self) -> RowInit {
         let hi = self.args.init_scale / (self.args.rank as f64).sqrt();
@@ -186,6 +225,8 @@ pub struct MfWorker {
     mu: f32,
     lt: TableHandle<DenseRow<f32>>,
     rt: TableHandle<DenseRow<f32>>,
+    /// Where each item's factors are in `rt`.
+    ir: ItemRows,
     /// Every user and item this worker has ratings of, for batched prefetching before a full
     /// scan and for writing the factors (sorted; local users in visiting order instead).
     users: Vec<u64>,
@@ -249,7 +290,9 @@ impl Iterative for Mf {
         // turn comes, rather than prefetched or pushed after every change.
         let announced = self.rotates && self.args.refresh_ahead;
         ctx.create_table(
-            TableConfig::new(R, "items", "dense_f32", k).with_init(low, high, seed ^ 1).with_announced_reads(announced),
+            TableConfig::new(R, "items", "dense_f32", k * self.item_rows().per_row as usize)
+                .with_init(low, high, seed ^ 1)
+                .with_announced_reads(announced),
         )?;
         ctx.create_table(TableConfig::new(MEAN, "mean", "dense_f64", 2))?;
         let workers = ctx.num_processes() * ctx.config().threads;
@@ -304,7 +347,8 @@ impl Iterative for Mf {
             }
         };
         // In block order, each block's users still one after the other.
-        let blocks = if plan.rotates() { into_blocks(w, &plan, &mut train)? } else { Vec::new() };
+        let ir = self.item_rows();
+        let blocks = if plan.rotates() { into_blocks(w, &plan, ir.per_row, &mut train)? } else { Vec::new() };
         phases.push(("blocks", t0.elapsed().as_secs_f64()));
         log::info!(
             "worker {gid}: {} ratings of {} users and {} items loaded in {:.1}s",
@@ -319,6 +363,7 @@ impl Iterative for Mf {
             gid,
             lt: w.table(L)?,
             rt: w.table(R)?,
+            ir,
             train,
             test,
             mu,
@@ -349,7 +394,7 @@ impl Iterative for Mf {
         let ahead = if st_rotates { 1 } else { 0 };
         for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
             let ranges = self.ranges(st, clock + ahead);
-            let MfWorker { train, lt, rt, segment_rows, local, .. } = &mut *st;
+            let MfWorker { train, lt, rt, segment_rows, local, ir, .. } = &mut *st;
             for (_, range) in ranges {
                 // The ratings' order is fixed, so a segment's rows are the same every pass:
                 // computed once (a sort of the segment's items) instead of every clock.
@@ -366,7 +411,7 @@ impl Iterative for Mf {
                     };
                     // Linear, through an id-indexed array: sorting the segment's item ids took
                     // seconds at Netflix size.
-                    (users, distinct_sorted(&[seg], |r| r.item))
+                    (users, ir.rows_of(&distinct_sorted(&[seg], |r| r.item)))
                 });
                 if ahead == 0 && !st_rotates {
                     lt.refresh_rows(users.iter().copied());
@@ -384,7 +429,7 @@ impl Iterative for Mf {
     fn run_clock(&self, st: &mut MfWorker, clock: i64) -> Result<()> {
         let a = &self.args;
         let ranges = self.ranges(st, clock);
-        let MfWorker { train, mu, lt, rt, local, seen, .. } = st;
+        let MfWorker { train, mu, lt, rt, local, seen, ir, .. } = st;
         let step = sgd_step_fn();
         for (pass, range) in ranges {
             let lr = a.lr * a.lr_decay.powi(pass as i32);
@@ -394,12 +439,13 @@ impl Iterative for Mf {
                 let seg = &train[range.clone()];
                 for (n, r) in seg.iter().enumerate() {
                     if let Some(next) = seg.get(n + HINT_AHEAD) {
-                        rt.hint(next.item as u64);
+                        rt.hint_cols(ir.row(next.item), ir.cols(next.item));
                         // Users are visited in order but sparsely (a clock holds only the ratings
                         // of one item slice), which the hardware prefetcher does not follow.
                         crate::row::prefetch(local.row(next.user));
                     }
-                    let e = step(local.row_mut(r.user), &mut rt.get_mut(r.item as u64)?, r.value - *mu, lr, a.lambda);
+                    let mut items = rt.get_mut(ir.row(r.item))?;
+                    let e = step(local.row_mut(r.user), &mut items[ir.cols(r.item)], r.value - *mu, lr, a.lambda);
                     sse += (e * e) as f64;
                 }
             } else {
@@ -407,10 +453,11 @@ impl Iterative for Mf {
                 for (n, r) in seg.iter().enumerate() {
                     if let Some(next) = seg.get(n + HINT_AHEAD) {
                         lt.hint(next.user as u64);
-                        rt.hint(next.item as u64);
+                        rt.hint_cols(ir.row(next.item), ir.cols(next.item));
                     }
                     let mut lu = lt.get_mut(r.user as u64)?;
-                    let e = step(&mut lu, &mut rt.get_mut(r.item as u64)?, r.value - *mu, lr, a.lambda);
+                    let mut items = rt.get_mut(ir.row(r.item))?;
+                    let e = step(&mut lu, &mut items[ir.cols(r.item)], r.value - *mu, lr, a.lambda);
                     sse += (e * e) as f64;
                 }
             }
@@ -435,11 +482,11 @@ impl Iterative for Mf {
             s[..2].copy_from_slice(&st.seen);
         }
         st.seen = [0.0; 2];
-        let MfWorker { train, test, lt, rt, users, items, local, mu, .. } = st;
+        let MfWorker { train, test, lt, rt, users, items, local, mu, ir, .. } = st;
         let train: &[Rating] = if progressive { &[] } else { train };
         let (ts, hs) = (step(train.len()), step(test.len()));
         // Items are few and nearly all rated by every worker: refresh them all.
-        rt.refresh_rows(items.iter().copied());
+        rt.refresh_rows(ir.rows_of(items));
         if local.is_none() {
             if ts == 1 && hs == 1 {
                 lt.refresh_rows(users.iter().copied());
@@ -455,7 +502,7 @@ impl Iterative for Mf {
             for (n, r) in set.iter().step_by(k).enumerate() {
                 if item != Some(r.item) {
                     ri.clear();
-                    ri.extend_from_slice(&rt.get(r.item as u64)?);
+                    ri.extend_from_slice(&rt.get(ir.row(r.item))?[ir.cols(r.item)]);
                     item = Some(r.item);
                 }
                 let p = *mu
@@ -513,7 +560,10 @@ impl Iterative for Mf {
                 continue;
             }
             owner.refresh_rows(ids.iter().map(|&id| 2 * id + tag));
-            t.refresh_rows(ids.iter().copied());
+            match tag {
+                0 => t.refresh_rows(ids.iter().copied()),
+                _ => t.refresh_rows(st.ir.rows_of(ids)),
+            }
         }
         let (format, rank) = (self.args.common.output_format, self.args.rank);
         let users = match &st.local {
@@ -533,7 +583,7 @@ impl Iterative for Mf {
         let mut items = RowsPart::<f32>::new(format, rank);
         for &id in &st.items {
             if elected(&owner.get(2 * id + 1)?, id) == Some(gid) {
-                items.push(id, &st.rt.get(id)?);
+                items.push(id, &st.rt.get(st.ir.row(id as u32))?[st.ir.cols(id as u32)]);
             }
         }
         items.write(out, gid, "item_factors", gid)?;
@@ -578,13 +628,23 @@ pub fn eval_snapshot(
     let rt = read_table::<DenseRow<f32>>(store, m, R)?;
     let mean = read_table::<DenseRow<f64>>(store, m, MEAN)?;
     let mu = mean.get(&0).map_or(0.0, |r| r[0] / r[1].max(1.0)) as f32;
+    // Items per row: the items table's width over the users table's (the rank).
+    let width = |t: &rustc_hash::FxHashMap<u64, DenseRow<f32>>| t.values().next().map(|r| r.len());
+    let ir = match (width(&lt), width(&rt)) {
+        (Some(k), Some(w)) if k > 0 && w % k == 0 => ItemRows { per_row: (w / k) as u64, rank: k },
+        (None, _) | (_, None) => ItemRows { per_row: 1, rank: 0 },
+        (Some(k), Some(w)) => {
+            return Err(PsError::codec(format!("mf: item rows of {w} values do not hold factors of rank {k}")))
+        }
+    };
     let (ratings, _) = read_ratings(input, 0, 1, format, crate::input::BadRecords::Fail)?;
     let mut s = [0f64; 4];
     for r in &ratings {
-        // Rows never updated are still at their deterministic initial value on the servers; an
-        // id missing from the snapshot was never seen in training, so it predicts the mean.
-        let p = match (lt.get(&(r.user as u64)), rt.get(&(r.item as u64))) {
-            (Some(u), Some(i)) => mu + dot(u, i),
+        // Rows never updated are still at their deterministic initial value on the servers (as
+        // the job's own evaluation reads them); an id missing from the snapshot was never seen in
+        // training, so it predicts the mean.
+        let p = match (lt.get(&(r.user as u64)), rt.get(&ir.row(r.item))) {
+            (Some(u), Some(i)) => mu + dot(u, &i[ir.cols(r.item)]),
             _ => mu,
         };
         let k = if held_out(r, seed, test_fraction) { 2 } else { 0 };

@@ -70,11 +70,25 @@ fn job_item_counts(w: &mut Worker, train: &[Rating]) -> Result<Vec<(u32, u64)>> 
     Ok(all)
 }
 
+/// Ratings per table row of `per_row` consecutive items, from ratings per item (sorted by item).
+fn rows_of(counts: &[(u32, u64)], per_row: u64) -> Vec<(u32, u64)> {
+    let mut rows: Vec<(u32, u64)> = Vec::new();
+    for &(item, n) in counts {
+        let row = (item as u64 / per_row) as u32;
+        match rows.last_mut() {
+            Some((r, total)) if *r == row => *total += n,
+            _ => rows.push((row, n)),
+        }
+    }
+    rows
+}
+
 /// Puts `train` in block order (block `part * slices + slice`; within a block the ratings keep
-/// their order, users one after the other) and returns each block's range. Collective: every
-/// worker of the job calls it at the same point.
-pub fn into_blocks(w: &mut Worker, plan: &Plan, train: &mut Vec<Rating>) -> Result<Vec<Range<usize>>> {
-    let counts = job_item_counts(w, train)?;
+/// their order, users one after the other) and returns each block's range. Items are assigned
+/// to slices by table row (`per_row` consecutive ids a row), so that no row holds items of two
+/// slices. Collective: every worker of the job calls it at the same point.
+pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Rating>) -> Result<Vec<Range<usize>>> {
+    let counts = rows_of(&job_item_counts(w, train)?, per_row);
     let (slice_of, imbalance) = balance(&counts, plan.slices);
     if w.global_thread_id() == 0 {
         log::info!(
@@ -84,7 +98,10 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, train: &mut Vec<Rating>) -> Resu
             imbalance
         );
     }
-    let slice = |item: u32| slice_of.get(&item).map_or_else(|| plan.hashed_slice(item), |&s| s as usize);
+    let slice = |item: u32| {
+        let row = (item as u64 / per_row) as u32;
+        slice_of.get(&row).map_or_else(|| plan.hashed_slice(row), |&s| s as usize)
+    };
     let parts = plan.parts as u64;
     let part = |user: u32| (((mix64(user as u64 ^ 0x7061_7274) >> 32) * parts) >> 32) as usize;
     let keys: Vec<u32> = train.iter().map(|r| (part(r.user) * plan.slices + slice(r.item)) as u32).collect();

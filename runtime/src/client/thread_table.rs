@@ -79,7 +79,8 @@ pub(crate) struct ThreadTable<R: Row> {
     capacity: usize,
     cache: Slots<Entry<R>>,
     /// The row of the last `hint`, whose data the next hint asks for (its slot has arrived by then).
-    hinted: Cell<Option<u64>>,
+    /// With the columns to load (all of them when `None`).
+    hinted: Cell<Option<(u64, Option<std::ops::Range<usize>>)>>,
     dirty: Vec<u64>,
     touched: Vec<u64>,
     pub stats: ThreadStats,
@@ -391,11 +392,27 @@ impl<T: Element> TableHandle<DenseRow<T>> {
     /// values of the row hinted before it, whose slot has arrived by then.
     #[inline]
     pub fn hint(&self, row: u64) {
+        self.hint_at(row, None)
+    }
+
+    /// [`TableHandle::hint`] for the columns `cols` of `row` only: for rows that hold several
+    /// records (MF keeps 16 items' factors in a row) of which the next read uses one.
+    #[inline]
+    pub fn hint_cols(&self, row: u64, cols: std::ops::Range<usize>) {
+        self.hint_at(row, Some(cols))
+    }
+
+    #[inline]
+    fn hint_at(&self, row: u64, cols: Option<std::ops::Range<usize>>) {
         // A clone of this handle may hold a row borrowed: then the hint is skipped.
         let Ok(t) = self.inner.try_borrow() else { return };
         t.cache.prefetch(row);
-        if let Some(v) = t.hinted.replace(Some(row)).and_then(|p| t.cache.get(p)).and_then(|e| e.view.as_ref()) {
-            crate::row::prefetch(v);
+        let Some((p, cols)) = t.hinted.replace(Some((row, cols))) else { return };
+        if let Some(v) = t.cache.get(p).and_then(|e| e.view.as_ref()) {
+            match cols {
+                Some(c) => crate::row::prefetch(v.get(c).unwrap_or_default()),
+                None => crate::row::prefetch(v),
+            }
         }
     }
 }
