@@ -85,8 +85,8 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
 pub(crate) struct LocalCounts(pub(crate) Vec<SparseRow<i32>>);
 
 impl WordTopics for LocalCounts {
-    fn with_row(&mut self, word: u32, f: &mut dyn FnMut(&SparseRow<i32>)) -> Result<()> {
-        f(&self.0[word as usize]);
+    fn with_row(&mut self, word: u32, f: &mut super::lda_sampler::CountsFn<'_>) -> Result<()> {
+        f(&mut self.0[word as usize].iter());
         Ok(())
     }
     fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
@@ -121,7 +121,7 @@ pub fn lda(
     s.docs.count(&block);
     s.set_totals(&nk);
     let ll = |s: &mut Sampler, c: &LocalCounts| {
-        s.doc_loglik() + c.0.iter().map(|r| s.word_loglik(r)).sum::<f64>() + topic_loglik(&s.nk, s.vbeta)
+        s.doc_loglik() + c.0.iter().map(|r| s.word_loglik(r.iter())).sum::<f64>() + topic_loglik(&s.nk, s.vbeta)
     };
     let mut objective = vec![ll(&mut s, &counts)];
     let mut secs = 0.0;

@@ -7,7 +7,8 @@
 //! Quality: the collapsed log-likelihood log p(w, z).
 
 use super::driver::Iterative;
-use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
+use super::lda_rows::{PsWordTopics, WordRows};
+use super::lda_sampler::{topic_loglik, Sampler};
 use super::lda_tokens::Block;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
@@ -83,17 +84,7 @@ const BASE_CPP: i64 = 4;
 pub const WORD_TOPIC: u32 = 0;
 pub const TOPIC_SUM: u32 = 1;
 
-struct PsWordTopics<'a>(&'a mut TableHandle<SparseRow<i32>>);
-
-impl WordTopics for PsWordTopics<'_> {
-    fn with_row(&mut self, word: u32, f: &mut dyn FnMut(&SparseRow<i32>)) -> Result<()> {
-        f(&*self.0.get(word as u64)?);
-        Ok(())
-    }
-    fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
-        self.0.batch_inc(word as u64, changes)
-    }
-}
+pub use super::lda_rows::WORDS_PER_ROW;
 
 pub struct Lda {
     args: LdaArgs,
@@ -116,6 +107,8 @@ pub struct LdaWorker {
     blocks: Vec<Block>,
     plan: Plan,
     wt: TableHandle<SparseRow<i32>>,
+    /// Where each word's counts are in `wt`.
+    rows: WordRows,
     ts: TableHandle<DenseRow<i64>>,
     sampler: Sampler,
     /// The generator of the current clock (clock -1: the initial assignments).
@@ -131,6 +124,10 @@ impl Lda {
         ))
     }
 
+    fn word_rows(&self) -> WordRows {
+        WordRows { per_row: if self.rotates { WORDS_PER_ROW } else { 1 }, topics: self.args.topics as u32 }
+    }
+
     /// `topic<TAB>total<TAB>top words` lines, from every word's row.
     fn topics_text(
         &self,
@@ -138,12 +135,16 @@ impl Lda {
         v: usize,
         name: &dyn Fn(u64) -> String,
     ) -> Result<Vec<u8>> {
-        let k = self.args.topics;
+        let (k, rows) = (self.args.topics, self.word_rows());
         let mut best: Vec<Vec<(i32, u64)>> = vec![Vec::new(); k];
-        wt.refresh_rows(0..v as u64);
-        for word in 0..v as u64 {
-            for (t, n) in wt.get(word)?.iter() {
-                best[t as usize].push((n, word));
+        let all = rows.rows_of(0..v as u64);
+        wt.refresh_rows(all.iter().copied());
+        for &r in &all {
+            let row = wt.get(r)?;
+            for word in rows.words_of(r, v as u64) {
+                for (t, n) in rows.counts(&row, word) {
+                    best[t as usize].push((n, word));
+                }
             }
         }
         let mut text = Vec::new();
@@ -193,8 +194,9 @@ impl Iterative for Lda {
         let k = self.args.topics;
         // Rotating slices: each clock's word rows are asked for ahead (`begin_clock`), when their
         // turn comes, rather than prefetched or pushed after every change.
+        let per_row = self.word_rows().per_row as usize;
         ctx.create_table(
-            TableConfig::new(WORD_TOPIC, "word_topic", "sparse_i32", k).with_announced_reads(self.rotates),
+            TableConfig::new(WORD_TOPIC, "word_topic", "sparse_i32", k * per_row).with_announced_reads(self.rotates),
         )?;
         // Under ASP the topic totals are mirrored exactly (significance 0): K numbers a clock, and
         // every sampling step divides by them. Filtered like the word rows, each data center's
@@ -224,10 +226,11 @@ impl Iterative for Lda {
             }
         }
         let n = docs.len();
+        let rows = self.word_rows();
+        // A slice is made of whole rows.
+        let slice_of = |w: u32| plan.hashed_slice(rows.row(w as u64) as u32);
         let blocks = (0..plan.blocks())
-            .map(|b| {
-                Block::new(&docs, plan.part_range(b / plan.slices, n), v, |w| plan.hashed_slice(w) == b % plan.slices)
-            })
+            .map(|b| Block::new(&docs, plan.part_range(b / plan.slices, n), v, |w| slice_of(w) == b % plan.slices))
             .collect();
         let mut st = LdaWorker {
             wt: w.table(WORD_TOPIC)?,
@@ -241,6 +244,7 @@ impl Iterative for Lda {
             tokens,
             blocks,
             plan,
+            rows,
         };
         let z: Vec<u32> = match saved {
             Some(s) => unpack_assignments(&s.raw, st.tokens, a.topics)?,
@@ -267,7 +271,7 @@ impl Iterative for Lda {
                     changes.push((t, 1));
                     st.sampler.nk_delta[t as usize] += 1;
                 }
-                st.wt.batch_inc(word as u64, &changes)?;
+                st.rows.add(&mut st.wt, word as u64, &changes);
             }
         }
         flush_totals(&mut st.ts, &mut st.sampler)?;
@@ -282,12 +286,13 @@ impl Iterative for Lda {
         // clock); rotating, also the next clock's, which arrive while this one samples.
         let ahead = if st.plan.rotates() { 1 } else { 0 };
         for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
-            let words = st.blocks[st.plan.block_at(st.gid, clock + ahead)].words.iter().map(|&w| w as u64);
+            let rows =
+                st.rows.rows_of(st.blocks[st.plan.block_at(st.gid, clock + ahead)].words.iter().map(|&w| w as u64));
             if st.plan.rotates() {
                 // What the previous clock asked for ahead is not asked for again.
-                st.wt.fetch_ahead_rows(words, ahead);
+                st.wt.fetch_ahead_rows(rows, ahead);
             } else {
-                st.wt.refresh_rows(words);
+                st.wt.refresh_rows(rows);
             }
         }
         st.rng = self.rng_at(st.gid, clock);
@@ -297,7 +302,7 @@ impl Iterative for Lda {
     }
 
     fn run_clock(&self, st: &mut LdaWorker, clock: i64) -> Result<()> {
-        let mut store = PsWordTopics(&mut st.wt);
+        let mut store = PsWordTopics(&mut st.wt, st.rows);
         // With several passes per clock there is one block, all documents and words.
         for _ in self.args.common.segments(clock, st.docs.len()) {
             let b = &mut st.blocks[st.plan.block_at(st.gid, clock)];
@@ -306,14 +311,18 @@ impl Iterative for Lda {
         flush_totals(&mut st.ts, &mut st.sampler)
     }
 
-    /// The collapsed log-likelihood: this worker's documents, the words `gid mod workers`, and
-    /// (worker 0) the topic totals; and the token count.
+    /// The collapsed log-likelihood: this worker's documents, the words of the table rows
+    /// `gid mod workers`, and (worker 0) the topic totals; and the token count.
     fn evaluate(&self, st: &mut LdaWorker, _full: bool) -> Result<Vec<f64>> {
         let mut ll = st.sampler.doc_loglik();
-        let mine: Vec<u64> = (st.gid as u64..st.v as u64).step_by(st.nw).collect();
+        let rows = st.rows;
+        let mine: Vec<u64> = (st.gid as u64..st.v.div_ceil(rows.per_row as usize) as u64).step_by(st.nw).collect();
         st.wt.refresh_rows(mine.iter().copied());
-        for &word in &mine {
-            ll += st.sampler.word_loglik(&*st.wt.get(word)?);
+        for &r in &mine {
+            let row = st.wt.get(r)?;
+            for word in rows.words_of(r, st.v as u64) {
+                ll += st.sampler.word_loglik(rows.counts(&row, word));
+            }
         }
         if st.gid == 0 {
             ll += topic_loglik(&st.sampler.nk, st.sampler.vbeta);
@@ -330,10 +339,11 @@ impl Iterative for Lda {
         (Value::Null, z.iter().flat_map(|t| t.to_le_bytes()).collect())
     }
 
-    /// `word_topic/part-*`: `word<TAB>topic:count ...` (word ids `w mod workers` per worker);
+    /// `word_topic/part-*`: `word<TAB>topic:count ...` (per worker, the words of the table rows
+    /// `gid mod workers`);
     /// `topics/part-00000`: `topic<TAB>total<TAB>top words` from worker 0.
     fn write_output(&self, st: &mut LdaWorker, w: &mut Worker, out: &Output) -> Result<()> {
-        let (gid, nw, v, wt) = (st.gid, st.nw, st.v, &mut st.wt);
+        let (gid, nw, v, wt, rows) = (st.gid, st.nw, st.v, &mut st.wt, st.rows);
         let vocab = self.vocab.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let name = |i: u64| vocab.as_ref().and_then(|v| v.get(i as usize).cloned()).unwrap_or_else(|| i.to_string());
         let mut text = Vec::new();
@@ -341,23 +351,26 @@ impl Iterative for Lda {
         // Binary: dense counts (words x topics), for numpy; text: sparse `topic:count` pairs.
         let mut part = RowsPart::<i32>::new(format, self.args.topics);
         let mut dense = vec![0i32; self.args.topics];
-        wt.refresh_rows((gid as u64..v as u64).step_by(nw));
-        for word in (gid as u64..v as u64).step_by(nw) {
-            let row = wt.get(word)?;
-            if row.nnz() == 0 {
-                continue;
+        let mine: Vec<u64> = (gid as u64..v.div_ceil(rows.per_row as usize) as u64).step_by(nw).collect();
+        wt.refresh_rows(mine.iter().copied());
+        for &r in &mine {
+            let row = wt.get(r)?;
+            for word in rows.words_of(r, v as u64) {
+                if rows.counts(&row, word).next().is_none() {
+                    continue;
+                }
+                if format == OutputFormat::Binary {
+                    dense.fill(0);
+                    rows.counts(&row, word).for_each(|(t, n)| dense[t as usize] = n);
+                    part.push(word, &dense);
+                    continue;
+                }
+                write!(text, "{}", name(word)).ok();
+                for (t, n) in rows.counts(&row, word) {
+                    write!(text, "\t{t}:{n}").ok();
+                }
+                text.push(b'\n');
             }
-            if format == OutputFormat::Binary {
-                dense.fill(0);
-                row.iter().for_each(|(t, n)| dense[t as usize] = n);
-                part.push(word, &dense);
-                continue;
-            }
-            write!(text, "{}", name(word)).ok();
-            for (t, n) in row.iter() {
-                write!(text, "\t{t}:{n}").ok();
-            }
-            text.push(b'\n');
         }
         match format {
             OutputFormat::Text => out.write_part(gid, "word_topic", gid, |f| f.write_all(&text))?,

@@ -14,16 +14,18 @@
 use super::lda_dense::dense_draw_fn;
 use super::lda_tokens::{Block, DenseCounts, DocTopics, Layout, LayoutKind, TopicLists, DENSE_CHUNK};
 use crate::error::Result;
-use crate::row::SparseRow;
 use rand::Rng;
 
 /// How many tokens ahead the sweep prefetches a document's topic list.
 const PREFETCH_AHEAD: usize = 8;
 
+/// A word's `(topic, count)` pairs, handed to a reader.
+pub type CountsFn<'a> = dyn FnMut(&mut dyn Iterator<Item = (u32, i32)>) + 'a;
+
 /// Where word-topic counts live: the parameter server, or local arrays for the baseline.
 pub trait WordTopics {
-    /// Calls `f` with the word's topic counts (including this worker's own updates).
-    fn with_row(&mut self, word: u32, f: &mut dyn FnMut(&SparseRow<i32>)) -> Result<()>;
+    /// Calls `f` with the word's `(topic, count)` pairs (including this worker's own updates).
+    fn with_row(&mut self, word: u32, f: &mut CountsFn<'_>) -> Result<()>;
     /// Adds the (topic, delta) changes to the word's counts.
     fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()>;
 }
@@ -145,7 +147,7 @@ impl Sampler {
     fn load_word(&mut self, w: u32, store: &mut dyn WordTopics) -> Result<()> {
         self.nw.fill(0);
         let nw = &mut self.nw;
-        store.with_row(w, &mut |row| row.iter().for_each(|(t, n)| nw[t as usize] = n))?;
+        store.with_row(w, &mut |counts| counts.for_each(|(t, n)| nw[t as usize] = n))?;
         self.coef_sum = 0.0;
         for t in 0..self.k {
             self.coef[t] = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
@@ -287,10 +289,10 @@ impl Sampler {
     }
 
     /// The word part for one word's row: sum_{k: n_wk > 0} [lgamma(n_wk + b) - lgamma(b)].
-    pub fn word_loglik(&mut self, row: &SparseRow<i32>) -> f64 {
+    pub fn word_loglik(&mut self, counts: impl Iterator<Item = (u32, i32)>) -> f64 {
         let lb = &mut self.lg[2];
         let lg_b = lb.get(0);
-        row.iter().filter(|(_, n)| *n > 0).map(|(_, n)| lb.get(n as usize) - lg_b).sum()
+        counts.filter(|(_, n)| *n > 0).map(|(_, n)| lb.get(n as usize) - lg_b).sum()
     }
 }
 
@@ -383,7 +385,7 @@ mod tests {
         let trials = 20_000;
         let mut seen = [0usize; 3];
         for _ in 0..trials {
-            let mut store = LocalCounts(vec![SparseRow::new(); v]);
+            let mut store = LocalCounts(vec![crate::row::SparseRow::new(); v]);
             let mut nk = vec![0i64; k];
             for (w, row) in others.iter().enumerate() {
                 for (t, &n) in row.iter().enumerate() {

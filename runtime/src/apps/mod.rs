@@ -7,6 +7,7 @@ pub mod demo;
 pub mod driver;
 pub mod lda;
 pub(crate) mod lda_dense;
+mod lda_rows;
 pub(crate) mod lda_sampler;
 pub(crate) mod lda_tokens;
 pub mod mf;

@@ -25,6 +25,11 @@ impl<T: Element> SparseRow<T> {
     pub fn iter(&self) -> impl Iterator<Item = (u32, T)> + '_ {
         self.cols.iter().copied().zip(self.vals.iter().copied())
     }
+    /// Iterates the `(column, value)` pairs with `lo <= column < hi`, in column order.
+    pub fn range(&self, lo: u32, hi: u32) -> impl Iterator<Item = (u32, T)> + '_ {
+        let (a, b) = (self.cols.partition_point(|&c| c < lo), self.cols.partition_point(|&c| c < hi));
+        self.cols[a..b].iter().copied().zip(self.vals[a..b].iter().copied())
+    }
     /// Adds `other` in place: no allocation unless the row grows past its capacity. The
     /// communication threads merge every sparse update they receive, and a fresh pair of
     /// vectors per merge (plus freeing the old pair) was a large part of their time on LDA.

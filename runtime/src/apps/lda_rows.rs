@@ -1,0 +1,99 @@
+//! Where LDA's word-topic counts are in the `word_topic` table. Under the rotating schedule a
+//! row holds `WORDS_PER_ROW` consecutive words (word `w` in row `w / 16`, its topic `t` in
+//! column `(w % 16) K + t`): every worker moves every word row once a pass, and a moved row costs
+//! microseconds in lookups, locks and messages whatever its size (`docs/SCALE-OUT.md`), which at
+//! 100K words came to more than the sampling at 16 workers. Data-parallel sampling keeps one
+//! word a row (a worker fetches only the words of its documents).
+
+use super::lda_sampler::{CountsFn, WordTopics};
+use crate::error::Result;
+use crate::row::{ColumnAdd, SparseRow};
+use crate::TableHandle;
+
+pub const WORDS_PER_ROW: u64 = 16;
+
+/// The layout: words per row and topics per word.
+#[derive(Clone, Copy, Debug)]
+pub struct WordRows {
+    pub per_row: u64,
+    pub topics: u32,
+}
+
+impl WordRows {
+    #[inline]
+    pub fn row(&self, word: u64) -> u64 {
+        word / self.per_row
+    }
+
+    /// The word's first column in its row.
+    #[inline]
+    fn first(&self, word: u64) -> u32 {
+        (word % self.per_row) as u32 * self.topics
+    }
+
+    /// The word's `(topic, count)` pairs in `row` (its row).
+    pub fn counts<'a>(&self, row: &'a SparseRow<i32>, word: u64) -> impl Iterator<Item = (u32, i32)> + 'a {
+        let first = self.first(word);
+        row.range(first, first + self.topics).map(move |(c, n)| (c - first, n))
+    }
+
+    /// The rows of `words` (ascending), each once.
+    pub fn rows_of(&self, words: impl IntoIterator<Item = u64>) -> Vec<u64> {
+        let mut rows: Vec<u64> = words.into_iter().map(|w| self.row(w)).collect();
+        rows.dedup();
+        rows
+    }
+
+    /// The words of row `row`, up to the vocabulary size `v`.
+    pub fn words_of(&self, row: u64, v: u64) -> std::ops::Range<u64> {
+        (row * self.per_row).min(v)..((row + 1) * self.per_row).min(v)
+    }
+
+    /// Adds `(topic, delta)` changes to the word's counts, as one sparse update of its row.
+    pub fn add(&self, t: &mut TableHandle<SparseRow<i32>>, word: u64, changes: &[(u32, i32)]) {
+        let first = self.first(word);
+        let mut delta = SparseRow::new();
+        for &(topic, d) in changes {
+            delta.add(first + topic, d);
+        }
+        t.inc(self.row(word), &delta);
+    }
+}
+
+/// The sampler's view of the table.
+pub struct PsWordTopics<'a>(pub &'a mut TableHandle<SparseRow<i32>>, pub WordRows);
+
+impl WordTopics for PsWordTopics<'_> {
+    fn with_row(&mut self, word: u32, f: &mut CountsFn<'_>) -> Result<()> {
+        let rows = self.1;
+        let row = self.0.get(rows.row(word as u64))?;
+        f(&mut rows.counts(&row, word as u64));
+        Ok(())
+    }
+
+    fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
+        self.1.add(self.0, word as u64, changes);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_word_reads_its_own_columns_only() {
+        let rows = WordRows { per_row: 16, topics: 4 };
+        let mut r = SparseRow::new();
+        // Word 17 (row 1, second word): topics 0 and 3; word 18: topic 1.
+        r.add(4, 5);
+        r.add(7, 2);
+        r.add(9, 1);
+        assert_eq!(rows.row(17), 1);
+        assert_eq!(rows.counts(&r, 17).collect::<Vec<_>>(), vec![(0, 5), (3, 2)]);
+        assert_eq!(rows.counts(&r, 18).collect::<Vec<_>>(), vec![(1, 1)]);
+        assert_eq!(rows.counts(&r, 16).count(), 0);
+        assert_eq!(rows.rows_of([1, 2, 17, 40]), vec![0, 1, 2]);
+        assert_eq!(rows.words_of(2, 40), 32..40);
+    }
+}
