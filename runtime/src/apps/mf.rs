@@ -21,6 +21,8 @@
 
 use super::driver::Iterative;
 use super::mf_blocks::into_blocks;
+pub use super::mf_blocks::{ItemRows, ITEMS_PER_ROW};
+pub use super::mf_eval::eval_snapshot;
 pub use super::mf_kernel::{dot, sgd_step_fn, sgd_update, SgdStep};
 use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
 use super::options::{parse, CommonArgs};
@@ -128,41 +130,6 @@ pub const EVAL_SAMPLE: usize = 200_000;
 /// was about half of a step (5M ratings, 3 interleaved rounds: 0.45-0.48 s/pass without hints,
 /// 0.29-0.37 at 6 ahead, 0.29-0.42 at 12).
 const HINT_AHEAD: usize = 8;
-
-/// Item factors of the rotating schedules are kept this many items to a table row (item `i` in
-/// row `i / 16`, columns `(i % 16) k ..`): every worker moves every item row once a pass, and a
-/// row costs microseconds in lookups, locks and messages whatever its size (`docs/SCALE-OUT.md`),
-/// so 16 items a row move for little more than the price of one. Data-parallel SGD keeps one item
-/// a row (a worker fetches only the items it rated). A slice of the rotation is made of whole
-/// rows.
-pub const ITEMS_PER_ROW: u64 = 16;
-
-/// Where an item's factors are: its table row and the columns within it.
-#[derive(Clone, Copy, Debug)]
-pub struct ItemRows {
-    pub per_row: u64,
-    pub rank: usize,
-}
-
-impl ItemRows {
-    #[inline]
-    pub fn row(&self, item: u32) -> u64 {
-        item as u64 / self.per_row
-    }
-
-    #[inline]
-    pub fn cols(&self, item: u32) -> std::ops::Range<usize> {
-        let first = (item as u64 % self.per_row) as usize * self.rank;
-        first..first + self.rank
-    }
-
-    /// The distinct rows of `items` (sorted ids), in order.
-    pub fn rows_of(&self, items: &[u64]) -> Vec<u64> {
-        let mut rows: Vec<u64> = items.iter().map(|&i| i / self.per_row).collect();
-        rows.dedup();
-        rows
-    }
-}
 
 /// Whether a rating is held out (independent of how the input is split).
 pub fn held_out(r: &Rating, seed: u64, fraction: f64) -> bool {
@@ -611,46 +578,4 @@ fn elected(owners: &[i64], id: u64) -> Option<usize> {
     let n = owners.iter().filter(|c| **c > 0).count();
     let k = (mix64(id) % n.max(1) as u64) as usize;
     owners.iter().enumerate().filter(|(_, c)| **c > 0).nth(k).map(|(g, _)| g)
-}
-
-/// RMSE of a snapshot's model (`mean + L_u . R_i`) over the ratings at `input`: (train RMSE,
-/// train count, held-out RMSE, held-out count), split as the job split them. Offline evaluation.
-pub fn eval_snapshot(
-    store: &crate::snapshot::CheckpointStore,
-    m: &crate::snapshot::Manifest,
-    input: &str,
-    format: RatingFormat,
-    seed: u64,
-    test_fraction: f64,
-) -> Result<(f64, u64, f64, u64)> {
-    use crate::snapshot::read::read_table;
-    let lt = read_table::<DenseRow<f32>>(store, m, L)?;
-    let rt = read_table::<DenseRow<f32>>(store, m, R)?;
-    let mean = read_table::<DenseRow<f64>>(store, m, MEAN)?;
-    let mu = mean.get(&0).map_or(0.0, |r| r[0] / r[1].max(1.0)) as f32;
-    // Items per row: the items table's width over the users table's (the rank).
-    let width = |t: &rustc_hash::FxHashMap<u64, DenseRow<f32>>| t.values().next().map(|r| r.len());
-    let ir = match (width(&lt), width(&rt)) {
-        (Some(k), Some(w)) if k > 0 && w % k == 0 => ItemRows { per_row: (w / k) as u64, rank: k },
-        (None, _) | (_, None) => ItemRows { per_row: 1, rank: 0 },
-        (Some(k), Some(w)) => {
-            return Err(PsError::codec(format!("mf: item rows of {w} values do not hold factors of rank {k}")))
-        }
-    };
-    let (ratings, _) = read_ratings(input, 0, 1, format, crate::input::BadRecords::Fail)?;
-    let mut s = [0f64; 4];
-    for r in &ratings {
-        // Rows never updated are still at their deterministic initial value on the servers (as
-        // the job's own evaluation reads them); an id missing from the snapshot was never seen in
-        // training, so it predicts the mean.
-        let p = match (lt.get(&(r.user as u64)), rt.get(&ir.row(r.item))) {
-            (Some(u), Some(i)) => mu + dot(u, &i[ir.cols(r.item)]),
-            _ => mu,
-        };
-        let k = if held_out(r, seed, test_fraction) { 2 } else { 0 };
-        s[k] += ((r.value - p) as f64).powi(2);
-        s[k + 1] += 1.0;
-    }
-    let rmse = |a: f64, n: f64| if n > 0.0 { (a / n).sqrt() } else { f64::NAN };
-    Ok((rmse(s[0], s[1]), s[1] as u64, rmse(s[2], s[3]), s[3] as u64))
 }

@@ -7,6 +7,9 @@
 //! same totals, summed through two all-to-all exchanges (each worker totals the items it is
 //! responsible for, then sends its totals to all), so no process ever holds more than the item
 //! totals themselves.
+//!
+//! Also where an item's factors are in the items table (`ItemRows`): 16 items a row under the
+//! rotating schedule, one otherwise.
 
 use super::rotation::{balance, Plan};
 use crate::config::mix64;
@@ -17,6 +20,41 @@ use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 const PAIR: usize = 12;
+
+/// Item factors of the rotating schedules are kept this many items to a table row (item `i` in
+/// row `i / 16`, columns `(i % 16) k ..`): every worker moves every item row once a pass, and a
+/// row costs microseconds in lookups, locks and messages whatever its size (`docs/SCALE-OUT.md`),
+/// so 16 items a row move for little more than the price of one. Data-parallel SGD keeps one item
+/// a row (a worker fetches only the items it rated). A slice of the rotation is made of whole
+/// rows.
+pub const ITEMS_PER_ROW: u64 = 16;
+
+/// Where an item's factors are: its table row and the columns within it.
+#[derive(Clone, Copy, Debug)]
+pub struct ItemRows {
+    pub per_row: u64,
+    pub rank: usize,
+}
+
+impl ItemRows {
+    #[inline]
+    pub fn row(&self, item: u32) -> u64 {
+        item as u64 / self.per_row
+    }
+
+    #[inline]
+    pub fn cols(&self, item: u32) -> std::ops::Range<usize> {
+        let first = (item as u64 % self.per_row) as usize * self.rank;
+        first..first + self.rank
+    }
+
+    /// The distinct rows of `items` (sorted ids), in order.
+    pub fn rows_of(&self, items: &[u64]) -> Vec<u64> {
+        let mut rows: Vec<u64> = items.iter().map(|&i| i / self.per_row).collect();
+        rows.dedup();
+        rows
+    }
+}
 
 /// Ratings per item of `ratings`.
 fn count_items(ratings: &[Rating]) -> FxHashMap<u32, u64> {

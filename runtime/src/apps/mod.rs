@@ -12,6 +12,7 @@ pub(crate) mod lda_sampler;
 pub(crate) mod lda_tokens;
 pub mod mf;
 mod mf_blocks;
+mod mf_eval;
 mod mf_kernel;
 mod mf_users;
 pub(crate) mod objective;
