@@ -121,12 +121,28 @@ fn rows_of(counts: &[(u32, u64)], per_row: u64) -> Vec<(u32, u64)> {
     rows
 }
 
+/// A warning when the item ids are so sparse that rows of `per_row` consecutive ids are mostly
+/// empty: each row takes the memory of `per_row` items wherever it lives (server, process and
+/// thread caches), so the items table then takes several times the memory of one item a row.
+fn sparse_ids_warning(items: usize, rows: usize, per_row: u64) -> Option<String> {
+    let fill = items as f64 / (rows as f64 * per_row as f64).max(1.0);
+    (per_row > 1 && fill < 0.5).then(|| {
+        format!(
+            "mf: item ids are sparse ({items} items in {rows} rows of {per_row} consecutive ids, {:.0}% full): the \
+             items table takes {:.1}x the memory of one item a row; renumber the items 0..{items} to avoid it",
+            fill * 100.0,
+            1.0 / fill
+        )
+    })
+}
+
 /// Puts `train` in block order (block `part * slices + slice`; within a block the ratings keep
 /// their order, users one after the other) and returns each block's range. Items are assigned
 /// to slices by table row (`per_row` consecutive ids a row), so that no row holds items of two
 /// slices. Collective: every worker of the job calls it at the same point.
 pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Rating>) -> Result<Vec<Range<usize>>> {
-    let counts = rows_of(&job_item_counts(w, train)?, per_row);
+    let items = job_item_counts(w, train)?;
+    let counts = rows_of(&items, per_row);
     let (slice_of, imbalance) = balance(&counts, plan.slices);
     if w.global_thread_id() == 0 {
         log::info!(
@@ -135,6 +151,9 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Ra
             plan.parts,
             imbalance
         );
+        if let Some(msg) = sparse_ids_warning(items.len(), counts.len(), per_row) {
+            log::warn!("{msg}");
+        }
     }
     let slice = |item: u32| {
         let row = (item as u64 / per_row) as u32;
@@ -156,4 +175,19 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Ra
     }
     *train = sorted;
     Ok(start.windows(2).map(|b| b[0]..b[1]).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn item_counts_add_up_by_row_and_sparse_ids_are_told() {
+        assert_eq!(rows_of(&[(1, 2), (15, 1), (16, 4), (40, 1)], 16), vec![(0, 3), (1, 4), (2, 1)]);
+        assert_eq!(rows_of(&[(1, 2), (15, 1)], 1), vec![(1, 2), (15, 1)]);
+        assert!(sparse_ids_warning(1600, 100, 16).is_none(), "dense ids fill their rows");
+        let w = sparse_ids_warning(1000, 1000, 16).expect("one item a row");
+        assert!(w.contains("16.0x") && w.contains("6% full"), "{w}");
+        assert!(sparse_ids_warning(1000, 1000, 1).is_none(), "one item a row is what is asked for");
+    }
 }
