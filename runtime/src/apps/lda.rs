@@ -316,7 +316,7 @@ impl Iterative for Lda {
     fn evaluate(&self, st: &mut LdaWorker, _full: bool) -> Result<Vec<f64>> {
         let mut ll = st.sampler.doc_loglik();
         let rows = st.rows;
-        let mine: Vec<u64> = (st.gid as u64..st.v.div_ceil(rows.per_row as usize) as u64).step_by(st.nw).collect();
+        let mine = rows.rows_of_worker(st.gid, st.nw, st.v);
         st.wt.refresh_rows(mine.iter().copied());
         for &r in &mine {
             let row = st.wt.get(r)?;
@@ -351,7 +351,7 @@ impl Iterative for Lda {
         // Binary: dense counts (words x topics), for numpy; text: sparse `topic:count` pairs.
         let mut part = RowsPart::<i32>::new(format, self.args.topics);
         let mut dense = vec![0i32; self.args.topics];
-        let mine: Vec<u64> = (gid as u64..v.div_ceil(rows.per_row as usize) as u64).step_by(nw).collect();
+        let mine = rows.rows_of_worker(gid, nw, v);
         wt.refresh_rows(mine.iter().copied());
         for &r in &mine {
             let row = wt.get(r)?;

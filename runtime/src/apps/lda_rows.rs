@@ -39,9 +39,12 @@ impl WordRows {
 
     /// The rows of `words` (ascending), each once.
     pub fn rows_of(&self, words: impl IntoIterator<Item = u64>) -> Vec<u64> {
-        let mut rows: Vec<u64> = words.into_iter().map(|w| self.row(w)).collect();
-        rows.dedup();
-        rows
+        super::rotation::rows_of_ids(words, self.per_row)
+    }
+
+    /// The rows worker `gid` of `workers` evaluates and writes, of a vocabulary of `v` words.
+    pub fn rows_of_worker(&self, gid: usize, workers: usize, v: usize) -> Vec<u64> {
+        super::rotation::rows_of_worker(gid, workers, v.div_ceil(self.per_row as usize))
     }
 
     /// The words of row `row`, up to the vocabulary size `v`.

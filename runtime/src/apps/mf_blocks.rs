@@ -50,9 +50,7 @@ impl ItemRows {
 
     /// The distinct rows of `items` (sorted ids), in order.
     pub fn rows_of(&self, items: &[u64]) -> Vec<u64> {
-        let mut rows: Vec<u64> = items.iter().map(|&i| i / self.per_row).collect();
-        rows.dedup();
-        rows
+        super::rotation::rows_of_ids(items.iter().copied(), self.per_row)
     }
 }
 
@@ -109,7 +107,7 @@ fn job_item_counts(w: &mut Worker, train: &[Rating]) -> Result<Vec<(u32, u64)>> 
 }
 
 /// Ratings per table row of `per_row` consecutive items, from ratings per item (sorted by item).
-fn rows_of(counts: &[(u32, u64)], per_row: u64) -> Vec<(u32, u64)> {
+fn counts_by_row(counts: &[(u32, u64)], per_row: u64) -> Vec<(u32, u64)> {
     let mut rows: Vec<(u32, u64)> = Vec::new();
     for &(item, n) in counts {
         let row = (item as u64 / per_row) as u32;
@@ -142,7 +140,7 @@ fn sparse_ids_warning(items: usize, rows: usize, per_row: u64) -> Option<String>
 /// slices. Collective: every worker of the job calls it at the same point.
 pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Rating>) -> Result<Vec<Range<usize>>> {
     let items = job_item_counts(w, train)?;
-    let counts = rows_of(&items, per_row);
+    let counts = counts_by_row(&items, per_row);
     let (slice_of, imbalance) = balance(&counts, plan.slices);
     if w.global_thread_id() == 0 {
         log::info!(
@@ -183,8 +181,8 @@ mod tests {
 
     #[test]
     fn item_counts_add_up_by_row_and_sparse_ids_are_told() {
-        assert_eq!(rows_of(&[(1, 2), (15, 1), (16, 4), (40, 1)], 16), vec![(0, 3), (1, 4), (2, 1)]);
-        assert_eq!(rows_of(&[(1, 2), (15, 1)], 1), vec![(1, 2), (15, 1)]);
+        assert_eq!(counts_by_row(&[(1, 2), (15, 1), (16, 4), (40, 1)], 16), vec![(0, 3), (1, 4), (2, 1)]);
+        assert_eq!(counts_by_row(&[(1, 2), (15, 1)], 1), vec![(1, 2), (15, 1)]);
         assert!(sparse_ids_warning(1600, 100, 16).is_none(), "dense ids fill their rows");
         let w = sparse_ids_warning(1000, 1000, 16).expect("one item a row");
         assert!(w.contains("16.0x") && w.contains("6% full"), "{w}");

@@ -160,6 +160,19 @@ pub fn plan_for_worker(rotation: Rotation, names: Names, w: &Worker, table: u32,
     Plan::new(rotation, names, w.total_threads(), w.staleness(table)?, c.cpp(), c.multi_pass())
 }
 
+/// The table rows of `ids` (ascending) when a row holds `per_row` consecutive ids (MF's items,
+/// LDA's words under the rotating schedules), each row once, in order.
+pub fn rows_of_ids(ids: impl IntoIterator<Item = u64>, per_row: u64) -> Vec<u64> {
+    let mut rows: Vec<u64> = ids.into_iter().map(|i| i / per_row).collect();
+    rows.dedup();
+    rows
+}
+
+/// The rows `0..rows` worker `gid` of `workers` takes for whole-table work (evaluation, output).
+pub fn rows_of_worker(gid: usize, workers: usize, rows: usize) -> Vec<u64> {
+    (gid as u64..rows as u64).step_by(workers.max(1)).collect()
+}
+
 /// Assigns rows to `slices` slices so that the slices' loads (`load` per row, e.g. ratings per
 /// item summed over every worker) are as even as the largest rows allow: largest first, each to
 /// the least loaded slice (LPT), ties broken by row id so every worker computes the same

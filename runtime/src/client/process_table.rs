@@ -188,14 +188,8 @@ impl<R: Row> ProcessTable<R> {
     }
 
     /// Non-blocking refresh: asks for a version with data age `>= min_age` unless one is cached,
-    /// requested, or will be pushed.
-    pub fn prefetch(&self, row: u64, min_age: Age) {
-        let mut batch = Vec::new();
-        self.prefetch_into(row, min_age, &mut batch);
-        self.send_fetches(batch);
-    }
-
-    /// `prefetch`, with the fetch (if one is needed) added to `batch` for `send_fetches`.
+    /// requested, or will be pushed; the fetch (if one is needed) is added to `batch`, which
+    /// `send_fetches` sends as one command.
     pub fn prefetch_into(&self, row: u64, min_age: Age, batch: &mut Vec<(usize, FetchReq)>) {
         let mut g = lock(&self.shard(row).0);
         let r = g.rows.entry(row).or_insert_with(ProcRow::empty);

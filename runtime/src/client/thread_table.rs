@@ -283,12 +283,7 @@ impl<R: Row> TableHandle<R> {
 
     /// Non-blocking refresh: asks the server for a newer version of `row` than the cached one.
     pub fn refresh(&mut self, row: u64) {
-        let t = self.inner.borrow();
-        let (age, subscribed) = t.proc.cached_age(row);
-        if !subscribed {
-            let req = t.required(t.clock.clock.get());
-            t.proc.prefetch(row, ReadRule::refresh_target(age, req));
-        }
+        self.refresh_rows([row]);
     }
 
     /// Non-blocking: makes sure that a copy of `row` fresh enough for a read `ahead` clocks from
