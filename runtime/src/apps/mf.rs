@@ -106,7 +106,7 @@ impl MfSchedule {
 
 const NAMES: Names = Names { app: "mf", rotate: "items", data: "ratings" };
 
-/// Clocks per pass of the data-parallel schedule, and the least of the rotating one.
+/// Clocks per pass of the data-parallel schedule (the rotating one runs one per slice).
 const BASE_CPP: i64 = 2;
 
 /// `--user-factors`.

@@ -67,13 +67,15 @@ impl Plan {
         }
     }
 
-    /// The clocks per pass a job runs when `--clocks-per-pass` is not given: the smallest
-    /// multiple of the slices at least `base` (the app's data-parallel default); `base` when the
-    /// job does not rotate.
+    /// The clocks per pass a job runs when `--clocks-per-pass` is not given: one clock per slice
+    /// when the job rotates; `base` (the app's data-parallel default) when it does not. Running
+    /// a multiple of the slices would visit every slice, and move all its rows, several times a
+    /// pass: LDA on one worker at 4 clocks (2 slices) spent 16% more CPU per sweep than at 2,
+    /// for the same log-likelihood.
     pub fn default_cpp(rotation: Rotation, workers: usize, staleness: Option<i64>, multi_pass: bool, base: i64) -> i64 {
         match Self::slices_for(rotation, workers, staleness, multi_pass) {
-            Some(s) => (base.max(1) as usize).div_ceil(s) as i64 * s as i64,
-            None => base,
+            Some(s) if s > 1 => s as i64,
+            _ => base,
         }
     }
 
@@ -235,8 +237,9 @@ mod tests {
     fn default_clocks_are_sized_from_the_workers() {
         assert_eq!(Plan::default_cpp(Rotation::Auto, 1, Some(1), false, 2), 2);
         assert_eq!(Plan::default_cpp(Rotation::Auto, 16, Some(1), false, 2), 32);
-        assert_eq!(Plan::default_cpp(Rotation::Auto, 1, Some(1), false, 4), 4);
-        assert_eq!(Plan::default_cpp(Rotation::Auto, 3, Some(0), false, 4), 6);
+        assert_eq!(Plan::default_cpp(Rotation::Auto, 1, Some(1), false, 4), 2, "one clock a slice");
+        assert_eq!(Plan::default_cpp(Rotation::Auto, 1, Some(0), false, 4), 4, "one slice: data-parallel");
+        assert_eq!(Plan::default_cpp(Rotation::Auto, 3, Some(0), false, 4), 3);
         assert_eq!(Plan::default_cpp(Rotation::Auto, 4, None, false, 4), 4, "async cannot rotate");
         assert_eq!(Plan::default_cpp(Rotation::Data, 4, Some(1), false, 4), 4);
         assert_eq!(Plan::default_cpp(Rotation::Auto, 4, Some(1), true, 1), 1, "several passes a clock");
