@@ -218,3 +218,33 @@ fn apps_read_and_write_hdfs() {
     st.delete(&dir).unwrap();
     let _ = std::fs::remove_dir_all(&local);
 }
+
+/// A Spark-style Parquet table (pyarrow's files, three codecs, `_SUCCESS` and a hidden `.crc`)
+/// on HDFS reads as it does locally, through the same HDFS client as every other input.
+#[test]
+fn parquet_table_on_hdfs_reads_as_locally() {
+    use ps_runtime::input::{read_rating_table, InputFormat, RatingColumns};
+    let local = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tables/ratings");
+    let dir = base("parquet");
+    let st = storage_for(&dir).unwrap();
+    st.delete(&dir).unwrap();
+    for f in std::fs::read_dir(&local).unwrap() {
+        let f = f.unwrap();
+        put(st.as_ref(), &format!("{dir}/{}", f.file_name().to_string_lossy()), &std::fs::read(f.path()).unwrap());
+    }
+    let cols = RatingColumns::new(None, None, None);
+    let read = |url: &str, n: usize| {
+        let mut all: Vec<(u32, u32, u32)> = (0..n)
+            .flat_map(|k| read_rating_table(url, k, n, InputFormat::Parquet, &cols, BadRecords::Fail).unwrap().0)
+            .map(|r| (r.user, r.item, r.value.to_bits()))
+            .collect();
+        all.sort_unstable();
+        all
+    };
+    let want = read(local.to_str().unwrap(), 1);
+    assert_eq!(want.len(), 997);
+    for n in [1, 3] {
+        assert!(read(&dir, n) == want, "{n} workers on HDFS");
+    }
+    assert_eq!(ps_runtime::input::resolve_format(&dir, InputFormat::Auto, false).unwrap(), InputFormat::Parquet);
+}

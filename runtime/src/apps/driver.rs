@@ -50,6 +50,11 @@ pub trait Iterative: Sized + Send + Sync + 'static {
     /// the tables' initial contents; a resumed worker finds those in the restored tables and its
     /// own state in `saved` (what `save` returned).
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<Self::State>;
+    /// The job's input rows skipped at load ([`super::bad_rows::settle`]), reported as
+    /// `rows_skipped`; `None` when the app does not count them.
+    fn rows_skipped(_st: &Self::State) -> Option<u64> {
+        None
+    }
     /// Start of clock `clock`, before straggling and before the initial evaluation: reads the work
     /// and the evaluation start from (LDA: the topic totals).
     fn begin_clock(&self, _st: &mut Self::State, _clock: i64) -> Result<()> {
@@ -116,6 +121,9 @@ impl<A: Iterative> App for Driver<A> {
         let mut st = self.alg.start(w, saved.as_ref())?;
         if first_worker {
             self.obj.record_phase("load_s", t.elapsed().as_secs_f64());
+            if let Some(n) = A::rows_skipped(&st) {
+                self.obj.record_value("rows_skipped", n.into());
+            }
         }
         let mut tracker = Tracker::new(w, self.obj.clone(), self.alg.common())?;
         let first = match &saved {

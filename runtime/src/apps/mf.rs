@@ -20,6 +20,7 @@
 //! stops on the objective, and before any training, the training RMSE is evaluated exactly.
 
 use super::driver::Iterative;
+pub use super::mf_args::{MfArgs, MfSchedule, UserFactors};
 use super::mf_blocks::into_blocks;
 pub use super::mf_blocks::{ItemRows, ITEMS_PER_ROW};
 pub use super::mf_eval::eval_snapshot;
@@ -27,94 +28,20 @@ pub use super::mf_kernel::{dot, sgd_step_fn, sgd_update, SgdStep};
 use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
 use super::options::{parse, CommonArgs};
 use super::output::Output;
-use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
+use super::rotation::{plan_for_worker, size_for_job, Names, Plan};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, RowInit, TableConfig};
 use crate::error::{PsError, Result};
-use crate::input::{read_ratings, Rating, RatingFormat};
+use crate::input::{read_rating_table, read_ratings, resolve_format, InputFormat, ReadStats};
+use crate::input::{Rating, RatingColumns};
 use crate::row::DenseRow;
 use crate::{PsContext, TableHandle, Worker};
-use clap::Parser;
-
-#[derive(Parser, Debug, Clone)]
-#[command(name = "mf", about = "Matrix factorization by SGD")]
-pub struct MfArgs {
-    #[command(flatten)]
-    pub common: CommonArgs,
-    #[arg(long, default_value_t = 20)]
-    pub rank: usize,
-    #[arg(long, default_value_t = 0.05)]
-    pub lambda: f32,
-    /// Initial step size.
-    #[arg(long = "lr", default_value_t = 0.015)]
-    pub lr: f32,
-    /// Step size multiplier per pass.
-    #[arg(long, default_value_t = 0.95)]
-    pub lr_decay: f32,
-    /// Hold out this fraction of ratings for a test RMSE.
-    #[arg(long, default_value_t = 0.0)]
-    pub test_fraction: f64,
-    /// Initial factor entries are uniform in [-s, s) with s = init-scale / sqrt(rank).
-    #[arg(long, default_value_t = 0.5)]
-    pub init_scale: f64,
-    /// auto, tsv/csv, movielens or netflix.
-    #[arg(long, default_value = "auto")]
-    pub format: RatingFormat,
-    /// Where user factors live. `local` (fast): each user's ratings go to one worker at load
-    /// time and its factors stay in that worker, only item factors go through the parameter
-    /// server (the users table is written at snapshots). `table`: both factor matrices are
-    /// parameter-server tables and each worker reads its byte range of the input (the setup of
-    /// the LazyTable and ESSP experiments).
-    #[arg(long, value_enum, default_value_t = UserFactors::Local)]
-    pub user_factors: UserFactors,
-    /// Ask for each clock's rows ahead, in one batch (`false` leaves prefetching to the runtime's
-    /// `prefetch` policy alone; the prefetch experiment compares the two).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub refresh_ahead: bool,
-    /// Which ratings a clock trains on: `items` rotates slices of the items among the workers
-    /// (no two workers change an item row within the staleness window, so the model does not
-    /// depend on the number of workers; needs --clocks-per-pass to be a multiple of workers x
-    /// (staleness + 1), which is the default), `ratings` takes a part of the worker's ratings
-    /// with all their items (every worker changes every popular item in every clock: diverges
-    /// from a few workers on skewed data), `auto` is `items` unless the job cannot rotate
-    /// (async, several passes a clock).
-    #[arg(long, value_enum, default_value_t = MfSchedule::Auto)]
-    pub schedule: MfSchedule,
-}
-
-/// `--schedule`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MfSchedule {
-    /// `items` unless the job cannot rotate.
-    Auto,
-    /// Rotate slices of the items among the workers.
-    Items,
-    /// Every clock takes a part of the ratings with all their items.
-    Ratings,
-}
-
-impl MfSchedule {
-    fn rotation(self) -> Rotation {
-        match self {
-            MfSchedule::Auto => Rotation::Auto,
-            MfSchedule::Items => Rotation::Rotate,
-            MfSchedule::Ratings => Rotation::Data,
-        }
-    }
-}
 
 const NAMES: Names = Names { app: "mf", rotate: "items", data: "ratings" };
 
 /// Clocks per pass of the data-parallel schedule (the rotating one runs one per slice).
 const BASE_CPP: i64 = 2;
-
-/// `--user-factors`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UserFactors {
-    Local,
-    Table,
-}
 
 pub const L: u32 = 0;
 pub const R: u32 = 1;
@@ -152,6 +79,20 @@ pub struct Mf {
 }
 
 impl Mf {
+    /// Worker `gid`'s share (of `nw`) of the ratings: a table's columns (CSV, Parquet) or the
+    /// text formats.
+    fn read(&self, gid: usize, nw: usize) -> Result<(Vec<Rating>, ReadStats)> {
+        let (a, c) = (&self.args, &self.args.common);
+        let named = a.user_col.is_some() || a.item_col.is_some() || a.rating_col.is_some();
+        match resolve_format(&c.input, c.input_format, named)? {
+            InputFormat::Text | InputFormat::Auto => read_ratings(&c.input, gid, nw, a.format, c.bad_records()),
+            table => {
+                let cols = RatingColumns::new(a.user_col.as_deref(), a.item_col.as_deref(), a.rating_col.as_deref());
+                read_rating_table(&c.input, gid, nw, table, &cols, c.bad_records())
+            }
+        }
+    }
+
     /// Ratings of each set an intermediate evaluation looks at, per worker: all intermediate
     /// samples together cost at most about 5% of the training work (at least 10K ratings, so a
     /// sample still means something, and at most `EVAL_SAMPLE`).
@@ -186,6 +127,8 @@ impl Mf {
 /// A worker's ratings, model handles and SGD buffers.
 pub struct MfWorker {
     gid: usize,
+    /// The job's input rows skipped at load.
+    skipped: u64,
     train: Vec<Rating>,
     test: Vec<Rating>,
     /// The global mean rating: the model predicts mean + L_u . R_i.
@@ -270,7 +213,8 @@ impl Iterative for Mf {
         let (a, c) = (&self.args, &self.args.common);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         let t0 = std::time::Instant::now();
-        let (mut ratings, st) = read_ratings(&c.input, gid, nw, a.format, c.bad_records())?;
+        let (mut ratings, st) = self.read(gid, nw)?;
+        let skipped = super::bad_rows::settle(w, c, "mf", &st)?;
         // Where loading goes (debug log): each phase's end, in seconds from the start.
         let mut phases = vec![("read", t0.elapsed().as_secs_f64())];
         if a.user_factors == UserFactors::Local {
@@ -328,6 +272,7 @@ impl Iterative for Mf {
         log::debug!("worker {gid}: loading phases ended at (s): {}", phases.join(", "));
         Ok(MfWorker {
             gid,
+            skipped,
             lt: w.table(L)?,
             rt: w.table(R)?,
             ir,
@@ -391,6 +336,10 @@ impl Iterative for Mf {
             }
         }
         Ok(())
+    }
+
+    fn rows_skipped(st: &MfWorker) -> Option<u64> {
+        Some(st.skipped)
     }
 
     fn run_clock(&self, st: &mut MfWorker, clock: i64) -> Result<()> {

@@ -2,6 +2,7 @@
 //! `pagerank`) implement [`driver::Iterative`] and share its driver; adding one is a file with
 //! that implementation and a line in [`build`].
 
+pub mod bad_rows;
 pub mod baseline;
 pub mod demo;
 pub mod driver;
@@ -11,6 +12,7 @@ mod lda_rows;
 pub(crate) mod lda_sampler;
 pub(crate) mod lda_tokens;
 pub mod mf;
+mod mf_args;
 mod mf_blocks;
 mod mf_eval;
 mod mf_kernel;

@@ -36,7 +36,7 @@ pub struct Objective {
     train: Mutex<Option<(f64, i64)>>,
     /// Worker 0's time in the phases around training (`load_s`, `eval_s`, `output_s`): where a
     /// job's wall time outside training goes.
-    phases: Mutex<Vec<(&'static str, f64)>>,
+    phases: Mutex<Vec<(&'static str, Value)>>,
     /// This process's CPU seconds and socket bytes sent when its first thread started training
     /// and at the barrier after the last clock (`train_cpu_s`, `train_bytes_sent`).
     cpu: Mutex<(Option<Mark>, Option<Mark>)>,
@@ -69,7 +69,12 @@ impl Objective {
 
     /// Records worker 0's seconds in phase `name` (a stats key).
     pub fn record_phase(&self, name: &'static str, secs: f64) {
-        self.phases.lock().unwrap_or_else(|e| e.into_inner()).push((name, secs));
+        self.record_value(name, json!(secs));
+    }
+
+    /// Records a job-wide value that worker 0 learnt (a stats key), e.g. `rows_skipped`.
+    pub fn record_value(&self, name: &'static str, value: Value) {
+        self.phases.lock().unwrap_or_else(|e| e.into_inner()).push((name, value));
     }
 
     pub fn create_tables(ctx: &mut PsContext) -> Result<()> {
@@ -91,8 +96,8 @@ impl Objective {
             m.insert("train_cpu_s".into(), json!(b.0 - a.0));
             m.insert("train_bytes_sent".into(), json!(b.1.saturating_sub(a.1)));
         }
-        for (name, secs) in self.phases.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            m.insert((*name).into(), json!(secs));
+        for (name, v) in self.phases.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            m.insert((*name).into(), v.clone());
         }
         m
     }

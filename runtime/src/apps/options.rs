@@ -3,7 +3,7 @@
 
 use super::straggler::StragglerArgs;
 use crate::error::{PsError, Result};
-use crate::input::BadRecords;
+use crate::input::{BadRecords, InputFormat};
 
 /// How outputs are written (`--output-format`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +24,11 @@ pub struct CommonArgs {
     /// Input URL (a file or a directory of part files).
     #[arg(long)]
     pub input: String,
+    /// How the input is laid out: `auto` (Parquet when its first file is Parquet, a CSV/TSV
+    /// table when the app's column flags are given, otherwise the app's text format), `text`,
+    /// `csv` or `parquet`.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub input_format: InputFormat,
     /// Output URL (a directory; refused if it exists unless --overwrite).
     #[arg(long)]
     pub output: Option<String>,
@@ -51,6 +56,10 @@ pub struct CommonArgs {
     /// Count and skip malformed input lines instead of failing.
     #[arg(long)]
     pub skip_bad_records: bool,
+    /// Fail the job when more than this share of the input rows was skipped (bad records under
+    /// --skip-bad-records, and rows with an empty or null value).
+    #[arg(long, default_value_t = 0.1)]
+    pub max_bad_fraction: f64,
     /// Passes per clock (W > 1 makes a clock several passes: LazyTable's wpc > 1).
     #[arg(long, default_value_t = 1)]
     pub passes_per_clock: i64,

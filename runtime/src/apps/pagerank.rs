@@ -18,7 +18,7 @@ use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{Placement, TableConfig};
 use crate::error::{PsError, Result};
-use crate::input::{read_edges, Edges};
+use crate::input::{read_edge_table, read_edges, resolve_format, Edges, InputFormat, ReadStats};
 use crate::row::{ColumnGet, DenseRow, Element};
 use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
@@ -38,6 +38,13 @@ pub struct PageRankArgs {
     /// Nodes per table row (ranks travel in blocks of consecutive ids).
     #[arg(long, default_value_t = 1024)]
     pub block: usize,
+    /// The source node column of a table input (CSV with a header line, or Parquet; a 0-based
+    /// column number in a CSV without one). Tables default to `src` and `dst`.
+    #[arg(long)]
+    pub src_col: Option<String>,
+    /// The destination node column of a table input.
+    #[arg(long)]
+    pub dst_col: Option<String>,
 }
 
 pub const RANK: u32 = 0;
@@ -129,6 +136,8 @@ pub struct PageRank {
 /// A worker's edges, the nodes it owns, and what it has pushed so far.
 pub struct PrWorker {
     gid: usize,
+    /// The job's input rows skipped at load.
+    skipped: u64,
     /// Nodes (largest id + 1 over all workers).
     n: usize,
     rank: TableHandle<DenseRow<f64>>,
@@ -211,10 +220,11 @@ impl Iterative for PageRank {
     }
 
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<PrWorker> {
-        let (a, c) = (&self.args, &self.args.common);
+        let a = &self.args;
         let (d, b) = (a.damping, a.block);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
-        let (edges, _) = read_edges(&c.input, gid, nw, c.bad_records())?;
+        let (edges, read) = self.read(gid, nw)?;
+        let skipped = super::bad_rows::settle(w, &a.common, "pagerank", &read)?;
         let mut rank = w.table::<DenseRow<f64>>(RANK)?;
         let mut deg = w.table::<DenseRow<i64>>(DEGREE)?;
         // A resumed worker finds the node count, degrees and base ranks in the restored tables.
@@ -230,7 +240,7 @@ impl Iterative for PageRank {
         }
         let mut reference = None;
         if a.reference && gid == 0 {
-            let (all, _) = read_edges(&c.input, 0, 1, c.bad_records())?;
+            let (all, _) = self.read(0, 1)?;
             reference = Some(pagerank_sequential(n, &all.src, &all.dst, d, 10_000, 1e-14));
         }
         let (np, threads) = (w.num_processes(), w.threads_per_process());
@@ -259,6 +269,7 @@ impl Iterative for PageRank {
         let scale = local_edges.sources.iter().map(|&u| d / out_deg[u as usize]).collect();
         drop(out_deg);
         let mut st = PrWorker {
+            skipped,
             gid,
             n,
             rank,
@@ -284,6 +295,10 @@ impl Iterative for PageRank {
 
     /// One iteration, or W with --passes-per-clock W (A-BSP): the later ones read this worker's
     /// own pushes at once (read-my-updates) and the others' from the next clock on.
+    fn rows_skipped(st: &PrWorker) -> Option<u64> {
+        Some(st.skipped)
+    }
+
     fn run_clock(&self, st: &mut PrWorker, clock: i64) -> Result<()> {
         for (i, _) in self.args.common.segments(clock, 0).into_iter().enumerate() {
             self.iterate(st, clock == 0 && i == 0)?;
@@ -360,6 +375,19 @@ impl Iterative for PageRank {
 }
 
 impl PageRank {
+    /// Worker `gid`'s share (of `nw`) of the edges: a table's columns (CSV, Parquet) or an edge
+    /// list.
+    fn read(&self, gid: usize, nw: usize) -> Result<(Edges, ReadStats)> {
+        let (a, c) = (&self.args, &self.args.common);
+        match resolve_format(&c.input, c.input_format, a.src_col.is_some() || a.dst_col.is_some())? {
+            InputFormat::Text | InputFormat::Auto => read_edges(&c.input, gid, nw, c.bad_records()),
+            table => {
+                let cols = (a.src_col.as_deref().unwrap_or("src"), a.dst_col.as_deref().unwrap_or("dst"));
+                read_edge_table(&c.input, gid, nw, table, cols, c.bad_records())
+            }
+        }
+    }
+
     /// One iteration: push the rank changes along this worker's edges, then fold the owned
     /// dangling nodes' changes into the global term.
     fn iterate(&self, st: &mut PrWorker, first: bool) -> Result<()> {

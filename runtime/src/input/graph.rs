@@ -1,6 +1,8 @@
-//! Graphs as SNAP edge lists: `src dst` per line (tab or spaces), `#` comments.
+//! Graphs as SNAP edge lists: `src dst` per line (tab or spaces), `#` comments; or two named
+//! columns of a table (CSV or Parquet).
 
-use super::{digits, field, on_bad, plan_splits, BadRecords, Decoded, LineReader, ReadStats};
+use super::{digits, field, on_bad, plan_splits, read_rows, BadRecords, Cell, Column, Decoded, InputFormat};
+use super::{LineReader, ReadStats};
 use crate::error::Result;
 use crate::storage::storage_for;
 
@@ -51,6 +53,27 @@ pub fn read_edges(url: &str, k: usize, n: usize, bad: BadRecords) -> Result<(Edg
         }
         stats.bytes += split.bytes_read(&r);
     }
+    Ok((out, stats))
+}
+
+/// Reads worker `k`'s share (of `n`) of the edges in the table at `url` (`format` Csv or
+/// Parquet), from columns `src` and `dst` (named by `--src-col` and `--dst-col`).
+pub fn read_edge_table(
+    url: &str,
+    k: usize,
+    n: usize,
+    format: InputFormat,
+    (src, dst): (&str, &str),
+    bad: BadRecords,
+) -> Result<(Edges, ReadStats)> {
+    let cols = [Column { flag: "--src-col", name: src }, Column { flag: "--dst-col", name: dst }];
+    let mut out = Edges::default();
+    let stats = read_rows(url, k, n, format, &cols, bad, &mut |c: &[Cell]| {
+        let (s, d) = (c[0].to_u32("source node")?, c[1].to_u32("target node")?);
+        out.src.push(s);
+        out.dst.push(d);
+        Ok(())
+    })?;
     Ok((out, stats))
 }
 

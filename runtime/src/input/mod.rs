@@ -1,21 +1,24 @@
-//! Input layer: line-aligned byte-range splits (like Hadoop's text input),
-//! and readers for the formats of the applications. Each worker reads only its share of the input:
-//! a line belongs to the split that holds its first byte, so any number of workers covers every
-//! line exactly once. Malformed lines are reported with file and line number. Compressed files
+//! Input layer: line-aligned byte-range splits (like Hadoop's text input), tables (CSV and
+//! Parquet, read by column name), and readers for the formats of the applications. Each worker
+//! reads only its share of the input: a line belongs to the split that holds its first byte, so
+//! any number of workers covers every line exactly once. Malformed lines are reported with file and line number. Compressed files
 //! (`.gz`, `.bz2`, `.zst`) are read whole by one worker each.
 
 mod compressed;
 mod corpus;
 mod graph;
+mod parquet;
 mod ratings;
 mod sparse_corpus;
 mod split;
+mod table;
 
 pub use compressed::{Codec, Decoded};
 pub use corpus::{read_corpus, Corpus, Doc};
-pub use graph::{read_edges, Edges};
-pub use ratings::{read_ratings, Rating, RatingFormat};
+pub use graph::{read_edge_table, read_edges, Edges};
+pub use ratings::{read_rating_table, read_ratings, Rating, RatingColumns, RatingFormat};
 pub use split::{plan_splits, LineReader, Split, MAX_LINE_BYTES};
+pub use table::{is_parquet, read_rows, resolve_format, Cell, Column, InputFormat, RowSink, MAX_COLS, PARQUET_MAGIC};
 
 use crate::error::{PsError, Result};
 use crate::storage::Storage;
@@ -36,13 +39,6 @@ pub struct ReadStats {
     pub records: u64,
     pub skipped: u64,
     pub bytes: u64,
-}
-
-/// Builds the error for a malformed record at byte `offset` of `path`, with its line number.
-pub(crate) fn bad_line(storage: &dyn Storage, path: &str, offset: u64, why: &str) -> PsError {
-    let line =
-        storage.line_number(path, offset).map(|l| format!(":{l}")).unwrap_or_else(|_| format!(" (byte {offset})"));
-    PsError::Config(format!("{path}{line}: {why}"))
 }
 
 /// Parses one decimal field of a record.
@@ -82,11 +78,25 @@ pub(crate) fn on_bad(
     offset: u64,
     why: &str,
 ) -> Result<()> {
+    let place = || {
+        let line = storage.line_number(path, offset).map(|l| format!(":{l}"));
+        format!("{path}{}", line.unwrap_or_else(|_| format!(" (byte {offset})")))
+    };
+    on_bad_at(policy, stats, &place, why)
+}
+
+/// Handles one bad record at `place` (a file and line or row) according to the policy.
+pub(crate) fn on_bad_at(
+    policy: BadRecords,
+    stats: &mut ReadStats,
+    place: &dyn Fn() -> String,
+    why: &str,
+) -> Result<()> {
     match policy {
-        BadRecords::Fail => Err(bad_line(storage, path, offset, why)),
+        BadRecords::Fail => Err(PsError::Config(format!("{}: {why}", place()))),
         BadRecords::Skip => {
             if stats.skipped < 5 {
-                log::warn!("skipping bad record: {}", bad_line(storage, path, offset, why));
+                log::warn!("skipping bad record: {}: {why}", place());
             }
             stats.skipped += 1;
             Ok(())

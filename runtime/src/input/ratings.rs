@@ -1,9 +1,10 @@
 //! Ratings: delimited `user item rating [ts]` (tab, comma or space), MovieLens `u::i::r::ts`, and
 //! the Netflix Prize layout (`MOVIEID:` lines followed by `user,rating,date` lines, one file per
-//! movie or several movies per file).
+//! movie or several movies per file); or three named columns of a table (CSV or Parquet).
 
 use super::split::{find_line_before, line_text};
-use super::{digits, field, on_bad, plan_splits, BadRecords, Decoded, LineReader, ReadStats};
+use super::{digits, field, on_bad, plan_splits, read_rows, BadRecords, Cell, Column, Decoded, InputFormat};
+use super::{LineReader, ReadStats, RowSink};
 use crate::error::{PsError, Result};
 use crate::storage::{storage_for, Storage};
 
@@ -193,14 +194,65 @@ pub fn read_ratings(
                     out.push(rt);
                     stats.records += 1;
                 }
-                // A CSV header ("userId,movieId,rating,...") on the first line is not an error.
-                Err(_) if at == 0 && t.chars().next().is_some_and(|c| c.is_alphabetic()) => {}
+                // A CSV header ("userId,movieId,rating,...") on the first line is not an error; it
+                // is said, since a first rating with a string id would be skipped the same way.
+                Err(_) if at == 0 && t.chars().next().is_some_and(|c| c.is_alphabetic()) => {
+                    log::info!("{}: first line taken for a header and skipped: {t:.80}", split.path);
+                }
                 Err(why) => on_bad(bad, &mut stats, st, &split.path, at, &why)?,
             }
         }
         stats.bytes += split.bytes_read(&r);
     }
     Ok((out, stats))
+}
+
+/// The columns of a table of ratings; by default `user`, `item` and `rating`, as Spark's ALS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RatingColumns {
+    pub user: String,
+    pub item: String,
+    pub rating: String,
+}
+
+impl RatingColumns {
+    pub fn new(user: Option<&str>, item: Option<&str>, rating: Option<&str>) -> Self {
+        let name = |c: Option<&str>, d: &str| c.unwrap_or(d).to_string();
+        RatingColumns { user: name(user, "user"), item: name(item, "item"), rating: name(rating, "rating") }
+    }
+}
+
+/// Reads worker `k`'s share (of `n`) of the ratings in the table at `url` (`format` Csv or
+/// Parquet).
+pub fn read_rating_table(
+    url: &str,
+    k: usize,
+    n: usize,
+    format: InputFormat,
+    cols: &RatingColumns,
+    bad: BadRecords,
+) -> Result<(Vec<Rating>, ReadStats)> {
+    let cols = [
+        Column { flag: "--user-col", name: &cols.user },
+        Column { flag: "--item-col", name: &cols.item },
+        Column { flag: "--rating-col", name: &cols.rating },
+    ];
+    let mut out = Ratings(Vec::new());
+    let stats = read_rows(url, k, n, format, &cols, bad, &mut out)?;
+    Ok((out.0, stats))
+}
+
+struct Ratings(Vec<Rating>);
+
+impl RowSink for Ratings {
+    fn expect(&mut self, rows: u64) {
+        self.0.reserve(rows as usize);
+    }
+    fn row(&mut self, c: &[Cell]) -> std::result::Result<(), String> {
+        let (user, item) = (c[0].to_u32("user id")?, c[1].to_u32("item id")?);
+        self.0.push(Rating { user, item, value: c[2].to_f32("rating")? });
+        Ok(())
+    }
 }
 
 #[cfg(test)]

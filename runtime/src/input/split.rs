@@ -81,6 +81,13 @@ const FILL: usize = 1 << 20;
 
 impl LineReader {
     pub fn new(storage: &dyn Storage, split: &Split) -> Result<Self> {
+        if super::is_parquet(storage, &split.path)? {
+            return Err(PsError::Config(format!(
+                "{} is a Parquet file, not text: read it as a table (--input-format parquet, or auto, with the \
+                 app's column flags)",
+                split.path
+            )));
+        }
         // Start one byte early: if that byte is a newline the first owned line starts at `start`;
         // otherwise the partial line belongs to the previous split and is skipped.
         let from = split.start.saturating_sub(1);

@@ -1,0 +1,90 @@
+//! `mf`'s command-line options.
+
+use super::options::CommonArgs;
+use super::rotation::Rotation;
+use crate::input::RatingFormat;
+use clap::Parser;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "mf", about = "Matrix factorization by SGD")]
+pub struct MfArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[arg(long, default_value_t = 20)]
+    pub rank: usize,
+    #[arg(long, default_value_t = 0.05)]
+    pub lambda: f32,
+    /// Initial step size.
+    #[arg(long = "lr", default_value_t = 0.015)]
+    pub lr: f32,
+    /// Step size multiplier per pass.
+    #[arg(long, default_value_t = 0.95)]
+    pub lr_decay: f32,
+    /// Hold out this fraction of ratings for a test RMSE.
+    #[arg(long, default_value_t = 0.0)]
+    pub test_fraction: f64,
+    /// Initial factor entries are uniform in [-s, s) with s = init-scale / sqrt(rank).
+    #[arg(long, default_value_t = 0.5)]
+    pub init_scale: f64,
+    /// The text format: auto, tsv/csv, movielens or netflix.
+    #[arg(long, default_value = "auto")]
+    pub format: RatingFormat,
+    /// The user id column of a table input (CSV with a header line, or Parquet; a 0-based
+    /// column number in a CSV without one). Tables default to `user`, `item` and `rating`.
+    #[arg(long)]
+    pub user_col: Option<String>,
+    /// The item id column of a table input.
+    #[arg(long)]
+    pub item_col: Option<String>,
+    /// The rating column of a table input.
+    #[arg(long)]
+    pub rating_col: Option<String>,
+    /// Where user factors live. `local` (fast): each user's ratings go to one worker at load
+    /// time and its factors stay in that worker, only item factors go through the parameter
+    /// server (the users table is written at snapshots). `table`: both factor matrices are
+    /// parameter-server tables and each worker reads its byte range of the input (the setup of
+    /// the LazyTable and ESSP experiments).
+    #[arg(long, value_enum, default_value_t = UserFactors::Local)]
+    pub user_factors: UserFactors,
+    /// Ask for each clock's rows ahead, in one batch (`false` leaves prefetching to the runtime's
+    /// `prefetch` policy alone; the prefetch experiment compares the two).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub refresh_ahead: bool,
+    /// Which ratings a clock trains on: `items` rotates slices of the items among the workers
+    /// (no two workers change an item row within the staleness window, so the model does not
+    /// depend on the number of workers; needs --clocks-per-pass to be a multiple of workers x
+    /// (staleness + 1), which is the default), `ratings` takes a part of the worker's ratings
+    /// with all their items (every worker changes every popular item in every clock: diverges
+    /// from a few workers on skewed data), `auto` is `items` unless the job cannot rotate
+    /// (async, several passes a clock).
+    #[arg(long, value_enum, default_value_t = MfSchedule::Auto)]
+    pub schedule: MfSchedule,
+}
+
+/// `--schedule`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MfSchedule {
+    /// `items` unless the job cannot rotate.
+    Auto,
+    /// Rotate slices of the items among the workers.
+    Items,
+    /// Every clock takes a part of the ratings with all their items.
+    Ratings,
+}
+
+impl MfSchedule {
+    pub(super) fn rotation(self) -> Rotation {
+        match self {
+            MfSchedule::Auto => Rotation::Auto,
+            MfSchedule::Items => Rotation::Rotate,
+            MfSchedule::Ratings => Rotation::Data,
+        }
+    }
+}
+
+/// `--user-factors`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserFactors {
+    Local,
+    Table,
+}
