@@ -8,7 +8,8 @@ results/bench-table-load.{csv,json,png}.
     usage: bench_table_load.py [--ratings N] [--runs R] [--procs P] [--threads T] [--hdfs URL]
 
 With `--hdfs URL` (a running HDFS, e.g. scripts/hdfs-up.sh's HDFS_URL) the three inputs are copied
-there with Hadoop's own `hdfs dfs -put` and read from HDFS as well.
+there with Hadoop's own shell (`FsShell -put`, from the jars scripts/hdfs-up.sh caches) and read
+from HDFS as well.
 """
 import argparse
 import glob
@@ -32,7 +33,7 @@ ap.add_argument("--bin", default="target/release")
 ap.add_argument("--data", default="data/bench-table-load")
 ap.add_argument("--results", default="results")
 ap.add_argument("--hdfs", help="also read the inputs from this HDFS URL")
-ap.add_argument("--hadoop", default="data/hadoop-2.7.3", help="Hadoop home for `hdfs dfs -put`")
+ap.add_argument("--hadoop", default="data/hadoop-2.7.3", help="directory of Hadoop's jars (for FsShell)")
 a = ap.parse_args()
 
 data = a.data
@@ -65,11 +66,13 @@ where = [("local", lambda fmt: inputs[fmt][0])]
 if a.hdfs:
     base = a.hdfs.rstrip("/") + "/bench-table-load"
     env = dict(os.environ, HADOOP_USER_NAME=os.environ.get("HADOOP_USER_NAME", os.environ.get("USER", "root")))
-    hdfs = os.path.join(a.hadoop, "bin", "hdfs")
-    subprocess.run([hdfs, "dfs", "-rm", "-r", "-f", base], env=env, check=False, capture_output=True)
-    subprocess.run([hdfs, "dfs", "-mkdir", "-p", base], env=env, check=True)
+    # Hadoop's shell needs a core-site.xml on its class path: scripts/hdfs-up.sh's HADOOP_CONF_DIR.
+    cp = ":".join(filter(None, [os.environ.get("HADOOP_CONF_DIR"), os.path.join(a.hadoop, "*")]))
+    shell = ["java", "-cp", cp, "org.apache.hadoop.fs.FsShell"]
+    subprocess.run(shell + ["-rm", "-r", "-f", base], env=env, check=False, capture_output=True)
+    subprocess.run(shell + ["-mkdir", "-p", base], env=env, check=True, capture_output=True)
     for fmt, (d, _) in inputs.items():
-        subprocess.run([hdfs, "dfs", "-put", d, f"{base}/{fmt}"], env=env, check=True)
+        subprocess.run(shell + ["-put", d, f"{base}/{fmt}"], env=env, check=True, capture_output=True)
     where.append(("hdfs", lambda fmt: f"{base}/{fmt}"))
 
 rows = []

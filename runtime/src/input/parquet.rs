@@ -10,7 +10,8 @@ use super::{BadRecords, ReadStats};
 use crate::error::{PsError, Result};
 use crate::storage::{storage_for, Storage};
 use arrow_array::{cast::AsArray, Array, RecordBatch};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
@@ -20,11 +21,49 @@ use std::sync::Arc;
 /// Rows decoded at a time.
 const BATCH: usize = 8192;
 
-/// One file of the storage layer as Parquet's reader sees it.
+/// Bytes read at once from the end of a file for its footer (the reader asks for the last 8
+/// bytes, then the footer: two round trips to HDFS otherwise).
+const TAIL: u64 = 64 << 10;
+/// Column chunks closer than this are read in one request.
+const GAP: u64 = 1 << 20;
+
+/// One file of the storage layer as Parquet's reader sees it, with byte ranges already read.
+/// The reader asks for every page header and page on its own; against HDFS each ask is a round
+/// trip (a Parquet directory loaded 3x slower than the same rows as text), so the column chunks a
+/// row group needs are read first, in as few requests as their layout allows.
 struct StorageFile {
     st: Arc<dyn Storage>,
     path: String,
     len: u64,
+    /// Ranges held in memory: (first byte, bytes), sorted, not overlapping.
+    cache: Vec<(u64, bytes::Bytes)>,
+}
+
+impl StorageFile {
+    /// This file with `ranges` (first byte, length) read into memory, near ones together.
+    fn with_ranges(&self, mut ranges: Vec<(u64, u64)>) -> Result<StorageFile> {
+        ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (s, l) in ranges {
+            match merged.last_mut() {
+                Some((ms, ml)) if s <= *ms + *ml + GAP => *ml = (*ml).max(s + l - *ms),
+                _ => merged.push((s, l)),
+            }
+        }
+        let mut cache = Vec::with_capacity(merged.len());
+        for (s, l) in merged {
+            cache.push((s, bytes::Bytes::from(self.st.read_at(&self.path, s, l as usize)?)));
+        }
+        Ok(StorageFile { st: self.st.clone(), path: self.path.clone(), len: self.len, cache })
+    }
+
+    /// The held range that starts at or before `start`, and the offset of `start` in it.
+    fn held(&self, start: u64) -> Option<(&bytes::Bytes, usize)> {
+        let i = self.cache.partition_point(|r| r.0 <= start).checked_sub(1)?;
+        let (s, b) = &self.cache[i];
+        let at = (start - s) as usize;
+        (at < b.len()).then_some((b, at))
+    }
 }
 
 fn external(e: PsError) -> ParquetError {
@@ -41,10 +80,18 @@ impl ChunkReader for StorageFile {
     type T = Box<dyn Read + Send>;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        self.st.open_range(&self.path, start, self.len).map_err(external)
+        use bytes::Buf;
+        match self.held(start) {
+            // Page headers are read from here, and never past their column chunk.
+            Some((b, at)) => Ok(Box::new(b.slice(at..).reader())),
+            None => self.st.open_range(&self.path, start, self.len).map_err(external),
+        }
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        if let Some((b, at)) = self.held(start).filter(|(b, at)| at + length <= b.len()) {
+            return Ok(b.slice(at..at + length));
+        }
         let b = self.st.read_at(&self.path, start, length).map_err(external)?;
         if b.len() < length {
             return Err(ParquetError::EOF(format!("{} ends at byte {}", self.path, start + b.len() as u64)));
@@ -72,7 +119,8 @@ pub(super) fn read_rows(
     let st = storage_for(url)?;
     let mut files = Vec::new();
     for (path, len) in st.list(url)? {
-        let file = StorageFile { st: st.clone(), path, len };
+        let file = StorageFile { st: st.clone(), path, len, cache: Vec::new() };
+        let file = file.with_ranges(vec![(len.saturating_sub(TAIL), len.min(TAIL))])?;
         let meta = ArrowReaderMetadata::load(&file, Default::default()).map_err(|e| parquet_error(&file.path, e))?;
         check_layout(&file, &meta)?;
         files.push((file, meta));
@@ -132,20 +180,40 @@ fn read_file(
         .iter()
         .map(|c| schema.index_of(c.name).map_err(|_| missing_column(&path, c, &names)))
         .collect::<Result<Vec<usize>>>()?;
-    let (groups, selection, segments) =
-        select(meta.metadata().row_groups().iter().map(|g| g.num_rows() as u64), &range);
+    let picks = select(meta.metadata().row_groups().iter().map(|g| g.num_rows() as u64), &range);
     let mask = ProjectionMask::roots(meta.metadata().file_metadata().schema_descr(), roots);
-    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
-        .with_projection(mask)
-        .with_row_groups(groups)
-        .with_row_selection(selection)
-        .with_batch_size(BATCH)
-        .build()
-        .map_err(|e| parquet_error(&path, e))?;
-    let mut rows = RowNumbers { segments, read: 0 };
+    let mut rows = RowNumbers { segments: picks.iter().map(|p| p.2).collect(), read: 0 };
+    for (g, selection, _) in picks {
+        // The selected columns' chunks of this row group, read before decoding (see StorageFile).
+        let chunks = meta.metadata().row_group(g).columns().iter().filter(|c| {
+            let root = c.column_path().parts().first();
+            cols.iter().any(|col| root.is_some_and(|r| r == col.name))
+        });
+        let ranges = chunks.map(|c| c.byte_range()).collect();
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file.with_ranges(ranges)?, meta.clone())
+            .with_projection(mask.clone())
+            .with_row_groups(vec![g])
+            .with_row_selection(selection)
+            .with_batch_size(BATCH)
+            .build()
+            .map_err(|e| parquet_error(&path, e))?;
+        read_group(&path, reader, cols, bad, stats, &mut rows, sink)?;
+    }
+    Ok(())
+}
+
+/// Reads the batches of one row group.
+fn read_group(
+    path: &str,
+    mut reader: ParquetRecordBatchReader,
+    cols: &[Column],
+    bad: BadRecords,
+    stats: &mut ReadStats,
+    rows: &mut RowNumbers,
+    sink: &mut dyn RowSink,
+) -> Result<()> {
     // The decoder asserts on some damaged pages instead of returning an error: a panic names the
     // file like any other error.
-    let mut reader = reader;
     let mut next = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()));
     while let Some(batch) = next().map_err(|p| {
         PsError::Config(format!(
@@ -154,33 +222,30 @@ fn read_file(
         ))
     })? {
         let batch = batch.map_err(|e| PsError::Config(format!("reading Parquet file {path}: {e}")))?;
-        read_batch(&path, &batch, cols, bad, stats, &mut rows, sink)?;
+        read_batch(path, &batch, cols, bad, stats, rows, sink)?;
     }
     Ok(())
 }
 
-/// The row groups holding rows `range` of a file whose row groups have `sizes` rows, the
-/// selection of those rows within them, and the selected rows as (first row, count) segments.
-fn select(
-    sizes: impl Iterator<Item = u64>,
-    range: &std::ops::Range<u64>,
-) -> (Vec<usize>, RowSelection, Vec<(u64, u64)>) {
-    let (mut groups, mut sel, mut segments) = (Vec::new(), Vec::new(), Vec::new());
+/// For each row group holding rows of `range` (of a file whose row groups have `sizes` rows): its
+/// index, the selection of those rows within it, and them as (first row, count).
+fn select(sizes: impl Iterator<Item = u64>, range: &std::ops::Range<u64>) -> Vec<(usize, RowSelection, (u64, u64))> {
+    let mut out = Vec::new();
     let mut start = 0u64;
     for (g, len) in sizes.enumerate() {
         let (s, e) = (range.start.max(start), range.end.min(start + len));
         if s < e {
-            groups.push(g);
+            let mut sel = Vec::new();
             for (keep, n) in [(false, s - start), (true, e - s), (false, start + len - e)] {
                 if n > 0 {
                     sel.push(if keep { RowSelector::select(n as usize) } else { RowSelector::skip(n as usize) });
                 }
             }
-            segments.push((s, e - s));
+            out.push((g, sel.into(), (s, e - s)));
         }
         start += len;
     }
-    (groups, sel.into(), segments)
+    out
 }
 
 /// The file's row numbers of the rows read, for messages.
@@ -296,18 +361,15 @@ mod tests {
 
     #[test]
     fn a_range_selects_whole_groups_inside_and_parts_at_its_ends() {
-        let (groups, sel, segs) = select([10u64, 10, 10, 10].into_iter(), &(15..32));
-        assert_eq!(groups, vec![1, 2, 3]);
-        let want: RowSelection = vec![
-            RowSelector::skip(5),
-            RowSelector::select(5),
-            RowSelector::select(10),
-            RowSelector::select(2),
-            RowSelector::skip(8),
-        ]
-        .into();
-        assert_eq!(sel, want);
-        assert_eq!(segs, vec![(15, 5), (20, 10), (30, 2)]);
+        let picks = select([10u64, 10, 10, 10].into_iter(), &(15..32));
+        let sel = |v: Vec<RowSelector>| RowSelection::from(v);
+        let want = vec![
+            (1, sel(vec![RowSelector::skip(5), RowSelector::select(5)]), (15, 5)),
+            (2, sel(vec![RowSelector::select(10)]), (20, 10)),
+            (3, sel(vec![RowSelector::select(2), RowSelector::skip(8)]), (30, 2)),
+        ];
+        assert_eq!(picks, want);
+        let segs: Vec<(u64, u64)> = picks.iter().map(|p| p.2).collect();
         let rows = RowNumbers { segments: segs, read: 0 };
         let got: Vec<u64> = (0..17).map(|k| rows.number(k)).collect();
         assert_eq!((got[0], got[4], got[5], got[15], got[16]), (16, 20, 21, 31, 32));

@@ -186,6 +186,7 @@ fn csv_layout(st: &dyn Storage, path: &str, cols: &[Column]) -> Result<CsvLayout
 }
 
 /// The fields of a CSV line, split at `sep` outside double quotes (quotes kept; see [`unquote`]).
+/// (A vectorised search for `sep` in lines without quotes was slower: the fields are short.)
 fn csv_fields(line: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
     let mut rest = Some(line);
     std::iter::from_fn(move || {
@@ -204,14 +205,18 @@ fn csv_fields(line: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-/// A field without its surrounding quotes, with doubled quotes made single (RFC 4180).
+/// A field without surrounding blanks and quotes, with doubled quotes made single (RFC 4180).
 fn unquote(f: &[u8]) -> std::borrow::Cow<'_, str> {
-    let s = String::from_utf8_lossy(f);
-    let t = s.trim();
-    match t.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-        Some(inner) => inner.replace("\"\"", "\"").into(),
-        None if t.len() == s.len() => s,
-        None => t.to_string().into(),
+    match f.trim_ascii() {
+        [b'"', inner @ .., b'"'] => {
+            let s = String::from_utf8_lossy(inner);
+            if s.contains("\"\"") {
+                s.replace("\"\"", "\"").into()
+            } else {
+                s
+            }
+        }
+        t => String::from_utf8_lossy(t),
     }
 }
 
@@ -251,7 +256,8 @@ fn read_csv(
                 on_bad(bad, &mut stats, st, &split.path, at, &why)?;
                 continue;
             }
-            let text: [std::borrow::Cow<str>; MAX_COLS] = std::array::from_fn(|c| unquote(picked[c]));
+            let text: [std::borrow::Cow<str>; MAX_COLS] =
+                std::array::from_fn(|c| if c < cols.len() { unquote(picked[c]) } else { "".into() });
             if let Some(c) = (0..cols.len()).find(|&c| text[c].is_empty()) {
                 let place = || format!("{}:{}", split.path, st.line_number(&split.path, at).unwrap_or(0));
                 skip_null(&mut stats, &place, &cols[c]);
