@@ -362,8 +362,9 @@ impl Iterative for Lda {
         let name = |i: u64| vocab.as_ref().and_then(|v| v.get(i as usize).cloned()).unwrap_or_else(|| i.to_string());
         let mut text = Vec::new();
         let format = self.args.common.output_format;
-        // Binary: dense counts (words x topics), for numpy; text: sparse `topic:count` pairs.
-        let mut part = RowsPart::<i32>::new(format, self.args.topics);
+        // Binary and Parquet: dense counts (words x topics, Parquet's `word` and `topic_counts`);
+        // text: sparse `topic:count` pairs.
+        let mut part = RowsPart::<i32>::new(format, self.args.topics).named("word", "topic_counts");
         let mut dense = vec![0i32; self.args.topics];
         let mine = rows.rows_of_worker(gid, nw, v);
         wt.refresh_rows(mine.iter().copied());
@@ -373,7 +374,7 @@ impl Iterative for Lda {
                 if rows.counts(&row, word).next().is_none() {
                     continue;
                 }
-                if format == OutputFormat::Binary {
+                if format != OutputFormat::Text {
                     dense.fill(0);
                     rows.counts(&row, word).for_each(|(t, n)| dense[t as usize] = n);
                     part.push(word, &dense);
@@ -388,7 +389,7 @@ impl Iterative for Lda {
         }
         match format {
             OutputFormat::Text => out.write_part(gid, "word_topic", gid, |f| f.write_all(&text))?,
-            OutputFormat::Binary => part.write(out, gid, "word_topic", gid)?,
+            OutputFormat::Binary | OutputFormat::Parquet => part.write(out, gid, "word_topic", gid)?,
         }
         if gid == 0 {
             let text = self.topics_text(wt, v, &name)?;

@@ -26,7 +26,7 @@ pub use super::mf_blocks::{ItemRows, ITEMS_PER_ROW};
 pub use super::mf_eval::eval_snapshot;
 pub use super::mf_kernel::{dot, sgd_step_fn, sgd_update, SgdStep};
 use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
-use super::options::{parse, CommonArgs};
+use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan};
 use super::rows_out::RowsPart;
@@ -81,6 +81,21 @@ pub struct Mf {
 impl Mf {
     /// Worker `gid`'s share (of `nw`) of the ratings: a table's columns (CSV, Parquet) or the
     /// text formats.
+    /// `metadata/part-00000` of a Parquet model: one JSON line with what a reader of the factors
+    /// needs (Spark ALS's `rank` and `regParam` among them) and the job's settings. Unlike
+    /// Spark's ALS the model has a global mean: a prediction is `mean` plus the dot product.
+    fn model_metadata(&self, mean: f32) -> serde_json::Value {
+        let (a, c) = (&self.args, &self.args.common);
+        // An f32 as the decimal it prints as (0.05, not 0.05000000074505806).
+        let dec = |x: f32| x.to_string().parse::<f64>().unwrap_or(x as f64);
+        serde_json::json!({
+            "model": "mf", "rank": a.rank, "regParam": dec(a.lambda), "mean": dec(mean),
+            "prediction": "mean + dot(userFactors.features, itemFactors.features)",
+            "settings": {"lr": dec(a.lr), "lr_decay": dec(a.lr_decay), "passes": c.passes, "seed": c.seed,
+                         "schedule": format!("{:?}", a.schedule).to_lowercase(), "input": c.input},
+        })
+    }
+
     fn read(&self, gid: usize, nw: usize) -> Result<(Vec<Rating>, ReadStats)> {
         let (a, c) = (&self.args, &self.args.common);
         let named = a.user_col.is_some() || a.item_col.is_some() || a.rating_col.is_some();
@@ -495,16 +510,23 @@ impl Iterative for Mf {
                 users
             }
         };
-        users.write(out, gid, "user_factors", gid)?;
+        // Parquet: the names of Spark ALS's model (`userFactors`, `itemFactors`, `metadata`).
+        let parquet = format == OutputFormat::Parquet;
+        let names = if parquet { ["userFactors", "itemFactors"] } else { ["user_factors", "item_factors"] };
+        users.write(out, gid, names[0], gid)?;
         let mut items = RowsPart::<f32>::new(format, rank);
         for &id in &st.items {
             if elected(&owner.get(2 * id + 1)?, id) == Some(gid) {
                 items.push(id, &st.rt.get(st.ir.row(id as u32))?[st.ir.cols(id as u32)]);
             }
         }
-        items.write(out, gid, "item_factors", gid)?;
+        items.write(out, gid, names[1], gid)?;
         if gid == 0 {
             out.write_part(0, "global_mean", 0, |f| writeln!(f, "{}", st.mu))?;
+            if parquet {
+                let meta = self.model_metadata(st.mu);
+                out.write_part(0, "metadata", 0, |f| writeln!(f, "{meta}"))?;
+            }
         }
         out.commit_when_all_wrote(w, "factors")
     }

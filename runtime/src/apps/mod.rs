@@ -24,6 +24,7 @@ pub mod pagerank;
 mod pagerank_edges;
 pub(crate) mod rotation;
 pub(crate) mod rows_out;
+mod rows_parquet;
 pub mod state;
 pub(crate) mod straggler;
 

@@ -10,6 +10,8 @@ use crate::input::{BadRecords, InputFormat};
 pub enum OutputFormat {
     Text,
     Binary,
+    /// Parquet tables as Spark writes them (snappy part files).
+    Parquet,
 }
 
 /// Parses an application's arguments (`args` without the program name); errors name the app.
@@ -34,8 +36,9 @@ pub struct CommonArgs {
     pub output: Option<String>,
     #[arg(long)]
     pub overwrite: bool,
-    /// Output format: text (tab-separated, one row per line) or binary (NumPy `.npy` files that
-    /// `numpy.load(path, mmap_mode="r")` maps; layout in the README).
+    /// Output format: text (tab-separated, one row per line), binary (NumPy `.npy` files that
+    /// `numpy.load(path, mmap_mode="r")` maps) or parquet (tables as Spark writes them: an
+    /// `id` column and the row's values); layouts in the README.
     #[arg(long, default_value = "text")]
     pub output_format: OutputFormat,
     /// Passes over the data.

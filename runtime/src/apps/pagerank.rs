@@ -362,8 +362,8 @@ impl Iterative for PageRank {
                 }
                 out.write_part(0, "ranks", 0, |f| f.write_all(&text))?;
             }
-            OutputFormat::Binary => {
-                let mut part = RowsPart::<f64>::new(OutputFormat::Binary, 1);
+            format => {
+                let mut part = RowsPart::<f64>::new(format, 1).named("id", "rank");
                 scores.iter().for_each(|&(s, v)| part.push(v, &[s]));
                 part.write(out, 0, "ranks", 0)?;
             }

@@ -4,6 +4,8 @@
 //! as ryu, 1.3x faster on factor values here). Text output is still bound by formatting (about
 //! 65 ns per f32 on the test machine): binary output is the fast path.
 //!
+//! With `--output-format parquet` a part is `part-NNNNN.snappy.parquet` (see `rows_parquet`).
+//!
 //! Binary layout of a part `part-NNNNN` of a dataset: `part-NNNNN.npy` holds the values, a
 //! little-endian C-order array of shape `(n, width)` (or `(n,)` when `width` is 1), and
 //! `part-NNNNN.ids.npy` the `n` row ids (`<u8`), in the same order. Both are `.npy` version 1.0
@@ -18,15 +20,18 @@ use std::borrow::Cow;
 pub trait OutValue: bytemuck::Pod {
     /// NumPy type string (`<f4`, `<i8`, ...).
     const DESCR: &'static str;
+    /// The Arrow type of a Parquet column of these values.
+    type Arrow: arrow_array::ArrowPrimitiveType<Native = Self>;
     fn text(self, buf: &mut Vec<u8>);
     /// Writes the little-endian bytes into `out` (exactly `size_of::<Self>()` long).
     fn le(self, out: &mut [u8]);
 }
 
 macro_rules! out_value {
-    ($t:ty, $descr:literal, $fmt:ident) => {
+    ($t:ty, $descr:literal, $fmt:ident, $arrow:ty) => {
         impl OutValue for $t {
             const DESCR: &'static str = $descr;
+            type Arrow = $arrow;
             #[inline]
             fn text(self, buf: &mut Vec<u8>) {
                 buf.extend_from_slice($fmt::Buffer::new().format(self).as_bytes());
@@ -38,11 +43,11 @@ macro_rules! out_value {
         }
     };
 }
-out_value!(f32, "<f4", zmij);
-out_value!(f64, "<f8", zmij);
-out_value!(i32, "<i4", itoa);
-out_value!(i64, "<i8", itoa);
-out_value!(u64, "<u8", itoa);
+out_value!(f32, "<f4", zmij, arrow_array::types::Float32Type);
+out_value!(f64, "<f8", zmij, arrow_array::types::Float64Type);
+out_value!(i32, "<i4", itoa, arrow_array::types::Int32Type);
+out_value!(i64, "<i8", itoa, arrow_array::types::Int64Type);
+out_value!(u64, "<u8", itoa, arrow_array::types::UInt64Type);
 
 /// Formatted output is handed to the file in pieces of about this size: a whole part held as
 /// text (hundreds of MB for factor matrices) cost more in reallocation copies and page faults
@@ -57,11 +62,20 @@ pub struct RowsPart<'a, V: Clone> {
     width: usize,
     ids: Cow<'a, [u64]>,
     vals: Cow<'a, [V]>,
+    /// Parquet's column names: the ids and the values.
+    names: (&'static str, &'static str),
 }
 
 impl<'a, V: OutValue> RowsPart<'a, V> {
     pub fn new(format: OutputFormat, width: usize) -> Self {
-        RowsPart { format, width: width.max(1), ids: Cow::Owned(Vec::new()), vals: Cow::Owned(Vec::new()) }
+        let (ids, vals) = (Cow::Owned(Vec::new()), Cow::Owned(Vec::new()));
+        RowsPart { format, width: width.max(1), ids, vals, names: ("id", "features") }
+    }
+
+    /// Names Parquet's columns (default `id` and `features`).
+    pub fn named(mut self, ids: &'static str, values: &'static str) -> Self {
+        self.names = (ids, values);
+        self
     }
 
     /// A part of the rows `vals` (`ids.len()` rows of `width` values, row-major) with ids `ids`,
@@ -70,7 +84,7 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
     pub fn lent(format: OutputFormat, width: usize, ids: &'a [u64], vals: &'a [V]) -> Self {
         let width = width.max(1);
         assert_eq!(ids.len() * width, vals.len(), "RowsPart::lent: {} ids of width {width}", ids.len());
-        RowsPart { format, width, ids: Cow::Borrowed(ids), vals: Cow::Borrowed(vals) }
+        RowsPart { format, width, ids: Cow::Borrowed(ids), vals: Cow::Borrowed(vals), names: ("id", "features") }
     }
 
     /// Adds row `id`; `row` must have the part's width.
@@ -80,11 +94,15 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
         self.vals.to_mut().extend_from_slice(row);
     }
 
-    /// Writes the part as `name/part-NNNNN` (text) or its two `.npy` files, for task `task`.
+    /// Writes the part as `name/part-NNNNN` (text), its two `.npy` files or
+    /// `part-NNNNN.snappy.parquet`, for task `task`.
     pub fn write(self, out: &Output, task: usize, name: &str, part: usize) -> Result<()> {
         let file = format!("part-{part:05}");
         match self.format {
             OutputFormat::Text => out.write_file(task, name, &file, |f| self.write_text(f)),
+            OutputFormat::Parquet => out.write_file(task, name, &format!("{file}.snappy.parquet"), |f| {
+                super::rows_parquet::write(&self.ids, &self.vals, self.width, self.names, f)
+            }),
             OutputFormat::Binary => {
                 let rows = self.ids.len();
                 let shape: &[usize] = if self.width == 1 { &[rows] } else { &[rows, self.width] };

@@ -1,0 +1,69 @@
+//! Model rows as Parquet (`--output-format parquet`), as Spark writes a table: a part is
+//! `part-NNNNN.snappy.parquet` with an `id` column (int64) and the row's values, as a list
+//! column (`features`, like Spark ALS's factors) or, for rows of one value, a plain column.
+//! Row groups of [`GROUP_ROWS`] rows are handed to the file as they are finished, so a part is
+//! never held whole in memory.
+
+use super::rows_out::OutValue;
+use arrow_array::{ArrayRef, ArrowPrimitiveType, Int64Array, ListArray, PrimitiveArray, RecordBatch};
+use arrow_schema::{ArrowError, DataType, Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use std::io::Write;
+use std::sync::Arc;
+
+/// Rows per row group: about 400 MB of rank-100 factors, Spark's usual group size.
+pub const GROUP_ROWS: usize = 1 << 20;
+
+fn io(e: impl std::error::Error + Send + Sync + 'static) -> std::io::Error {
+    std::io::Error::other(e)
+}
+
+/// Writes the rows (`ids.len()` rows of `width` values, row-major) to `f` as one Parquet file
+/// with columns `names.0` (the ids) and `names.1` (the values).
+pub fn write<V: OutValue>(
+    ids: &[u64],
+    vals: &[V],
+    width: usize,
+    names: (&str, &str),
+    f: &mut dyn Write,
+) -> std::io::Result<()> {
+    let value = V::Arrow::DATA_TYPE;
+    // Spark names a list's items `element` (the Parquet LIST layout's own name).
+    let item = Arc::new(Field::new("element", value.clone(), false));
+    let values_type = if width == 1 { value } else { DataType::List(item.clone()) };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new(names.0, DataType::Int64, false),
+        Field::new(names.1, values_type, false),
+    ]));
+    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+    let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).map_err(io)?;
+    for (ids, vals) in ids.chunks(GROUP_ROWS).zip(vals.chunks(GROUP_ROWS * width)) {
+        let batch = batch(&schema, &item, ids, vals, width).map_err(io)?;
+        w.write(&batch).map_err(io)?;
+        w.flush().map_err(io)?;
+        // The writer counts the bytes it wrote, not what its buffer holds: hand them on.
+        f.write_all(w.inner())?;
+        w.inner_mut().clear();
+    }
+    f.write_all(&w.into_inner().map_err(io)?)
+}
+
+fn batch<V: OutValue>(
+    schema: &Arc<Schema>,
+    item: &Arc<Field>,
+    ids: &[u64],
+    vals: &[V],
+    width: usize,
+) -> Result<RecordBatch, ArrowError> {
+    let id: ArrayRef = Arc::new(Int64Array::from_iter_values(ids.iter().map(|&i| i as i64)));
+    let values = PrimitiveArray::<V::Arrow>::from_iter_values(vals.iter().copied());
+    let values: ArrayRef = if width == 1 {
+        Arc::new(values)
+    } else {
+        let offsets = arrow_buffer::OffsetBuffer::from_lengths(std::iter::repeat_n(width, ids.len()));
+        Arc::new(ListArray::try_new(item.clone(), offsets, Arc::new(values), None)?)
+    };
+    RecordBatch::try_new(schema.clone(), vec![id, values])
+}

@@ -1,0 +1,141 @@
+//! `--output-format parquet`: the apps' models as Spark-style tables (`part-*.snappy.parquet`
+//! and `_SUCCESS`), read back with Apache Arrow's own Parquet reader and checked value by value
+//! against the same job's text output.
+
+mod common;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use ps_runtime::{apps, RuntimeConfig};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ps-parquet-out-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tables").join(name).to_string_lossy().into_owned()
+}
+
+fn run(app: &str, args: String) {
+    let a: Vec<String> = args.split_whitespace().map(String::from).collect();
+    // One worker: two runs of a job then train the same model bit for bit.
+    let cfg = RuntimeConfig { threads: 1, ..RuntimeConfig::default() };
+    for r in common::run_cluster(1, &cfg, |_| apps::build(app, &a).unwrap()) {
+        r.unwrap();
+    }
+}
+
+/// Rows of a text dataset: id -> values.
+fn text_rows(dir: &Path) -> BTreeMap<i64, Vec<String>> {
+    let mut m = BTreeMap::new();
+    for f in std::fs::read_dir(dir).unwrap() {
+        for l in std::fs::read_to_string(f.unwrap().path()).unwrap().lines() {
+            let mut it = l.split('\t');
+            m.insert(it.next().unwrap().parse().unwrap(), it.map(String::from).collect());
+        }
+    }
+    m
+}
+
+/// Every record batch of every `part-*.parquet` file of `dir` (checking the names as Spark's).
+fn batches(dir: &Path) -> Vec<arrow_array::RecordBatch> {
+    let mut out = Vec::new();
+    for f in std::fs::read_dir(dir).unwrap() {
+        let p = f.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("part-") && name.ends_with(".snappy.parquet"), "{name}");
+        let r = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&p).unwrap()).unwrap().build().unwrap();
+        out.extend(r.map(|b| b.unwrap()));
+    }
+    out
+}
+
+#[test]
+fn mf_factors_as_parquet_equal_the_text_ones() {
+    let d = tmp("mf");
+    let job = |fmt: &str| {
+        format!(
+            "--input {} --output {} --passes 3 --rank 4 --output-format {fmt}",
+            fixture("ratings.tsv"),
+            d.join(fmt).display()
+        )
+    };
+    run("mf", job("text"));
+    run("mf", job("parquet"));
+    let pq = d.join("parquet");
+    assert!(pq.join("_SUCCESS").exists() && !pq.join("_temporary").exists());
+    for (text, table) in [("user_factors", "userFactors"), ("item_factors", "itemFactors")] {
+        let want = text_rows(&d.join("text").join(text));
+        let mut got = BTreeMap::new();
+        for b in batches(&pq.join(table)) {
+            assert_eq!(b.schema().field(0).name(), "id");
+            assert_eq!(b.schema().field(1).name(), "features");
+            let (ids, feats) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_list::<i32>());
+            for i in 0..b.num_rows() {
+                let v = feats.value(i);
+                let v: Vec<String> = v.as_primitive::<Float32Type>().values().iter().map(|x| x.to_string()).collect();
+                got.insert(ids.value(i), v);
+            }
+        }
+        // Two runs of the same job train the same model: the values as text are the same.
+        assert_eq!(got.len(), want.len(), "{table}");
+        assert!(got == want, "{table} differs from {text}");
+    }
+    let meta = std::fs::read_to_string(pq.join("metadata/part-00000")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+    let mean: f64 = std::fs::read_to_string(d.join("text/global_mean/part-00000")).unwrap().trim().parse().unwrap();
+    assert_eq!((meta["rank"].as_u64(), meta["mean"].as_f64().map(|m| m as f32)), (Some(4), Some(mean as f32)));
+}
+
+#[test]
+fn pagerank_and_lda_write_their_tables() {
+    let d = tmp("pr");
+    let pr = |fmt: &str| {
+        format!("--input {} --output {} --passes 5 --output-format {fmt}", fixture("edges.txt"), d.join(fmt).display())
+    };
+    run("pagerank", pr("text"));
+    run("pagerank", pr("parquet"));
+    let want: Vec<(i64, f64)> = std::fs::read_to_string(d.join("text/ranks/part-00000"))
+        .unwrap()
+        .lines()
+        .map(|l| l.split_once('\t').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
+        .collect();
+    let mut got = Vec::new();
+    for b in batches(&d.join("parquet/ranks")) {
+        assert_eq!((b.schema().field(0).name().as_str(), b.schema().field(1).name().as_str()), ("id", "rank"));
+        let (ids, ranks) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_primitive::<Float64Type>());
+        got.extend((0..b.num_rows()).map(|i| (ids.value(i), ranks.value(i))));
+    }
+    assert_eq!(got.len(), want.len());
+    for ((gi, gr), (wi, wr)) in got.iter().zip(&want) {
+        // Text keeps 13 significant digits, by rank descending.
+        assert!(gi == wi && (gr - wr).abs() <= 1e-12 * wr.abs(), "{gi} {gr} / {wi} {wr}");
+    }
+    // LDA: dense topic counts per word, summing to the corpus's tokens.
+    let corpus = d.join("docword.t.txt");
+    std::fs::write(&corpus, "3\n4\n6\n1 1 2\n1 3 1\n2 2 4\n2 4 1\n3 1 1\n3 2 2\n").unwrap();
+    let out = d.join("lda");
+    run(
+        "lda",
+        format!(
+            "--input {} --output {} --topics 3 --passes 2 --output-format parquet",
+            corpus.display(),
+            out.display()
+        ),
+    );
+    let mut tokens = 0i64;
+    for b in batches(&out.join("word_topic")) {
+        assert_eq!(b.schema().field(1).name(), "topic_counts");
+        let counts = b.column(1).as_list::<i32>();
+        tokens += (0..b.num_rows())
+            .map(|i| counts.value(i).as_primitive::<Int32Type>().values().iter().map(|&c| c as i64).sum::<i64>())
+            .sum::<i64>();
+    }
+    assert_eq!(tokens, 11);
+}
