@@ -139,3 +139,61 @@ fn pagerank_and_lda_write_their_tables() {
     }
     assert_eq!(tokens, 11);
 }
+
+/// `mf --recommend K`: K items per user, best first, none the user rated in training, each
+/// scored `mean + dot(user, item)` of the written factors; the same lists as Parquet; and
+/// precision@K and recall@K with held-out ratings.
+#[test]
+fn mf_recommends_unrated_items_by_the_written_factors() {
+    let d = tmp("recs");
+    let job = |fmt: &str, extra: &str| {
+        let out = d.join(fmt);
+        let a = format!(
+            "--input {} --output {} --passes 3 --rank 4 --recommend 5 --output-format {fmt} {extra}",
+            fixture("ratings.tsv"),
+            out.display()
+        );
+        let a: Vec<String> = a.split_whitespace().map(String::from).collect();
+        let cfg = RuntimeConfig { threads: 2, ..RuntimeConfig::default() };
+        common::run_cluster(1, &cfg, |_| apps::build("mf", &a).unwrap()).pop().unwrap().unwrap()
+    };
+    job("text", "");
+    let f32s = |v: &[String]| v.iter().map(|x| x.parse::<f32>().unwrap()).collect::<Vec<f32>>();
+    let users = text_rows(&d.join("text/user_factors"));
+    let items = text_rows(&d.join("text/item_factors"));
+    let mean: f32 = std::fs::read_to_string(d.join("text/global_mean/part-00000")).unwrap().trim().parse().unwrap();
+    let mut rated = std::collections::HashSet::new();
+    for l in std::fs::read_to_string(fixture("ratings.tsv")).unwrap().lines() {
+        let f: Vec<i64> = l.split('\t').take(2).map(|x| x.parse().unwrap()).collect();
+        rated.insert((f[0], f[1]));
+    }
+    let mut per_user: BTreeMap<i64, Vec<(i64, f32)>> = BTreeMap::new();
+    for f in std::fs::read_dir(d.join("text/recommendations")).unwrap() {
+        for l in std::fs::read_to_string(f.unwrap().path()).unwrap().lines() {
+            let v: Vec<&str> = l.split('\t').collect();
+            per_user.entry(v[0].parse().unwrap()).or_default().push((v[1].parse().unwrap(), v[2].parse().unwrap()));
+        }
+    }
+    assert_eq!(per_user.len(), users.len(), "every user gets a list");
+    for (u, recs) in &per_user {
+        assert_eq!(recs.len(), 5, "user {u}");
+        assert!(recs.windows(2).all(|w| w[0].1 >= w[1].1), "user {u}: best first");
+        for (i, s) in recs {
+            assert!(!rated.contains(&(*u, *i)), "user {u} rated item {i}: no held-out ratings, so it trained on it");
+            let dot: f32 = f32s(&users[u]).iter().zip(f32s(&items[i])).map(|(a, b)| a * b).sum();
+            assert!((mean + dot - s).abs() <= 1e-4 * s.abs().max(1.0), "user {u} item {i}: {s} vs {}", mean + dot);
+        }
+    }
+    // Held-out ratings: the final objective has precision and recall at 5; Parquet has the lists.
+    let st = job("parquet", "--test-fraction 0.2");
+    let last = st.app["objective"].as_array().unwrap().last().unwrap().clone();
+    let (p, r) = (last["precision_at_k"].as_f64().unwrap(), last["recall_at_k"].as_f64().unwrap());
+    assert!((0.0..=1.0).contains(&p) && (0.0..=1.0).contains(&r) && p + r > 0.0, "{last}");
+    let mut rows = 0;
+    for b in batches(&d.join("parquet/recommendations")) {
+        let names: Vec<String> = b.schema().fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(names, ["user", "item", "score"]);
+        rows += b.num_rows();
+    }
+    assert_eq!(rows, 5 * users.len());
+}

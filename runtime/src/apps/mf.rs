@@ -25,6 +25,7 @@ use super::mf_blocks::into_blocks;
 pub use super::mf_blocks::{ItemRows, ITEMS_PER_ROW};
 pub use super::mf_eval::eval_snapshot;
 pub use super::mf_kernel::{dot, sgd_step_fn, sgd_update, SgdStep};
+use super::mf_recommend::{all_items, recommend, write_recs, Recs};
 use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
@@ -96,6 +97,21 @@ impl Mf {
         })
     }
 
+    /// Ranks every item of the job for each of this worker's users (`--recommend`), keeps the
+    /// lists for the output, and returns the sums of precision@k, recall@k and their users.
+    fn recommend_for(&self, st: &mut MfWorker, k: usize) -> Result<[f64; 3]> {
+        let Some(local) = st.local.as_ref() else { return Ok([0.0; 3]) };
+        st.rt.refresh_rows(st.ir.rows_of(&st.all_items));
+        let mut factors = Vec::with_capacity(st.all_items.len() * self.args.rank);
+        for &i in &st.all_items {
+            factors.extend_from_slice(&st.rt.get(st.ir.row(i as u32))?[st.ir.cols(i as u32)]);
+        }
+        let user = |j: usize| local.row(j as u32).to_vec();
+        let (recs, sums) = recommend(k, st.mu, &st.users, user, &st.all_items, &factors, &st.train, &st.test);
+        st.recs = recs;
+        Ok(sums)
+    }
+
     fn read(&self, gid: usize, nw: usize) -> Result<(Vec<Rating>, ReadStats)> {
         let (a, c) = (&self.args, &self.args.common);
         let named = a.user_col.is_some() || a.item_col.is_some() || a.rating_col.is_some();
@@ -142,6 +158,9 @@ impl Mf {
 /// A worker's ratings, model handles and SGD buffers.
 pub struct MfWorker {
     gid: usize,
+    /// `--recommend`: every item of the job (sorted), and the last full evaluation's lists.
+    all_items: Vec<u64>,
+    recs: Recs,
     /// The job's input rows skipped at load.
     skipped: u64,
     train: Vec<Rating>,
@@ -187,6 +206,9 @@ impl Iterative for Mf {
         if args.rank == 0 || !(0.0..1.0).contains(&args.test_fraction) {
             return Err(PsError::Config("mf: --rank must be positive and --test-fraction in [0, 1)".into()));
         }
+        if args.recommend.is_some() && args.user_factors == UserFactors::Table {
+            return Err(PsError::Config("mf: --recommend needs --user-factors local (the default)".into()));
+        }
         Ok(Mf { args, rotates: false })
     }
 
@@ -203,6 +225,11 @@ impl Iterative for Mf {
         let mut v = vec![("rmse", (s[0] / s[1].max(1.0)).sqrt())];
         if s[3] > 0.0 {
             v.push(("test_rmse", (s[2] / s[3]).sqrt()));
+        }
+        // `--recommend` at a full evaluation: sums of precision@K and recall@K, and their users.
+        if s.len() > 6 && s[6] > 0.0 {
+            v.push(("precision_at_k", s[4] / s[6]));
+            v.push(("recall_at_k", s[5] / s[6]));
         }
         v
     }
@@ -285,9 +312,16 @@ impl Iterative for Mf {
         );
         let phases: Vec<String> = phases.iter().map(|(p, s)| format!("{p} {s:.2}")).collect();
         log::debug!("worker {gid}: loading phases ended at (s): {}", phases.join(", "));
+        // Recommendations rank every item of the job, not only this worker's.
+        let all_items = match self.args.recommend {
+            Some(_) => all_items(w, &items)?,
+            None => Vec::new(),
+        };
         Ok(MfWorker {
             gid,
             skipped,
+            all_items,
+            recs: Recs::default(),
             lt: w.table(L)?,
             rt: w.table(R)?,
             ir,
@@ -450,6 +484,9 @@ impl Iterative for Mf {
                 s[base + 1] += 1.0;
             }
         }
+        if let (Some(k), true) = (self.args.recommend, full) {
+            s.extend(self.recommend_for(st, k)?);
+        }
         Ok(s)
     }
 
@@ -521,6 +558,9 @@ impl Iterative for Mf {
             }
         }
         items.write(out, gid, names[1], gid)?;
+        if self.args.recommend.is_some() {
+            write_recs(&st.recs, parquet, out, gid)?;
+        }
         if gid == 0 {
             out.write_part(0, "global_mean", 0, |f| writeln!(f, "{}", st.mu))?;
             if parquet {

@@ -39,6 +39,11 @@ pub struct MfArgs {
     /// The rating column of a table input.
     #[arg(long)]
     pub rating_col: Option<String>,
+    /// Write the best K items for each user (`recommendations/`: user, item, score), leaving
+    /// out the items the user rated in training; with --test-fraction, also report
+    /// precision_at_k and recall_at_k. Needs --user-factors local.
+    #[arg(long)]
+    pub recommend: Option<usize>,
     /// Where user factors live. `local` (fast): each user's ratings go to one worker at load
     /// time and its factors stay in that worker, only item factors go through the parameter
     /// server (the users table is written at snapshots). `table`: both factor matrices are

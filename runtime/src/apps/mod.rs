@@ -16,6 +16,7 @@ mod mf_args;
 mod mf_blocks;
 mod mf_eval;
 mod mf_kernel;
+mod mf_recommend;
 mod mf_users;
 pub(crate) mod objective;
 pub mod options;

@@ -37,17 +37,43 @@ pub fn write<V: OutValue>(
         Field::new(names.0, DataType::Int64, false),
         Field::new(names.1, values_type, false),
     ]));
+    let batches = ids.chunks(GROUP_ROWS).zip(vals.chunks(GROUP_ROWS * width));
+    write_file(&schema, batches.map(|(ids, vals)| batch(&schema, &item, ids, vals, width)), f)
+}
+
+/// Writes `batches` of `schema`, a row group each, to `f` as one snappy Parquet file, handing
+/// each row group on as it is finished.
+fn write_file(
+    schema: &Arc<Schema>,
+    batches: impl Iterator<Item = Result<RecordBatch, ArrowError>>,
+    f: &mut dyn Write,
+) -> std::io::Result<()> {
     let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
     let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).map_err(io)?;
-    for (ids, vals) in ids.chunks(GROUP_ROWS).zip(vals.chunks(GROUP_ROWS * width)) {
-        let batch = batch(&schema, &item, ids, vals, width).map_err(io)?;
-        w.write(&batch).map_err(io)?;
+    for b in batches {
+        w.write(&b.map_err(io)?).map_err(io)?;
         w.flush().map_err(io)?;
         // The writer counts the bytes it wrote, not what its buffer holds: hand them on.
         f.write_all(w.inner())?;
         w.inner_mut().clear();
     }
     f.write_all(&w.into_inner().map_err(io)?)
+}
+
+/// Writes `mf --recommend`'s lists: columns `user`, `item` (int64) and `score` (float).
+pub fn write_recs(users: &[u64], items: &[u64], scores: &[f32], f: &mut dyn Write) -> std::io::Result<()> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("user", DataType::Int64, false),
+        Field::new("item", DataType::Int64, false),
+        Field::new("score", DataType::Float32, false),
+    ]));
+    let ids = |v: &[u64]| -> ArrayRef { Arc::new(Int64Array::from_iter_values(v.iter().map(|&i| i as i64))) };
+    let rows = users.chunks(GROUP_ROWS).zip(items.chunks(GROUP_ROWS)).zip(scores.chunks(GROUP_ROWS));
+    let batches = rows.map(|((u, i), s)| {
+        let score: ArrayRef = Arc::new(arrow_array::Float32Array::from_iter_values(s.iter().copied()));
+        RecordBatch::try_new(schema.clone(), vec![ids(u), ids(i), score])
+    });
+    write_file(&schema, batches, f)
 }
 
 fn batch<V: OutValue>(
