@@ -1,0 +1,54 @@
+//! Tables on YARN: a Spark-style Parquet directory (pyarrow's files, three codecs, `_SUCCESS`)
+//! on the real test HDFS, read by `yarn-submit --master yarn mf` through the YARN stand-in, with
+//! the model and recommendations written back to HDFS as Parquet tables.
+
+mod common;
+
+use common::output;
+use common::yarn::{hdfs, s, submit, SERIAL};
+
+#[test]
+fn mf_on_yarn_reads_a_parquet_table_and_writes_parquet() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let base = format!("{}/ps-test/yarn-tables-{}", hdfs(), std::process::id());
+    let (input, out) = (format!("{base}/ratings"), format!("{base}/model"));
+    let fs = ps_runtime::storage::storage_for(&base).unwrap();
+    let local = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/tests/data/tables/ratings");
+    for f in std::fs::read_dir(&local).unwrap() {
+        let f = f.unwrap();
+        let mut w = fs.create(&format!("{input}/{}", f.file_name().to_string_lossy())).unwrap();
+        std::io::Write::write_all(&mut w, &std::fs::read(f.path()).unwrap()).unwrap();
+        w.close().unwrap();
+    }
+    let stats = std::env::temp_dir().join(format!("ps-yarn-tables-{}.json", std::process::id()));
+    let mut args = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
+    args.extend(s(&["--stats", stats.to_str().unwrap(), "mf", "--input", &input, "--output", &out]));
+    args.extend(s(&["--passes", "3", "--rank", "4", "--recommend", "3", "--output-format", "parquet"]));
+    let o = output(submit().args(&args));
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "yarn-submit failed:\n{stdout}\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["rows_skipped"], 3, "the table's three null ratings");
+    assert!(fs.exists(&format!("{out}/_SUCCESS")).unwrap());
+    for table in ["userFactors", "itemFactors", "recommendations"] {
+        let parts = fs.list(&format!("{out}/{table}")).unwrap();
+        assert!(!parts.is_empty(), "{table}");
+        for (p, len) in parts {
+            assert!(p.ends_with(".snappy.parquet") && len > 8, "{p}");
+            let (head, tail) = (fs.read_at(&p, 0, 4).unwrap(), fs.read_at(&p, len - 4, 4).unwrap());
+            assert!(head == b"PAR1" && tail == b"PAR1", "{p} is not a Parquet file");
+        }
+    }
+    // The output reads back as a table through the same reader the inputs use.
+    let cols = [ps_runtime::input::Column { flag: "--id", name: "id" }];
+    let mut ids = Vec::new();
+    let mut sink = |c: &[ps_runtime::input::Cell]| c[0].to_u32("id").map(|i| ids.push(i));
+    let url = format!("{out}/userFactors");
+    let fmt = ps_runtime::input::InputFormat::Parquet;
+    ps_runtime::input::read_rows(&url, 0, 1, fmt, &cols, ps_runtime::input::BadRecords::Fail, &mut sink).unwrap();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 50, "one factor row per user of the table");
+    fs.delete(&base).unwrap();
+    std::fs::remove_file(&stats).ok();
+}
