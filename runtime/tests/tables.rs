@@ -75,6 +75,11 @@ fn csv_columns_by_name_or_number_match_the_text_rows() {
     assert!(all_workers(&csv, InputFormat::Csv, &cols, 3).0 == want);
     let tsv = RatingColumns::new(Some("0"), Some("1"), Some("2"));
     assert!(all_workers(&fixture("ratings.tsv"), InputFormat::Csv, &tsv, 2).0 == want);
+    // Columns out of order take the general path (the first three in order, a fast one).
+    let swapped = RatingColumns::new(Some("1"), Some("0"), Some("2"));
+    let mut flipped: Vec<(u32, u32, u32)> = want.iter().map(|&(u, i, v)| (i, u, v)).collect();
+    flipped.sort_unstable();
+    assert!(all_workers(&fixture("ratings.tsv"), InputFormat::Csv, &swapped, 3).0 == flipped);
 }
 
 fn table_error(url: &str, format: InputFormat, cols: RatingColumns) -> String {
