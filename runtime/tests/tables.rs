@@ -219,3 +219,43 @@ fn damaged_parquet_gives_an_error_naming_the_file() {
     }
     assert!(errors > 100, "{errors} of the damaged files were refused");
 }
+
+/// LDA on a bag-of-words table (CSV with a header; a document's rows split among workers are
+/// gathered by the exchange) trains as on the same counts as a UCI docword file.
+#[test]
+fn lda_on_a_bag_of_words_table_matches_the_docword_file() {
+    let d = tmp("bow");
+    let spec =
+        ps_runtime::gen::CorpusSpec { docs: 60, vocab: 40, topics: 3, doc_len: 30, alpha: 0.5, beta: 0.1, seed: 4 };
+    ps_runtime::gen::corpus(&spec, &d, "t").unwrap();
+    let docword = std::fs::read_to_string(d.join("docword.t.txt")).unwrap();
+    let mut csv = String::from("doc,word,count,note\n");
+    for l in docword.lines().skip(3) {
+        let f: Vec<u64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        csv.push_str(&format!("{},{},{},\"d{} w{}\"\n", f[0], f[1] - 1, f[2], f[0], f[1]));
+    }
+    let table = d.join("bow.csv");
+    std::fs::write(&table, csv).unwrap();
+    let lda = |input: String, tag: &str| {
+        let out = d.join(tag);
+        let st = run("lda", format!("--input {input} --output {} --topics 3 --passes 3 --samples 1", out.display()));
+        last(&st, "loglik_per_token")
+    };
+    let text = lda(d.join("docword.t.txt").display().to_string(), "text");
+    let cols = "--word-col word --count-col count";
+    assert_eq!(lda(format!("{} {cols}", table.display()), "table"), text);
+    // Several workers, a document's rows gathered from other workers: the likelihood is as good.
+    let a: Vec<String> = format!(
+        "--input {} {cols} --output {} --topics 3 --passes 3 --samples 1",
+        table.display(),
+        d.join("t4").display()
+    )
+    .split_whitespace()
+    .map(String::from)
+    .collect();
+    let cfg = RuntimeConfig { threads: 2, ..RuntimeConfig::default() };
+    let st: Vec<ProcessStats> =
+        common::run_cluster(2, &cfg, |_| apps::build("lda", &a).unwrap()).into_iter().map(|r| r.unwrap()).collect();
+    let four = last(&st, "loglik_per_token");
+    assert!((four - text).abs() < 0.05 * text.abs(), "4 workers {four} vs 1 worker {text}");
+}

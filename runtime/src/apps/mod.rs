@@ -10,6 +10,7 @@ pub mod lda;
 pub(crate) mod lda_dense;
 mod lda_rows;
 pub(crate) mod lda_sampler;
+mod lda_table;
 pub(crate) mod lda_tokens;
 pub mod mf;
 mod mf_args;

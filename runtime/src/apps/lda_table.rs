@@ -1,0 +1,101 @@
+//! LDA on a bag-of-words table (Parquet or CSV): rows of (document, word id, count), as a
+//! Spark job that counted words writes them. A document's rows may lie in any part of the table,
+//! so after reading its share each worker sends every row to the worker that owns its document
+//! (by document id) and builds whole documents from what it receives; the vocabulary size is the
+//! largest word id of the job plus one (one more exchange).
+
+use super::options::CommonArgs;
+use crate::client::Worker;
+use crate::config::mix64;
+use crate::error::{PsError, Result};
+use crate::input::{read_rows, Cell, Column, Corpus, Doc, InputFormat, ReadStats, RowSink};
+
+/// The columns of a bag-of-words table (`--id-col`, `--word-col`, `--count-col`).
+pub struct BowColumns<'a> {
+    pub doc: &'a str,
+    pub word: &'a str,
+    /// `None`: each row is one token.
+    pub count: Option<&'a str>,
+}
+
+/// A row: document key, word id, count.
+const RECORD: usize = 16;
+/// Most tokens one row may stand for: each becomes a token in memory.
+const MAX_COUNT: u32 = 1 << 24;
+
+/// A document id as a key: an integer id is itself (documents then keep their order), any other
+/// id its 64-bit hash.
+fn doc_key(c: &Cell) -> std::result::Result<u64, String> {
+    match *c {
+        Cell::Int(i) => Ok(i as u64),
+        Cell::Str(s) => match s.trim().parse::<u64>() {
+            Ok(i) => Ok(i),
+            Err(_) => Ok(s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| mix64(h ^ b as u64))),
+        },
+        Cell::Float(f) => Err(format!("document id {f} is a floating-point number")),
+    }
+}
+
+/// Rows read, packed for the exchange by owner of their document.
+struct Rows {
+    parts: Vec<Vec<u8>>,
+    count: bool,
+}
+
+impl RowSink for Rows {
+    fn row(&mut self, c: &[Cell]) -> std::result::Result<(), String> {
+        let key = doc_key(&c[0])?;
+        let word = c[1].to_u32("word id")?;
+        let n = if self.count { c[2].to_u32("count")? } else { 1 };
+        if n > MAX_COUNT {
+            return Err(format!("count {n} is more than {MAX_COUNT} tokens of one word in one document"));
+        }
+        let to = (mix64(key) % self.parts.len() as u64) as usize;
+        let p = &mut self.parts[to];
+        p.extend_from_slice(&key.to_le_bytes());
+        p.extend_from_slice(&word.to_le_bytes());
+        p.extend_from_slice(&n.to_le_bytes());
+        Ok(())
+    }
+}
+
+/// This worker's documents of the bag-of-words table at `c.input` (collective: every worker of
+/// the job calls it).
+pub fn read_bow_table(
+    w: &mut Worker,
+    c: &CommonArgs,
+    format: InputFormat,
+    cols: &BowColumns,
+) -> Result<(Corpus, ReadStats)> {
+    let (gid, n) = (w.global_thread_id(), w.total_threads());
+    let mut columns = vec![Column { flag: "--id-col", name: cols.doc }, Column { flag: "--word-col", name: cols.word }];
+    columns.extend(cols.count.map(|name| Column { flag: "--count-col", name }));
+    let mut rows = Rows { parts: vec![Vec::new(); n], count: cols.count.is_some() };
+    let stats = read_rows(&c.input, gid, n, format, &columns, c.bad_records(), &mut rows)?;
+    let got = w.exchange(rows.parts)?;
+    let mut recs: Vec<(u64, u32, u32)> = Vec::new();
+    for (from, b) in got.iter().enumerate() {
+        if b.len() % RECORD != 0 {
+            return Err(PsError::codec(format!("lda: worker {from} sent {} bytes of document rows", b.len())));
+        }
+        let word = |c: &[u8], i: usize| u32::from_le_bytes(c[i..i + 4].try_into().expect("4 bytes"));
+        recs.extend(
+            b.chunks_exact(RECORD)
+                .map(|c| (u64::from_le_bytes(c[..8].try_into().expect("8 bytes")), word(c, 8), word(c, 12))),
+        );
+    }
+    // Documents in key order, each with its rows in the order they were read (stable sort).
+    recs.sort_by_key(|r| r.0);
+    let mut docs: Vec<Doc> = Vec::new();
+    for (key, word, count) in recs {
+        if docs.last().is_none_or(|d| d.id != key) {
+            docs.push(Doc { id: key, words: Vec::new() });
+        }
+        let d = docs.last_mut().expect("a document");
+        d.words.extend(std::iter::repeat_n(word, count as usize));
+    }
+    let max = docs.iter().flat_map(|d| d.words.iter()).max().map_or(0, |&m| m as u64 + 1);
+    let all = w.exchange(vec![max.to_le_bytes().to_vec(); n])?;
+    let vocab_size = all.iter().filter_map(|b| b.get(..8)?.try_into().ok().map(u64::from_le_bytes)).max().unwrap_or(0);
+    Ok((Corpus { docs, vocab_size: vocab_size as usize, vocab: None }, stats))
+}
