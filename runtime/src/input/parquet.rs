@@ -113,9 +113,6 @@ pub(super) fn read_rows(
     bad: BadRecords,
     sink: &mut dyn RowSink,
 ) -> Result<ReadStats> {
-    if cols.len() > MAX_COLS {
-        return Err(PsError::Config(format!("input {url}: at most {MAX_COLS} columns can be read at once")));
-    }
     let st = storage_for(url)?;
     let mut files = Vec::new();
     for (path, len) in st.list(url)? {

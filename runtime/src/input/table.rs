@@ -133,6 +133,9 @@ pub fn read_rows(
     bad: BadRecords,
     sink: &mut dyn RowSink,
 ) -> Result<ReadStats> {
+    if cols.len() > MAX_COLS {
+        return Err(PsError::Config(format!("input {url}: at most {MAX_COLS} columns can be read at once")));
+    }
     match format {
         InputFormat::Parquet => super::parquet::read_rows(url, k, n, cols, bad, sink),
         InputFormat::Csv => read_csv(url, k, n, cols, bad, sink),
@@ -240,9 +243,6 @@ fn read_csv(
 ) -> Result<ReadStats> {
     let storage = storage_for(url)?;
     let st: &dyn Storage = &Decoded(storage.as_ref());
-    if cols.len() > MAX_COLS {
-        return Err(PsError::Config(format!("input {url}: at most {MAX_COLS} columns can be read at once")));
-    }
     let mut stats = ReadStats::default();
     let splits = plan_splits(&st.list(url)?, k, n);
     for (i, split) in splits.iter().enumerate() {
