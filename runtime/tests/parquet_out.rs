@@ -138,6 +138,28 @@ fn pagerank_and_lda_write_their_tables() {
             .sum::<i64>();
     }
     assert_eq!(tokens, 11);
+    // Topics: the text summary's top words, as rows with their probabilities, best first.
+    let text_out = d.join("lda-text");
+    run("lda", format!("--input {} --output {} --topics 3 --passes 2", corpus.display(), text_out.display()));
+    let summary = std::fs::read_to_string(text_out.join("topics/part-00000")).unwrap();
+    let mut got: BTreeMap<i32, Vec<(i32, String, f64)>> = BTreeMap::new();
+    for b in batches(&out.join("topics")) {
+        let names: Vec<String> = b.schema().fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(names, ["topic", "rank", "word_id", "word", "weight"]);
+        let (t, r) = (b.column(0).as_primitive::<Int32Type>(), b.column(1).as_primitive::<Int32Type>());
+        let (w, p) = (b.column(3).as_string::<i32>(), b.column(4).as_primitive::<Float64Type>());
+        for i in 0..b.num_rows() {
+            got.entry(t.value(i)).or_default().push((r.value(i), w.value(i).to_string(), p.value(i)));
+        }
+    }
+    for line in summary.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let rows = &got[&f[0].parse::<i32>().unwrap()];
+        let words: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+        assert_eq!(words.join(" "), f.get(2).copied().unwrap_or(""), "topic {}", f[0]);
+        assert!(rows.iter().enumerate().all(|(i, r)| r.0 == i as i32 + 1 && r.2 > 0.0 && r.2 < 1.0), "{rows:?}");
+        assert!(rows.windows(2).all(|x| x[0].2 >= x[1].2), "{rows:?}");
+    }
 }
 
 /// `mf --recommend K`: K items per user, best first, none the user rated in training, each

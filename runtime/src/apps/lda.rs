@@ -26,7 +26,7 @@ use clap::Parser;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "lda", about = "LDA by collapsed Gibbs sampling")]
@@ -128,6 +128,9 @@ pub struct LdaWorker {
     rng: SeededRng,
 }
 
+/// A topic's token total and its best words with their counts.
+type TopWords = (i64, Vec<(i32, u64)>);
+
 impl Lda {
     /// The RNG is re-seeded from (seed, worker, clock) every clock, so a resumed worker draws the
     /// same numbers as an uninterrupted one without saving generator state.
@@ -141,13 +144,9 @@ impl Lda {
         WordRows { per_row: if self.rotates { WORDS_PER_ROW } else { 1 }, topics: self.args.topics as u32 }
     }
 
-    /// `topic<TAB>total<TAB>top words` lines, from every word's row.
-    fn topics_text(
-        &self,
-        wt: &mut TableHandle<SparseRow<i32>>,
-        v: usize,
-        name: &dyn Fn(u64) -> String,
-    ) -> Result<Vec<u8>> {
+    /// Each topic's token total and its `--top-words` words with their counts, best first,
+    /// from every word's row.
+    fn top_words(&self, wt: &mut TableHandle<SparseRow<i32>>, v: usize) -> Result<Vec<TopWords>> {
         let (k, rows) = (self.args.topics, self.word_rows());
         let mut best: Vec<Vec<(i32, u64)>> = vec![Vec::new(); k];
         let all = rows.rows_of(0..v as u64);
@@ -160,14 +159,53 @@ impl Lda {
                 }
             }
         }
-        let mut text = Vec::new();
-        for (t, list) in best.iter_mut().enumerate() {
-            list.sort_unstable_by(|a, b| b.cmp(a));
-            let total: i64 = list.iter().map(|x| x.0 as i64).sum();
-            let top: Vec<String> = list.iter().take(self.args.top_words).map(|x| name(x.1)).collect();
-            writeln!(text, "{t}\t{total}\t{}", top.join(" ")).ok();
+        Ok(best
+            .into_iter()
+            .map(|mut list| {
+                list.sort_unstable_by(|a, b| b.cmp(a));
+                let total: i64 = list.iter().map(|x| x.0 as i64).sum();
+                list.truncate(self.args.top_words);
+                (total, list)
+            })
+            .collect())
+    }
+
+    /// `topics/`: as text, `topic<TAB>total<TAB>top words` lines; as Parquet, a row per topic
+    /// and top word (`topic`, `rank` from 1, `word_id`, `word`, `weight` = the word's probability
+    /// in the topic, (n + beta) / (total + V beta)).
+    fn write_topics(
+        &self,
+        top: &[(i64, Vec<(i32, u64)>)],
+        v: usize,
+        name: &dyn Fn(u64) -> String,
+        out: &Output,
+    ) -> Result<()> {
+        if self.args.common.output_format != OutputFormat::Parquet {
+            let mut text = Vec::new();
+            for (t, (total, list)) in top.iter().enumerate() {
+                let words: Vec<String> = list.iter().map(|x| name(x.1)).collect();
+                writeln!(text, "{t}\t{total}\t{}", words.join(" ")).ok();
+            }
+            return out.write_part(0, "topics", 0, |f| f.write_all(&text));
         }
-        Ok(text)
+        let rows = top.iter().enumerate().flat_map(|(t, (total, list))| {
+            list.iter().enumerate().map(move |(r, &(n, word))| (t as i32, r as i32 + 1, word, n, *total))
+        });
+        let rows: Vec<_> = rows.collect();
+        let b = self.args.beta;
+        let cols: Vec<(&str, arrow_array::ArrayRef)> = vec![
+            ("topic", Arc::new(arrow_array::Int32Array::from_iter_values(rows.iter().map(|r| r.0)))),
+            ("rank", Arc::new(arrow_array::Int32Array::from_iter_values(rows.iter().map(|r| r.1)))),
+            ("word_id", Arc::new(arrow_array::Int64Array::from_iter_values(rows.iter().map(|r| r.2 as i64)))),
+            ("word", Arc::new(arrow_array::StringArray::from_iter_values(rows.iter().map(|r| name(r.2))))),
+            (
+                "weight",
+                Arc::new(arrow_array::Float64Array::from_iter_values(
+                    rows.iter().map(|r| (r.3 as f64 + b) / (r.4 as f64 + v as f64 * b)),
+                )),
+            ),
+        ];
+        out.write_file(0, "topics", "part-00000.snappy.parquet", |f| super::rows_parquet::write_columns(cols, f))
     }
 }
 
@@ -407,8 +445,8 @@ impl Iterative for Lda {
             OutputFormat::Binary | OutputFormat::Parquet => part.write(out, gid, "word_topic", gid)?,
         }
         if gid == 0 {
-            let text = self.topics_text(wt, v, &name)?;
-            out.write_part(0, "topics", 0, |f| f.write_all(&text))?;
+            let top = self.top_words(wt, v)?;
+            self.write_topics(&top, v, &name, out)?;
         }
         out.commit_when_all_wrote(w, "topics")
     }

@@ -60,20 +60,24 @@ fn write_file(
     f.write_all(&w.into_inner().map_err(io)?)
 }
 
-/// Writes `mf --recommend`'s lists: columns `user`, `item` (int64) and `score` (float).
-pub fn write_recs(users: &[u64], items: &[u64], scores: &[f32], f: &mut dyn Write) -> std::io::Result<()> {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("user", DataType::Int64, false),
-        Field::new("item", DataType::Int64, false),
-        Field::new("score", DataType::Float32, false),
-    ]));
-    let ids = |v: &[u64]| -> ArrayRef { Arc::new(Int64Array::from_iter_values(v.iter().map(|&i| i as i64))) };
-    let rows = users.chunks(GROUP_ROWS).zip(items.chunks(GROUP_ROWS)).zip(scores.chunks(GROUP_ROWS));
-    let batches = rows.map(|((u, i), s)| {
-        let score: ArrayRef = Arc::new(arrow_array::Float32Array::from_iter_values(s.iter().copied()));
-        RecordBatch::try_new(schema.clone(), vec![ids(u), ids(i), score])
+/// Writes whole columns (`name`, values; equally long) as one Parquet file, in row groups of
+/// [`GROUP_ROWS`] rows.
+pub fn write_columns(cols: Vec<(&str, ArrayRef)>, f: &mut dyn Write) -> std::io::Result<()> {
+    let fields: Vec<Field> = cols.iter().map(|(n, a)| Field::new(*n, a.data_type().clone(), false)).collect();
+    let schema = Arc::new(Schema::new(fields));
+    let rows = cols.first().map_or(0, |c| c.1.len());
+    let batches = (0..rows.div_ceil(GROUP_ROWS)).map(|g| {
+        let (at, n) = (g * GROUP_ROWS, GROUP_ROWS.min(rows - g * GROUP_ROWS));
+        RecordBatch::try_new(schema.clone(), cols.iter().map(|c| c.1.slice(at, n)).collect())
     });
     write_file(&schema, batches, f)
+}
+
+/// Writes `mf --recommend`'s lists: columns `user`, `item` (int64) and `score` (float).
+pub fn write_recs(users: &[u64], items: &[u64], scores: &[f32], f: &mut dyn Write) -> std::io::Result<()> {
+    let ids = |v: &[u64]| -> ArrayRef { Arc::new(Int64Array::from_iter_values(v.iter().map(|&i| i as i64))) };
+    let score: ArrayRef = Arc::new(arrow_array::Float32Array::from_iter_values(scores.iter().copied()));
+    write_columns(vec![("user", ids(users)), ("item", ids(items)), ("score", score)], f)
 }
 
 fn batch<V: OutValue>(
