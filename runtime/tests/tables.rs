@@ -243,7 +243,12 @@ fn lda_on_a_bag_of_words_table_matches_the_docword_file() {
     };
     let text = lda(d.join("docword.t.txt").display().to_string(), "text");
     let cols = "--word-col word --count-col count";
-    assert_eq!(lda(format!("{} {cols}", table.display()), "table"), text);
+    let vocab = d.join("vocab.t.txt");
+    assert_eq!(lda(format!("{} {cols} --vocab {}", table.display(), vocab.display()), "table"), text);
+    // With the vocabulary the topics are named as from the docword file (its sibling vocab).
+    let topics = |tag: &str| std::fs::read_to_string(d.join(tag).join("topics/part-00000")).unwrap();
+    assert_eq!(topics("table"), topics("text"));
+    assert!(topics("table").contains("\tw"), "{}", topics("table"));
     // Several workers, a document's rows gathered from other workers: the likelihood is as good.
     let a: Vec<String> = format!(
         "--input {} {cols} --output {} --topics 3 --passes 3 --samples 1",

@@ -265,8 +265,9 @@ impl Iterative for Lda {
             }
             table => {
                 let doc = a.id_col.as_deref().unwrap_or("doc");
-                let cols =
-                    BowColumns { doc, word: a.word_col.as_deref().unwrap_or("word"), count: a.count_col.as_deref() };
+                let (word, count, vocab) =
+                    (a.word_col.as_deref().unwrap_or("word"), a.count_col.as_deref(), a.vocab.as_deref());
+                let cols = BowColumns { vocab, doc, word, count };
                 read_bow_table(w, c, table, &cols)?
             }
         };

@@ -2,16 +2,18 @@
 //! Spark job that counted words writes them. A document's rows may lie in any part of the table,
 //! so after reading its share each worker sends every row to the worker that owns its document
 //! (by document id) and builds whole documents from what it receives; the vocabulary size is the
-//! largest word id of the job plus one (one more exchange).
+//! largest word id of the job plus one (one more exchange), or `--vocab`'s word count if larger.
 
 use super::options::CommonArgs;
 use crate::client::Worker;
 use crate::config::mix64;
 use crate::error::{PsError, Result};
-use crate::input::{read_rows, Cell, Column, Corpus, Doc, InputFormat, ReadStats, RowSink};
+use crate::input::{read_rows, read_vocab, Cell, Column, Corpus, Doc, InputFormat, ReadStats, RowSink};
 
 /// The columns of a bag-of-words table (`--id-col`, `--word-col`, `--count-col`).
 pub struct BowColumns<'a> {
+    /// `--vocab`: the words by id, for the topics' output.
+    pub vocab: Option<&'a str>,
     pub doc: &'a str,
     pub word: &'a str,
     /// `None`: each row is one token.
@@ -96,6 +98,8 @@ pub fn read_bow_table(
     }
     let max = docs.iter().flat_map(|d| d.words.iter()).max().map_or(0, |&m| m as u64 + 1);
     let all = w.exchange(vec![max.to_le_bytes().to_vec(); n])?;
-    let vocab_size = all.iter().filter_map(|b| b.get(..8)?.try_into().ok().map(u64::from_le_bytes)).max().unwrap_or(0);
-    Ok((Corpus { docs, vocab_size: vocab_size as usize, vocab: None }, stats))
+    let max = all.iter().filter_map(|b| b.get(..8)?.try_into().ok().map(u64::from_le_bytes)).max().unwrap_or(0);
+    let vocab = cols.vocab.map(read_vocab).transpose()?;
+    let vocab_size = (max as usize).max(vocab.as_ref().map_or(0, Vec::len));
+    Ok((Corpus { docs, vocab_size, vocab }, stats))
 }

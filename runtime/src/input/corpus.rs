@@ -144,6 +144,11 @@ fn check_header(path: &str, len: u64, h: [u64; 3], body_start: u64, vocab_lines:
 
 /// Reads worker `k`'s share (of `n`) of the corpus at `url`. `vocab` overrides the vocabulary
 /// file (docword) or supplies one (token files; otherwise it is built from the whole input).
+/// The words of a vocabulary file (`--vocab`), one per line, by id.
+pub fn read_vocab(url: &str) -> Result<Vec<String>> {
+    read_lines(&Decoded(storage_for(url)?.as_ref()), url)
+}
+
 pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadRecords) -> Result<(Corpus, ReadStats)> {
     let storage = storage_for(url)?;
     let st: &dyn crate::storage::Storage = &Decoded(storage.as_ref());
@@ -152,7 +157,7 @@ pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadR
     let header = docword_header(st, &files[0].0)?;
     let docword = header.is_some();
     let words = match (vocab, docword) {
-        (Some(v), _) => Some(read_lines(&Decoded(storage_for(v)?.as_ref()), v)?),
+        (Some(v), _) => Some(read_vocab(v)?),
         (None, true) => match sibling_vocab(&files[0].0) {
             Some(v) => Some(read_lines(st, &v)?),
             None => None,

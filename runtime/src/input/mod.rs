@@ -14,7 +14,7 @@ mod split;
 mod table;
 
 pub use compressed::{Codec, Decoded};
-pub use corpus::{read_corpus, Corpus, Doc};
+pub use corpus::{read_corpus, read_vocab, Corpus, Doc};
 pub use graph::{read_edge_table, read_edges, Edges};
 pub use ratings::{read_rating_table, read_ratings, Rating, RatingColumns, RatingFormat};
 pub use split::{plan_splits, LineReader, Split, MAX_LINE_BYTES};
