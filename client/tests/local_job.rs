@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{bin, exit_within, output, spawn_lines, wait_for};
+use common::{bin, exit_within, output, spawn_lines, wait_for, wait_for_all};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command};
@@ -310,9 +310,8 @@ fn silent_process_is_detected_by_heartbeat_timeout() {
         "5",
     ]);
     let mut log = Vec::new();
-    let started = wait_for(&rx, "process 2 started (pid", &mut log);
+    let started = wait_for_all(&rx, &["process 2 started (pid", "job ready"], &mut log).remove(0);
     let pid: i32 = started.rsplit("pid ").next().unwrap().trim_end_matches(')').parse().unwrap();
-    wait_for(&rx, "job ready", &mut log);
     let t0 = Instant::now();
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     let st = exit_within(child, Duration::from_secs(30)).expect("job hung on a silent process");
@@ -509,9 +508,8 @@ fn handshake_flood_leaves_memory_flat_and_the_job_correct() {
     ]);
     let mut log = Vec::new();
     let pid_of = |l: String| -> i32 { l.rsplit("pid ").next().unwrap().trim_end_matches(')').parse().unwrap() };
-    let p0 = pid_of(wait_for(&rx, "process 0 started (pid", &mut log));
-    let p1 = pid_of(wait_for(&rx, "process 1 started (pid", &mut log));
-    wait_for(&rx, "job ready", &mut log);
+    let seen = wait_for_all(&rx, &["process 0 started (pid", "process 1 started (pid", "job ready"], &mut log);
+    let (p0, p1) = (pid_of(seen[0].clone()), pid_of(seen[1].clone()));
     let before = [peak_rss(p0), peak_rss(p1)];
     let hosts = std::fs::read_to_string(dir.join("hostfile")).unwrap();
     let addrs: Vec<String> =

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{bin, output, spawn_lines, wait_for, wait_within, JOB_LIMIT};
+use common::{bin, output, spawn_lines, wait_for, wait_for_all, wait_within, JOB_LIMIT};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -74,10 +74,11 @@ fn test_rmse(stats: &Path) -> f64 {
     v["objective"].as_array().and_then(|a| a.last()).and_then(|r| r["test_rmse"].as_f64()).expect("test_rmse")
 }
 
-/// The pid of process `k` from the launcher's latest "process k started (pid N)" line, once
-/// every process of the attempt has started.
+/// The pid of process `k` from the launcher's latest "process k started (pid N)" line, once the
+/// attempt's last process has started and the job is ready (in either order: a process may log
+/// "job ready" before the launcher logs starting it).
 fn wait_pid(rx: &mpsc::Receiver<String>, k: usize, log: &mut Vec<String>) -> i32 {
-    wait_for(rx, "process 1 started (pid", log);
+    wait_for_all(rx, &["process 1 started (pid", "job ready"], log);
     let pat = format!("process {k} started (pid");
     let line = log.iter().rev().find(|l| l.contains(&pat)).expect("every process started");
     line.rsplit("pid ").next().unwrap().trim_end_matches(')').parse().unwrap()
@@ -112,7 +113,6 @@ fn processes_killed_at_random_moments_restart_from_checkpoints_to_the_same_resul
         let mut log = Vec::new();
         let victim = rng.gen_range(0..2);
         let pid = wait_pid(&rx, victim, &mut log);
-        wait_for(&rx, "job ready", &mut log);
         // A random moment within the uninterrupted run's training time.
         std::thread::sleep(Duration::from_millis(rng.gen_range(0..training_ms.max(1))));
         kill9(pid);
@@ -143,7 +143,6 @@ fn two_kills_in_a_row_restart_twice_and_exhausted_restarts_list_every_failure() 
         kill9(pid);
         wait_for(&rx, "restart 1 of", &mut log);
         let pid = wait_pid(&rx, 1, &mut log);
-        wait_for(&rx, "job ready", &mut log);
         kill9(pid);
         let (status, text) = finish(child, rx, log);
         (status, text, stats)

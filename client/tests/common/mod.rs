@@ -73,6 +73,26 @@ pub fn spawn_lines(cmd: &mut Command) -> (Child, mpsc::Receiver<String>) {
     (child, rx)
 }
 
+/// Reads lines until each of `pats` has been seen, in any order, and returns the first line
+/// with each (processes log concurrently: a process may say "job ready" before the launcher
+/// logs that it started the last one). Every line read is added to `log`. Panics with the log
+/// after two minutes.
+pub fn wait_for_all(rx: &mpsc::Receiver<String>, pats: &[&str], log: &mut Vec<String>) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut found: Vec<Option<String>> = vec![None; pats.len()];
+    while found.iter().any(Option::is_none) {
+        let l = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_else(|_| {
+            let missing: Vec<&str> = pats.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|(p, _)| *p).collect();
+            panic!("no {missing:?} in log:\n{}", log.join("\n"))
+        });
+        log.push(l.clone());
+        if let Some(i) = pats.iter().zip(&found).position(|(p, f)| f.is_none() && l.contains(p)) {
+            found[i] = Some(l);
+        }
+    }
+    found.into_iter().flatten().collect()
+}
+
 /// Reads lines until one contains `pat` and returns it; every line read is added to `log`.
 /// Panics with the log after two minutes.
 pub fn wait_for(rx: &mpsc::Receiver<String>, pat: &str, log: &mut Vec<String>) -> String {
