@@ -52,7 +52,19 @@ pub enum Cell<'a> {
 
 impl Cell<'_> {
     /// The cell as a finite number (`what` names it in the message).
+    #[inline]
     pub fn to_f32(&self, what: &str) -> std::result::Result<f32, String> {
+        match *self {
+            Cell::Int(i) => Ok(i as f32),
+            Cell::Float(f) if f.is_finite() && (f as f32).is_finite() => Ok(f as f32),
+            _ => self.parse_f32(what),
+        }
+    }
+
+    /// Text cells, and the messages: kept out of line, so the common cases above inline into
+    /// the readers' loops (a call per cell was a fifth of reading a Parquet table).
+    #[cold]
+    fn parse_f32(&self, what: &str) -> std::result::Result<f32, String> {
         let v = match *self {
             Cell::Int(i) => i as f32,
             Cell::Float(f) => f as f32,
@@ -66,14 +78,24 @@ impl Cell<'_> {
     }
 
     /// The cell as a dense id in `0..2^32` (`what` names it in the message).
+    #[inline]
     pub fn to_u32(&self, what: &str) -> std::result::Result<u32, String> {
+        match *self {
+            Cell::Int(i) if (0..=u32::MAX as i64).contains(&i) => Ok(i as u32),
+            // Plain digits (the common id in text) without the general parser.
+            Cell::Str(s) => match super::digits(s.as_bytes()) {
+                Some((v, [])) => Ok(v),
+                _ => self.parse_u32(what),
+            },
+            _ => self.parse_u32(what),
+        }
+    }
+
+    #[cold]
+    fn parse_u32(&self, what: &str) -> std::result::Result<u32, String> {
         let v = match *self {
             Cell::Int(i) => i,
-            // Plain digits (the common id) without the general parser.
-            Cell::Str(s) => match super::digits(s.as_bytes()) {
-                Some((v, [])) => return Ok(v),
-                _ => s.trim().parse::<i64>().map_err(|_| format!("{what} '{s}' is not an integer id"))?,
-            },
+            Cell::Str(s) => s.trim().parse::<i64>().map_err(|_| format!("{what} '{s}' is not an integer id"))?,
             Cell::Float(f) => return Err(format!("{what} {f} is a floating-point number, not an id")),
         };
         u32::try_from(v).map_err(|_| format!("{what} {v} is outside 0..4294967295"))
