@@ -173,13 +173,7 @@ impl Lda {
     /// `topics/`: as text, `topic<TAB>total<TAB>top words` lines; as Parquet, a row per topic
     /// and top word (`topic`, `rank` from 1, `word_id`, `word`, `weight` = the word's probability
     /// in the topic, (n + beta) / (total + V beta)).
-    fn write_topics(
-        &self,
-        top: &[(i64, Vec<(i32, u64)>)],
-        v: usize,
-        name: &dyn Fn(u64) -> String,
-        out: &Output,
-    ) -> Result<()> {
+    fn write_topics(&self, top: &[TopWords], v: usize, name: &dyn Fn(u64) -> String, out: &Output) -> Result<()> {
         if self.args.common.output_format != OutputFormat::Parquet {
             let mut text = Vec::new();
             for (t, (total, list)) in top.iter().enumerate() {
