@@ -4,6 +4,9 @@
 # Prints and writes `export HDFS_URL=hdfs://127.0.0.1:PORT` (and HADOOP_CONF_DIR) to
 # $PS_HDFS_DIR/env; stop it with scripts/hdfs-down.sh. Needs Java (8+) and python3.
 #   PS_HDFS_DIR  state directory (default data/hdfs); jars are cached in data/hadoop-2.7.3.
+#   PS_HDFS_BLOCK_SIZE  dfs.blocksize (default Hadoop's 128m). The NameNode refuses a new block
+#     unless the DataNode's free disk covers every block being written at 128 MB each, so tests
+#     that write many small files at once on a small disk want less (scripts/test.sh: 4m).
 #   PS_HDFS_SECURE=1  secure mode (Kerberos) against the test KDC of scripts/kdc-up.sh (KRB5_CONFIG
 #     and PS_KDC_DIR from its env): principals nn/ and dn/localhost@PS.TEST mapped to the HDFS
 #     superuser `hdfs`, block access tokens on, and Hadoop's ignore.secure.ports.for.testing
@@ -58,6 +61,12 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 NN=$(free_port); NNH=$(free_port); SNN=$(free_port); DN=$(free_port); DNH=$(free_port); DNI=$(free_port)
 rm -rf "$STATE"
 mkdir -p "$STATE"/{conf,name,data,logs,run}
+# Say so up front when writes will be refused for space ("could only be replicated to 0 nodes").
+FREE_MB=$(df -Pm "$STATE/data" | awk 'NR==2 {print $4}')
+BLOCK_MB=$(( ${PS_HDFS_BLOCK_SIZE:-134217728} / 1048576 ))
+if [ "${FREE_MB:-0}" -lt $(( 32 * BLOCK_MB )) ]; then
+  echo "hdfs-up.sh: warning: $FREE_MB MB free under $STATE/data: fewer than 32 blocks of $BLOCK_MB MB can be written at once" >&2
+fi
 prop() { printf '  <property><name>%s</name><value>%s</value></property>\n' "$1" "$2"; }
 SECURE=${PS_HDFS_SECURE:-0}
 if [ "$SECURE" = 1 ]; then
@@ -80,6 +89,7 @@ DEFAULT'
 {
   echo "<configuration>"
   prop dfs.replication 1
+  prop dfs.blocksize "${PS_HDFS_BLOCK_SIZE:-134217728}"
   prop dfs.namenode.name.dir "$STATE/name"
   prop dfs.datanode.data.dir "$STATE/data"
   prop dfs.permissions.enabled true

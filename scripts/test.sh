@@ -21,6 +21,9 @@ scripts/package.sh
 export PS_HDFS_DIR=${PS_HDFS_DIR:-$(pwd)/data/hdfs-test}
 export PS_YARN_DIR=${PS_YARN_DIR:-$(pwd)/data/yarn-test}
 export PS_KDC_DIR=${PS_KDC_DIR:-$(pwd)/data/kdc-test}
+# Small blocks: the NameNode reserves a whole block of free disk per file being written, and
+# the recovery tests leave killed writers' blocks reserved; 128 MB each fills a small CI disk.
+export PS_HDFS_BLOCK_SIZE=${PS_HDFS_BLOCK_SIZE:-4194304}
 SECURE_HDFS_DIR=${PS_SECURE_HDFS_DIR:-$(pwd)/data/hdfs-secure-test}
 SECURE_YARN_DIR=${PS_SECURE_YARN_DIR:-$(pwd)/data/yarn-secure-test}
 trap 'scripts/yarn-down.sh >/dev/null 2>&1 || true; scripts/hdfs-down.sh >/dev/null 2>&1 || true
