@@ -278,27 +278,36 @@ fn pagerank_converges_to_the_sequential_reference() {
 /// factor (a start from the teleport term alone, total mass 1-d, once made it fall at rate d).
 /// Each worker computes its own nodes' ranks from all their in-edges, so every iteration tracks
 /// the plain loop's (when workers pushed partial sums to shared nodes, the rate slowed again to
-/// ~0.75 per iteration from about iteration 9).
+/// ~0.75 per iteration from about iteration 9). The same holds for threads of one process, which
+/// fill one array of their sources' shares together and wait for each other before summing.
 #[test]
 fn pagerank_under_bsp_converges_as_fast_as_the_sequential_loop() {
     let d = tmp("pr-rate");
     let g = d.join("g.tsv");
     gen::graph(&gen::GraphSpec { nodes: 5000, degree: 8, skew: 0.8, seed: 7 }, &g).unwrap();
     let a = args(format!("--input {} --passes 12 --samples 12", g.display()));
-    let cfg = RuntimeConfig { consistency: ps_runtime::Consistency::Bsp, threads: 1, ..RuntimeConfig::default() };
-    let l1 = objective(&run("pagerank", &a, 2, &cfg), "l1_delta");
     let (edges, _) =
         ps_runtime::input::read_edges(g.to_str().unwrap(), 0, 1, ps_runtime::input::BadRecords::Fail).unwrap();
     let n = edges.src.iter().chain(&edges.dst).max().unwrap() + 1;
     let plain = apps::baseline::pagerank(&edges, n as usize, 0.85, 12).objective;
-    eprintln!("ps {l1:?}\nplain {plain:?}");
-    // PS clock k measures the change of iteration k; the plain loop's entry k-1 is iteration k.
-    for k in 2..=12 {
-        let (ps, pl) = (l1[k - 1].1, plain[k - 1]);
-        assert!((ps / pl - 1.0).abs() < 0.1, "iteration {k}: PS change {ps} vs plain {pl}");
+    let mut first: Option<Vec<(i64, f64)>> = None;
+    for (procs, threads) in [(2, 1), (1, 3), (2, 2)] {
+        let cfg = RuntimeConfig { consistency: ps_runtime::Consistency::Bsp, threads, ..RuntimeConfig::default() };
+        let l1 = objective(&run("pagerank", &a, procs, &cfg), "l1_delta");
+        // The iteration does not depend on how the nodes are split (up to rounding).
+        let same = first.get_or_insert_with(|| l1.clone());
+        for ((k, x), (_, y)) in l1.iter().zip(same.iter()).skip(1) {
+            assert!((x / y - 1.0).abs() < 1e-9, "{procs} x {threads}, iteration {k}: change {x} vs {y} at 2 x 1");
+        }
+        eprintln!("{procs} x {threads}: ps {l1:?}\nplain {plain:?}");
+        // PS clock k measures the change of iteration k; the plain loop's entry k-1 is iteration k.
+        for k in 2..=12 {
+            let (ps, pl) = (l1[k - 1].1, plain[k - 1]);
+            assert!((ps / pl - 1.0).abs() < 0.1, "{procs} x {threads}, iteration {k}: PS change {ps} vs plain {pl}");
+        }
+        let rate = (l1[11].1 / l1[2].1).powf(1.0 / 9.0);
+        assert!(rate < 0.5, "{procs} x {threads}: change per iteration falls by {rate:.3} per iteration: {l1:?}");
     }
-    let rate = (l1[11].1 / l1[2].1).powf(1.0 / 9.0);
-    assert!(rate < 0.5, "change per iteration falls by {rate:.3} per iteration: {l1:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -24,6 +24,7 @@ pub mod options;
 pub mod output;
 pub mod pagerank;
 mod pagerank_edges;
+mod pagerank_shares;
 pub(crate) mod rotation;
 pub(crate) mod rows_out;
 mod rows_parquet;

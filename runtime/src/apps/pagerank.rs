@@ -6,7 +6,8 @@
 //! server shard (`Placement::Modulo`), so those writes never cross a socket; only the reads of
 //! other workers' ranks do. Dangling nodes feed a global term spread uniformly. Under BSP this is
 //! exactly the synchronous (Jacobi) iteration; under SSP it is an asynchronous one with the same
-//! fixed point: r = (1-d)/N + d (P^T r + dangling mass / N).
+//! fixed point: r = (1-d)/N + d (P^T r + dangling mass / N). The threads of a process compute
+//! each source's share once, into one array (`pagerank_shares`).
 //! Quality: L1 change per iteration (`l1_delta`) and, with `--reference`, L1 error against a
 //! converged sequential run (`ref_l1`).
 
@@ -14,6 +15,7 @@ use super::driver::Iterative;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::pagerank_edges::{exchange_by_destination, owner_of_block, LocalEdges};
+use super::pagerank_shares::{share, Place, ProcessShares, ThreadShares};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{Placement, TableConfig};
@@ -24,6 +26,7 @@ use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
 use serde_json::{json, Value};
 use std::io::Write;
+use std::sync::{Arc, OnceLock};
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "pagerank", about = "Edge-scheduled PageRank")]
@@ -131,6 +134,8 @@ impl Csr {
 
 pub struct PageRank {
     args: PageRankArgs,
+    /// The shares this process's threads compute together (made by the first thread to start).
+    shares: OnceLock<Arc<ProcessShares>>,
 }
 
 /// A worker's edges, the nodes it owns, and what it has pushed so far.
@@ -145,9 +150,6 @@ pub struct PrWorker {
     edges: LocalEdges,
     /// Blocks this worker owns and alone writes ([`owner_of_block`]), ascending.
     owned: Vec<u64>,
-    /// d / out-degree of each source (index into `edges.sources`): a multiplication per source
-    /// and iteration instead of a division.
-    scale: Vec<f64>,
     /// Dangling nodes in the owned blocks.
     dangling: Vec<u32>,
     /// The rank last pushed into the global dangling term, per owned dangling node.
@@ -155,9 +157,9 @@ pub struct PrWorker {
     /// The owned nodes' table values (rank without the global term), by node id: this worker is
     /// their only writer, so it knows them exactly. Other entries stay 0.
     mine: Vec<f64>,
-    /// This iteration's contribution of each source: d * rank / out-degree (index into
-    /// `edges.sources`).
-    share: Vec<f64>,
+    /// This iteration's contribution of each source (d * rank / out-degree), shared by the
+    /// process's threads; `edges.srcs` index it.
+    shares: ThreadShares,
     /// The owned ranks at the last sample (or just before the next one).
     prev_owned: Option<Vec<f64>>,
     /// This clock's share of the dangling mass every node receives: d * dangling / N.
@@ -193,7 +195,7 @@ impl Iterative for PageRank {
                     .into(),
             ));
         }
-        Ok(PageRank { args })
+        Ok(PageRank { args, shares: OnceLock::new() })
     }
 
     fn common(&self) -> &CommonArgs {
@@ -223,6 +225,9 @@ impl Iterative for PageRank {
         let a = &self.args;
         let (d, b) = (a.damping, a.block);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
+        // Taken first: should this thread stop, the others are not left waiting at the shares.
+        let threads = w.threads_per_process();
+        let mut shares = ThreadShares::new(self.shares.get_or_init(|| Arc::new(ProcessShares::new(threads))).clone());
         let (edges, read) = self.read(gid, nw)?;
         let skipped = super::bad_rows::settle(w, &a.common, "pagerank", &read)?;
         let mut rank = w.table::<DenseRow<f64>>(RANK)?;
@@ -245,11 +250,15 @@ impl Iterative for PageRank {
         }
         let (np, threads) = (w.num_processes(), w.threads_per_process());
         let edges = exchange_by_destination(w, edges, b, n)?;
-        let local_edges = LocalEdges::new(&edges, b, n);
+        let mut local_edges = LocalEdges::new(&edges, n);
         drop(edges);
+        let at = Place { np, pid: w.process_id(), tid: w.thread_id(), b };
+        let map = shares.join(&local_edges.sources, &at)?;
+        local_edges.srcs.iter_mut().for_each(|s| *s = map[*s as usize]);
+        drop(map);
         let owned: Vec<u64> = (0..n.div_ceil(b) as u64).filter(|&k| owner_of_block(k, np, threads) == gid).collect();
         let mut out_deg = vec![0f64; n];
-        let mut deg_blocks: Vec<u64> = local_edges.src_blocks.iter().chain(&owned).copied().collect();
+        let mut deg_blocks: Vec<u64> = shares.blocks().chain(owned.iter().copied()).collect();
         deg_blocks.sort_unstable();
         deg_blocks.dedup();
         read_blocks(&mut deg, &[], &[], &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
@@ -266,7 +275,9 @@ impl Iterative for PageRank {
         if fresh {
             push_blocks(&mut rank, &mut mine.clone(), b, |x| x != 0.0)?;
         }
-        let scale = local_edges.sources.iter().map(|&u| d / out_deg[u as usize]).collect();
+        // d / out-degree: a multiplication per source and iteration instead of a division.
+        let scale = shares.nodes().map(|u| out_deg[u as usize]).map(|o| if o > 0.0 { d / o } else { 0.0 }).collect();
+        shares.set_scale(scale);
         drop(out_deg);
         let mut st = PrWorker {
             skipped,
@@ -274,14 +285,13 @@ impl Iterative for PageRank {
             n,
             rank,
             global: w.table(GLOBAL)?,
-            share: vec![0f64; local_edges.sources.len()],
+            shares,
             pushed_dangling: vec![0f64; dangling.len()],
             mine,
             prev_owned: None,
             g: 0.0,
             edges: local_edges,
             owned,
-            scale,
             dangling,
             reference,
         };
@@ -392,7 +402,7 @@ impl PageRank {
     /// dangling nodes' changes into the global term.
     fn iterate(&self, st: &mut PrWorker, first: bool) -> Result<()> {
         let (d, b, n) = (self.args.damping, self.args.block, st.n);
-        let PrWorker { rank, global, edges, mine, share, scale, owned, dangling, pushed_dangling, .. } = st;
+        let PrWorker { rank, global, edges, mine, shares, owned, dangling, pushed_dangling, .. } = st;
         let g = d * global.get(0)?.col(0) / n as f64;
         st.g = g;
         // The first iteration starts from the uniform distribution, as the sequential algorithm
@@ -400,10 +410,8 @@ impl PageRank {
         // mass deficit that only decays as d^t, so the change per iteration fell at rate d
         // instead of at the graph's own (much faster) rate.
         let previous = |t: f64| if first { 1.0 / n as f64 } else { t + g };
-        // Each source's share straight from the rows as they are read.
-        read_sources(rank, owned, mine, &edges.src_blocks, &edges.sources, b, |k, x| {
-            share[k] = previous(x) * scale[k];
-        })?;
+        // Every source's share, filled by the process's threads together.
+        let buf = shares.fill(rank, mine, previous, b)?;
         // The owned dangling nodes' mass of the ranks this iteration reads (so that under BSP the
         // next iteration reads exactly the Jacobi step), as the change since the last push.
         let mut dsum = 0.0;
@@ -425,7 +433,7 @@ impl PageRank {
                 if edges.dsts.get(j).is_some_and(|&t| t as usize == v) {
                     new += edges.srcs[edges.offsets[j]..edges.offsets[j + 1]]
                         .iter()
-                        .map(|&si| share[si as usize])
+                        .map(|&si| share(buf, si))
                         .sum::<f64>();
                     j += 1;
                 }
@@ -516,44 +524,6 @@ fn push_blocks<T: Element>(
             t.inc(blk as u64, &upd);
             chunk.iter_mut().for_each(|x| *x = T::default());
         }
-    }
-    Ok(())
-}
-
-/// Calls `f(k, value)` for each node `nodes[k]` (ascending, in `blocks`), reading each block once
-/// (the table's ones prefetched together; owned ones from `mine`, as in [`read_blocks`]). Only
-/// the listed nodes are visited: with many workers a worker's sources are a fraction of the
-/// nodes, and a walk over every node with a test per node was most of an iteration's time (its
-/// branch, taken at random, was mispredicted about once in four nodes at 8 workers).
-fn read_sources<T: Element>(
-    t: &mut TableHandle<DenseRow<T>>,
-    owned: &[u64],
-    mine: &[T],
-    blocks: &[u64],
-    nodes: &[u32],
-    b: usize,
-    mut f: impl FnMut(usize, T),
-) -> Result<()> {
-    t.refresh_rows(blocks.iter().copied().filter(|blk| owned.binary_search(blk).is_err()));
-    let mut k = 0;
-    while let Some(&first) = nodes.get(k) {
-        let blk = first as usize / b;
-        let (start, end) = (blk * b, (blk + 1) * b);
-        let run = nodes[k..].partition_point(|&v| (v as usize) < end);
-        let run_nodes = &nodes[k..k + run];
-        if owned.binary_search(&(blk as u64)).is_ok() {
-            run_nodes.iter().enumerate().for_each(|(j, &v)| f(k + j, mine[v as usize]));
-        } else {
-            let row = t.get(blk as u64)?;
-            for (j, &v) in run_nodes.iter().enumerate() {
-                let x = row
-                    .get(v as usize - start)
-                    .copied()
-                    .ok_or_else(|| PsError::Usage(format!("pagerank: node {v} is past the end of rank block {blk}")))?;
-                f(k + j, x);
-            }
-        }
-        k += run;
     }
     Ok(())
 }

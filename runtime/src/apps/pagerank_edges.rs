@@ -49,9 +49,8 @@ pub(super) fn exchange_by_destination(w: &mut Worker, edges: Edges, b: usize, n:
 /// A worker's edges (the in-edges of its owned nodes) grouped by destination (pull form): each
 /// destination's sum gathers its sources' shares and is written once.
 pub(super) struct LocalEdges {
-    /// This worker's source nodes (sorted) and the blocks holding them.
+    /// This worker's source nodes (sorted).
     pub(super) sources: Vec<u32>,
-    pub(super) src_blocks: Vec<u64>,
     /// This worker's destination nodes (sorted); the in-edges of `dsts[j]` are
     /// `srcs[offsets[j]..offsets[j + 1]]`, as indexes into `sources`.
     pub(super) dsts: Vec<u32>,
@@ -64,7 +63,7 @@ impl LocalEdges {
     /// edges and nodes, where sorting (and a binary search per edge for the source's index) cost
     /// a third of PageRank's load time. A destination's edges keep input order, so its sum adds
     /// the same terms in the same order in every run.
-    pub(super) fn new(edges: &Edges, b: usize, n: usize) -> Self {
+    pub(super) fn new(edges: &Edges, n: usize) -> Self {
         let mut out = vec![0u32; n];
         let mut into = vec![0usize; n + 1];
         for (&s, &t) in edges.src.iter().zip(&edges.dst) {
@@ -109,9 +108,7 @@ impl LocalEdges {
             srcs[*at] = si;
             *at += 1;
         }
-        let mut src_blocks: Vec<u64> = sources.iter().map(|&u| u as u64 / b as u64).collect();
-        src_blocks.dedup();
-        LocalEdges { sources, src_blocks, dsts, offsets, srcs }
+        LocalEdges { sources, dsts, offsets, srcs }
     }
 }
 
@@ -124,9 +121,8 @@ mod tests {
         // Destinations on both sides of a 1024-node bucket boundary; node 5 has two in-edges.
         let src = vec![7, 3, 2000, 3, 9];
         let dst = vec![5, 1500, 5, 1023, 5];
-        let e = LocalEdges::new(&Edges { src, dst }, 1024, 2001);
+        let e = LocalEdges::new(&Edges { src, dst }, 2001);
         assert_eq!(e.sources, vec![3, 7, 9, 2000]);
-        assert_eq!(e.src_blocks, vec![0, 1]);
         assert_eq!(e.dsts, vec![5, 1023, 1500]);
         assert_eq!(e.offsets, vec![0, 3, 4, 5]);
         // Source indexes: node 7 is index 1, 2000 is 3, 9 is 2, 3 is 0.
