@@ -19,6 +19,7 @@
 //! is at the sample (from a fixed subsample between, exactly at the end). With `--target`, which
 //! stops on the objective, and before any training, the training RMSE is evaluated exactly.
 
+use super::dictionary::{check_resumed, fingerprints, keys_for, settle_ids, Dictionary};
 use super::driver::Iterative;
 pub use super::mf_args::{MfArgs, MfSchedule, UserFactors};
 use super::mf_blocks::into_blocks;
@@ -26,7 +27,7 @@ pub use super::mf_blocks::{ItemRows, ITEMS_PER_ROW};
 pub use super::mf_eval::eval_snapshot;
 pub use super::mf_kernel::{dot, sgd_step_fn, sgd_update, SgdStep};
 use super::mf_recommend::{all_items, recommend, write_recs, Recs};
-use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
+use super::mf_users::{distinct_sorted, elected, exchange_by_user, index_users, LocalUsers};
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan};
@@ -34,8 +35,8 @@ use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, RowInit, TableConfig};
 use crate::error::{PsError, Result};
-use crate::input::{read_rating_table, read_ratings, resolve_format, InputFormat, ReadStats};
-use crate::input::{Rating, RatingColumns};
+use crate::input::{read_rating_table_keyed, read_ratings, resolve_format, InputFormat};
+use crate::input::{Rating, RatingColumns, RatingTable};
 use crate::row::DenseRow;
 use crate::{PsContext, TableHandle, Worker};
 
@@ -82,21 +83,6 @@ pub struct Mf {
 impl Mf {
     /// Worker `gid`'s share (of `nw`) of the ratings: a table's columns (CSV, Parquet) or the
     /// text formats.
-    /// `metadata/part-00000` of a Parquet model: one JSON line with what a reader of the factors
-    /// needs (Spark ALS's `rank` and `regParam` among them) and the job's settings. Unlike
-    /// Spark's ALS the model has a global mean: a prediction is `mean` plus the dot product.
-    fn model_metadata(&self, mean: f32) -> serde_json::Value {
-        let (a, c) = (&self.args, &self.args.common);
-        // An f32 as the decimal it prints as (0.05, not 0.05000000074505806).
-        let dec = |x: f32| x.to_string().parse::<f64>().unwrap_or(x as f64);
-        serde_json::json!({
-            "model": "mf", "rank": a.rank, "regParam": dec(a.lambda), "mean": dec(mean),
-            "prediction": "mean + dot(userFactors.features, itemFactors.features)",
-            "settings": {"lr": dec(a.lr), "lr_decay": dec(a.lr_decay), "passes": c.passes, "seed": c.seed,
-                         "schedule": format!("{:?}", a.schedule).to_lowercase(), "input": c.input},
-        })
-    }
-
     /// Ranks every item of the job for each of this worker's users (`--recommend`), keeps the
     /// lists for the output, and returns the sums of precision@k, recall@k and their users.
     fn recommend_for(&self, st: &mut MfWorker, k: usize) -> Result<[f64; 3]> {
@@ -112,14 +98,17 @@ impl Mf {
         Ok(sums)
     }
 
-    fn read(&self, gid: usize, nw: usize) -> Result<(Vec<Rating>, ReadStats)> {
+    fn read(&self, gid: usize, nw: usize) -> Result<RatingTable> {
         let (a, c) = (&self.args, &self.args.common);
         let named = a.user_col.is_some() || a.item_col.is_some() || a.rating_col.is_some();
         match resolve_format(&c.input, c.input_format, named)? {
-            InputFormat::Text | InputFormat::Auto => read_ratings(&c.input, gid, nw, a.format, c.bad_records()),
+            InputFormat::Text | InputFormat::Auto => {
+                let (ratings, stats) = read_ratings(&c.input, gid, nw, a.format, c.bad_records())?;
+                Ok(RatingTable { ratings, stats, users: Default::default(), items: Default::default() })
+            }
             table => {
                 let cols = RatingColumns::new(a.user_col.as_deref(), a.item_col.as_deref(), a.rating_col.as_deref());
-                read_rating_table(&c.input, gid, nw, table, &cols, c.bad_records())
+                read_rating_table_keyed(&c.input, gid, nw, table, &cols, c.bad_records())
             }
         }
     }
@@ -179,6 +168,8 @@ pub struct MfWorker {
     segment_rows: rustc_hash::FxHashMap<(usize, usize), (Vec<u64>, Vec<u64>)>,
     /// `--user-factors local`: the users' factors, and the ratings' `user` fields index `users`.
     local: Option<LocalUsers>,
+    /// The dictionaries of the user and item ids, when the input's ids needed one.
+    dicts: [Option<Dictionary>; 2],
     /// Squared errors and count of the training ratings the SGD steps visited since the last
     /// evaluation (each error taken before its step).
     seen: [f64; 2],
@@ -255,8 +246,16 @@ impl Iterative for Mf {
         let (a, c) = (&self.args, &self.args.common);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         let t0 = std::time::Instant::now();
-        let (mut ratings, st) = self.read(gid, nw)?;
+        let RatingTable { mut ratings, stats: st, users: user_keys, items: item_keys } = self.read(gid, nw)?;
         let skipped = super::bad_rows::settle(w, c, "mf", &st)?;
+        // Ids that are not all in 0..2^32 (strings, 64-bit) are numbered job-wide.
+        let dicts = [
+            settle_ids(w, user_keys, &mut |f| ratings.iter_mut().for_each(|r| f(&mut r.user)))?,
+            settle_ids(w, item_keys, &mut |f| ratings.iter_mut().for_each(|r| f(&mut r.item)))?,
+        ];
+        if let Some(s) = saved {
+            check_resumed("mf", &[dicts[0].as_ref(), dicts[1].as_ref()], s.meta.get("ids"))?;
+        }
         // Where loading goes (debug log): each phase's end, in seconds from the start.
         let mut phases = vec![("read", t0.elapsed().as_secs_f64())];
         if a.user_factors == UserFactors::Local {
@@ -338,6 +337,7 @@ impl Iterative for Mf {
             },
             plan,
             blocks,
+            dicts,
         })
     }
 
@@ -492,7 +492,8 @@ impl Iterative for Mf {
 
     fn save(&self, st: &MfWorker) -> (serde_json::Value, Vec<u8>) {
         // As bits: a resumed job continues the sums exactly.
-        (serde_json::json!({"seen": [st.seen[0].to_bits(), st.seen[1].to_bits()]}), Vec::new())
+        let ids = fingerprints(&[st.dicts[0].as_ref(), st.dicts[1].as_ref()]);
+        (serde_json::json!({"seen": [st.seen[0].to_bits(), st.seen[1].to_bits()], "ids": ids}), Vec::new())
     }
 
     /// Local user factors go into the users table (the change since the last write).
@@ -534,37 +535,45 @@ impl Iterative for Mf {
             }
         }
         let (format, rank) = (self.args.common.output_format, self.args.rank);
-        let users = match &st.local {
+        let (users, user_ids) = match &st.local {
             // Every local user has this worker as its one owner.
-            Some(l) => RowsPart::lent(format, rank, &st.users, l.all()),
+            Some(l) => (RowsPart::lent(format, rank, &st.users, l.all()), None),
             None => {
-                let mut users = RowsPart::<f32>::new(format, rank);
+                let (mut users, mut ids) = (RowsPart::<f32>::new(format, rank), Vec::new());
                 for &id in &st.users {
                     if elected(&owner.get(2 * id)?, id) == Some(gid) {
                         users.push(id, &st.lt.get(id)?);
+                        ids.push(id);
                     }
                 }
-                users
+                (users, Some(ids))
             }
         };
+        // The input's own ids, where a dictionary numbered them (every worker asks, collectively).
+        let users = users.with_keys(keys_for(st.dicts[0].as_ref(), w, user_ids.as_deref().unwrap_or(&st.users))?);
         // Parquet: the names of Spark ALS's model (`userFactors`, `itemFactors`, `metadata`).
         let parquet = format == OutputFormat::Parquet;
         let names = if parquet { ["userFactors", "itemFactors"] } else { ["user_factors", "item_factors"] };
         users.write(out, gid, names[0], gid)?;
-        let mut items = RowsPart::<f32>::new(format, rank);
+        let (mut items, mut item_ids) = (RowsPart::<f32>::new(format, rank), Vec::new());
         for &id in &st.items {
             if elected(&owner.get(2 * id + 1)?, id) == Some(gid) {
                 items.push(id, &st.rt.get(st.ir.row(id as u32))?[st.ir.cols(id as u32)]);
+                item_ids.push(id);
             }
         }
-        items.write(out, gid, names[1], gid)?;
+        items.with_keys(keys_for(st.dicts[1].as_ref(), w, &item_ids)?).write(out, gid, names[1], gid)?;
         if self.args.recommend.is_some() {
-            write_recs(&st.recs, parquet, out, gid)?;
+            let keys = [
+                keys_for(st.dicts[0].as_ref(), w, &st.recs.users)?,
+                keys_for(st.dicts[1].as_ref(), w, &st.recs.items)?,
+            ];
+            write_recs(&st.recs, keys, parquet, out, gid)?;
         }
         if gid == 0 {
             out.write_part(0, "global_mean", 0, |f| writeln!(f, "{}", st.mu))?;
             if parquet {
-                let meta = self.model_metadata(st.mu);
+                let meta = self.args.model_metadata(st.mu);
                 out.write_part(0, "metadata", 0, |f| writeln!(f, "{meta}"))?;
             }
         }
@@ -581,12 +590,4 @@ fn saved_seen(meta: &serde_json::Value) -> Result<[f64; 2]> {
         (Some(a), Some(b)) => Ok([a, b]),
         _ => Err(PsError::codec(format!("mf: saved worker state has a malformed \"seen\": {v}"))),
     }
-}
-
-/// The worker that writes row `id`: of the workers with a non-zero count in its owner row, the
-/// one at a hashed position.
-fn elected(owners: &[i64], id: u64) -> Option<usize> {
-    let n = owners.iter().filter(|c| **c > 0).count();
-    let k = (mix64(id) % n.max(1) as u64) as usize;
-    owners.iter().enumerate().filter(|(_, c)| **c > 0).nth(k).map(|(g, _)| g)
 }

@@ -93,3 +93,20 @@ pub enum UserFactors {
     Local,
     Table,
 }
+
+impl MfArgs {
+    /// `metadata/part-00000` of a Parquet model: one JSON line with what a reader of the factors
+    /// needs (Spark ALS's `rank` and `regParam` among them) and the job's settings. Unlike
+    /// Spark's ALS the model has a global mean: a prediction is `mean` plus the dot product.
+    pub(super) fn model_metadata(&self, mean: f32) -> serde_json::Value {
+        let (a, c) = (self, &self.common);
+        // An f32 as the decimal it prints as (0.05, not 0.05000000074505806).
+        let dec = |x: f32| x.to_string().parse::<f64>().unwrap_or(x as f64);
+        serde_json::json!({
+            "model": "mf", "rank": a.rank, "regParam": dec(a.lambda), "mean": dec(mean),
+            "prediction": "mean + dot(userFactors.features, itemFactors.features)",
+            "settings": {"lr": dec(a.lr), "lr_decay": dec(a.lr_decay), "passes": c.passes, "seed": c.seed,
+                         "schedule": format!("{:?}", a.schedule).to_lowercase(), "input": c.input},
+        })
+    }
+}

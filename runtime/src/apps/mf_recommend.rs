@@ -4,6 +4,7 @@
 //! measures precision@K and recall@K (a held-out item of the user counts as relevant).
 
 use super::output::Output;
+use super::rows_out::RowKeys;
 use crate::client::Worker;
 use crate::error::{PsError, Result};
 use crate::input::Rating;
@@ -105,17 +106,24 @@ pub fn recommend(
 
 /// `recommendations/part-NNNNN`: lines `user<TAB>item<TAB>score`, best first per user (also with
 /// `--output-format binary`), or Parquet columns `user`, `item` (int64) and `score` (float).
-pub fn write_recs(recs: &Recs, parquet: bool, out: &Output, gid: usize) -> Result<()> {
+pub fn write_recs(recs: &Recs, keys: [Option<RowKeys>; 2], parquet: bool, out: &Output, gid: usize) -> Result<()> {
     use std::io::Write;
+    let [users, items] = keys;
     if parquet {
         return out.write_file(gid, "recommendations", &format!("part-{gid:05}.snappy.parquet"), |f| {
-            super::rows_parquet::write_recs(&recs.users, &recs.items, &recs.scores, f)
+            let (u, i) = ((&recs.users[..], users.as_ref()), (&recs.items[..], items.as_ref()));
+            super::rows_parquet::write_recs(u, i, &recs.scores, f)
         });
     }
+    // An id, or the input's own id when a dictionary numbered them.
+    let name = |keys: &Option<RowKeys>, ids: &[u64], j: usize| match keys {
+        Some(k) => k.keys[j].to_string(),
+        None => ids[j].to_string(),
+    };
     out.write_part(gid, "recommendations", gid, |f| {
         let mut text = Vec::with_capacity(recs.users.len() * 24);
-        for ((u, i), s) in recs.users.iter().zip(&recs.items).zip(&recs.scores) {
-            writeln!(text, "{u}\t{i}\t{s}")?;
+        for (j, s) in recs.scores.iter().enumerate() {
+            writeln!(text, "{}\t{}\t{s}", name(&users, &recs.users, j), name(&items, &recs.items, j))?;
         }
         f.write_all(&text)
     })

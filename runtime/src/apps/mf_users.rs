@@ -118,6 +118,14 @@ impl IdIndex {
     }
 }
 
+/// The worker that writes row `id`: of the workers with a non-zero count in its owner row, the
+/// one at a hashed position.
+pub fn elected(owners: &[i64], id: u64) -> Option<usize> {
+    let n = owners.iter().filter(|c| **c > 0).count();
+    let k = (mix64(id) % n.max(1) as u64) as usize;
+    owners.iter().enumerate().filter(|(_, c)| **c > 0).nth(k).map(|(g, _)| g)
+}
+
 /// The distinct ids of `records` (by `id`), sorted.
 pub fn distinct_sorted(records: &[&[Rating]], id: fn(&Rating) -> u32) -> Vec<u64> {
     let mut v: Vec<u64> = IdIndex::distinct(records, id).1.into_iter().map(u64::from).collect();

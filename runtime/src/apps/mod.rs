@@ -5,6 +5,7 @@
 pub mod bad_rows;
 pub mod baseline;
 pub mod demo;
+pub mod dictionary;
 pub mod driver;
 pub mod lda;
 pub(crate) mod lda_dense;

@@ -11,6 +11,7 @@
 //! Quality: L1 change per iteration (`l1_delta`) and, with `--reference`, L1 error against a
 //! converged sequential run (`ref_l1`).
 
+use super::dictionary::{check_resumed, fingerprints, keys_for, settle_ids, Dictionary};
 use super::driver::Iterative;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
@@ -20,7 +21,7 @@ use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{Placement, TableConfig};
 use crate::error::{PsError, Result};
-use crate::input::{read_edge_table, read_edges, resolve_format, Edges, InputFormat, ReadStats};
+use crate::input::{read_edge_table_keyed, read_edges, resolve_format, Edges, InputFormat, KeyColumn, ReadStats};
 use crate::row::{ColumnGet, DenseRow, Element};
 use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
@@ -166,6 +167,8 @@ pub struct PrWorker {
     g: f64,
     /// The converged sequential ranks (worker 0 with --reference).
     reference: Option<Vec<f64>>,
+    /// The node names, when the input's node ids needed a dictionary.
+    dict: Option<Dictionary>,
 }
 
 impl Iterative for PageRank {
@@ -228,8 +231,16 @@ impl Iterative for PageRank {
         // Taken first: should this thread stop, the others are not left waiting at the shares.
         let threads = w.threads_per_process();
         let mut shares = ThreadShares::new(self.shares.get_or_init(|| Arc::new(ProcessShares::new(threads))).clone());
-        let (edges, read) = self.read(gid, nw)?;
+        let (mut edges, read, nodes) = self.read(gid, nw)?;
         let skipped = super::bad_rows::settle(w, &a.common, "pagerank", &read)?;
+        // Named nodes (or ids beyond u32) are numbered job-wide: their ranks.
+        let dict = settle_ids(w, nodes, &mut |f| edges.src.iter_mut().chain(edges.dst.iter_mut()).for_each(&mut *f))?;
+        if let Some(s) = saved {
+            check_resumed("pagerank", &[dict.as_ref()], s.meta.get("ids"))?;
+        }
+        if a.reference && dict.is_some() {
+            return Err(PsError::Config("pagerank: --reference needs node ids that are integers in 0..2^32".into()));
+        }
         let mut rank = w.table::<DenseRow<f64>>(RANK)?;
         let mut deg = w.table::<DenseRow<i64>>(DEGREE)?;
         // A resumed worker finds the node count, degrees and base ranks in the restored tables.
@@ -245,7 +256,7 @@ impl Iterative for PageRank {
         }
         let mut reference = None;
         if a.reference && gid == 0 {
-            let (all, _) = self.read(0, 1)?;
+            let (all, _, _) = self.read(0, 1)?;
             reference = Some(pagerank_sequential(n, &all.src, &all.dst, d, 10_000, 1e-14));
         }
         let (np, threads) = (w.num_processes(), w.threads_per_process());
@@ -294,6 +305,7 @@ impl Iterative for PageRank {
             owned,
             dangling,
             reference,
+            dict,
         };
         match saved {
             Some(s) => restore(&mut st, s, b)?,
@@ -350,32 +362,40 @@ impl Iterative for PageRank {
         for x in st.pushed_dangling.iter().chain(mine).chain(st.prev_owned.iter().flatten()) {
             raw.extend_from_slice(&x.to_le_bytes());
         }
-        (json!({"prev_owned": st.prev_owned.as_ref().map(|p| p.len())}), raw)
+        (json!({"prev_owned": st.prev_owned.as_ref().map(|p| p.len()), "ids": fingerprints(&[st.dict.as_ref()])}), raw)
     }
 
     /// `ranks/part-00000`: `node<TAB>score`, by score descending, from worker 0.
-    fn write_output(&self, st: &mut PrWorker, _w: &mut Worker, out: &Output) -> Result<()> {
+    fn write_output(&self, st: &mut PrWorker, w: &mut Worker, out: &Output) -> Result<()> {
+        let n = st.n;
+        let mut scores: Vec<(f64, u64)> = Vec::with_capacity(if st.gid == 0 { n } else { 0 });
+        if st.gid == 0 {
+            let g = self.args.damping * st.global.get(0)?.col(0) / n as f64;
+            let all: Vec<u64> = (0..n.div_ceil(self.args.block) as u64).collect();
+            read_blocks(&mut st.rank, &[], &[], &all, self.args.block, n, |i, x| scores.push((x + g, i as u64)))?;
+            scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        }
+        // Named nodes: every worker takes part in looking worker 0's ids up (collective).
+        let ids: Vec<u64> = scores.iter().map(|s| s.1).collect();
+        let keys = keys_for(st.dict.as_ref(), w, &ids)?;
         if st.gid != 0 {
             return Ok(());
         }
-        let n = st.n;
-        let g = self.args.damping * st.global.get(0)?.col(0) / n as f64;
-        let all: Vec<u64> = (0..n.div_ceil(self.args.block) as u64).collect();
-        let mut scores: Vec<(f64, u64)> = Vec::with_capacity(n);
-        read_blocks(&mut st.rank, &[], &[], &all, self.args.block, n, |i, x| scores.push((x + g, i as u64)))?;
-        scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         match self.args.common.output_format {
             OutputFormat::Text => {
                 let mut text = Vec::new();
-                for (s, v) in scores {
-                    writeln!(text, "{v}\t{s:.12e}").ok();
+                for (j, (s, v)) in scores.into_iter().enumerate() {
+                    match &keys {
+                        Some(k) => writeln!(text, "{}\t{s:.12e}", k.keys[j]).ok(),
+                        None => writeln!(text, "{v}\t{s:.12e}").ok(),
+                    };
                 }
                 out.write_part(0, "ranks", 0, |f| f.write_all(&text))?;
             }
             format => {
                 let mut part = RowsPart::<f64>::new(format, 1).named("id", "rank");
                 scores.iter().for_each(|&(s, v)| part.push(v, &[s]));
-                part.write(out, 0, "ranks", 0)?;
+                part.with_keys(keys).write(out, 0, "ranks", 0)?;
             }
         }
         out.commit()?;
@@ -387,13 +407,16 @@ impl Iterative for PageRank {
 impl PageRank {
     /// Worker `gid`'s share (of `nw`) of the edges: a table's columns (CSV, Parquet) or an edge
     /// list.
-    fn read(&self, gid: usize, nw: usize) -> Result<(Edges, ReadStats)> {
+    fn read(&self, gid: usize, nw: usize) -> Result<(Edges, ReadStats, KeyColumn)> {
         let (a, c) = (&self.args, &self.args.common);
         match resolve_format(&c.input, c.input_format, a.src_col.is_some() || a.dst_col.is_some())? {
-            InputFormat::Text | InputFormat::Auto => read_edges(&c.input, gid, nw, c.bad_records()),
+            InputFormat::Text | InputFormat::Auto => {
+                let (edges, stats) = read_edges(&c.input, gid, nw, c.bad_records())?;
+                Ok((edges, stats, KeyColumn::default()))
+            }
             table => {
                 let cols = (a.src_col.as_deref().unwrap_or("src"), a.dst_col.as_deref().unwrap_or("dst"));
-                read_edge_table(&c.input, gid, nw, table, cols, c.bad_records())
+                read_edge_table_keyed(&c.input, gid, nw, table, cols, c.bad_records())
             }
         }
     }

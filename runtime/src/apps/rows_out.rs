@@ -14,6 +14,7 @@
 use super::options::OutputFormat;
 use super::output::Output;
 use crate::error::Result;
+use crate::input::Key;
 use std::borrow::Cow;
 
 /// A number that can be written in both formats.
@@ -64,12 +65,21 @@ pub struct RowsPart<'a, V: Clone> {
     vals: Cow<'a, [V]>,
     /// Parquet's column names: the ids and the values.
     names: (&'static str, &'static str),
+    /// The input's own ids of the rows, when a dictionary numbered them.
+    keys: Option<RowKeys>,
+}
+
+/// The input's own ids of some rows (`apps::dictionary`), and whether every id of the job is
+/// an integer (then written as int64; otherwise as strings).
+pub struct RowKeys {
+    pub keys: Vec<Key>,
+    pub ints_only: bool,
 }
 
 impl<'a, V: OutValue> RowsPart<'a, V> {
     pub fn new(format: OutputFormat, width: usize) -> Self {
         let (ids, vals) = (Cow::Owned(Vec::new()), Cow::Owned(Vec::new()));
-        RowsPart { format, width: width.max(1), ids, vals, names: ("id", "features") }
+        RowsPart { format, width: width.max(1), ids, vals, names: ("id", "features"), keys: None }
     }
 
     /// Names Parquet's columns (default `id` and `features`).
@@ -84,7 +94,17 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
     pub fn lent(format: OutputFormat, width: usize, ids: &'a [u64], vals: &'a [V]) -> Self {
         let width = width.max(1);
         assert_eq!(ids.len() * width, vals.len(), "RowsPart::lent: {} ids of width {width}", ids.len());
-        RowsPart { format, width, ids: Cow::Borrowed(ids), vals: Cow::Borrowed(vals), names: ("id", "features") }
+        let (ids, vals) = (Cow::Borrowed(ids), Cow::Borrowed(vals));
+        RowsPart { format, width, ids, vals, names: ("id", "features"), keys: None }
+    }
+
+    /// Writes the rows under `keys` (one per row, in order) instead of their ids.
+    pub fn with_keys(mut self, keys: Option<RowKeys>) -> Self {
+        if let Some(k) = &keys {
+            assert_eq!(k.keys.len(), self.ids.len(), "RowsPart::with_keys: a key per row");
+        }
+        self.keys = keys;
+        self
     }
 
     /// Adds row `id`; `row` must have the part's width.
@@ -101,7 +121,7 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
         match self.format {
             OutputFormat::Text => out.write_file(task, name, &file, |f| self.write_text(f)),
             OutputFormat::Parquet => out.write_file(task, name, &format!("{file}.snappy.parquet"), |f| {
-                super::rows_parquet::write(&self.ids, &self.vals, self.width, self.names, f)
+                super::rows_parquet::write(&self.ids, self.keys.as_ref(), &self.vals, self.width, self.names, f)
             }),
             OutputFormat::Binary => {
                 let rows = self.ids.len();
@@ -110,10 +130,21 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
                     f.write_all(&npy_header(V::DESCR, shape))?;
                     write_le(&self.vals, f)
                 })?;
-                out.write_file(task, name, &format!("{file}.ids.npy"), |f| {
-                    f.write_all(&npy_header(u64::DESCR, &[rows]))?;
-                    write_le(&self.ids, f)
-                })
+                match &self.keys {
+                    None => out.write_file(task, name, &format!("{file}.ids.npy"), |f| {
+                        f.write_all(&npy_header(u64::DESCR, &[rows]))?;
+                        write_le(&self.ids, f)
+                    }),
+                    // The input's integer ids as int64; string ids as text, a line each.
+                    Some(k) if k.ints_only => out.write_file(task, name, &format!("{file}.ids.npy"), |f| {
+                        f.write_all(&npy_header(i64::DESCR, &[rows]))?;
+                        let ints: Vec<i64> = k.keys.iter().map(|k| if let Key::Int(i) = k { *i } else { 0 }).collect();
+                        write_le(&ints, f)
+                    }),
+                    Some(k) => out.write_file(task, name, &format!("{file}.ids.txt"), |f| {
+                        k.keys.iter().try_for_each(|k| writeln!(f, "{k}"))
+                    }),
+                }
             }
         }
     }
@@ -121,8 +152,11 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
     /// `id<TAB>v1<TAB>...<TAB>vK` lines.
     fn write_text(&self, f: &mut dyn std::io::Write) -> std::io::Result<()> {
         let mut buf = Vec::with_capacity(CHUNK + 4096);
-        for (&id, row) in self.ids.iter().zip(self.vals.chunks_exact(self.width)) {
-            id.text(&mut buf);
+        for (i, (&id, row)) in self.ids.iter().zip(self.vals.chunks_exact(self.width)).enumerate() {
+            match &self.keys {
+                Some(k) => buf.extend_from_slice(k.keys[i].to_string().as_bytes()),
+                None => id.text(&mut buf),
+            }
             for &v in row {
                 buf.push(b'\t');
                 v.text(&mut buf);

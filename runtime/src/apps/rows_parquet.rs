@@ -4,8 +4,9 @@
 //! Row groups of [`GROUP_ROWS`] rows are handed to the file as they are finished, so a part is
 //! never held whole in memory.
 
-use super::rows_out::OutValue;
-use arrow_array::{ArrayRef, ArrowPrimitiveType, Int64Array, ListArray, PrimitiveArray, RecordBatch};
+use super::rows_out::{OutValue, RowKeys};
+use crate::input::Key;
+use arrow_array::{ArrayRef, ArrowPrimitiveType, Int64Array, ListArray, PrimitiveArray, RecordBatch, StringArray};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -21,9 +22,10 @@ fn io(e: impl std::error::Error + Send + Sync + 'static) -> std::io::Error {
 }
 
 /// Writes the rows (`ids.len()` rows of `width` values, row-major) to `f` as one Parquet file
-/// with columns `names.0` (the ids) and `names.1` (the values).
+/// with columns `names.0` (the ids, or their `keys`) and `names.1` (the values).
 pub fn write<V: OutValue>(
     ids: &[u64],
+    keys: Option<&RowKeys>,
     vals: &[V],
     width: usize,
     names: (&str, &str),
@@ -33,12 +35,33 @@ pub fn write<V: OutValue>(
     // Spark names a list's items `element` (the Parquet LIST layout's own name).
     let item = Arc::new(Field::new("element", value.clone(), false));
     let values_type = if width == 1 { value } else { DataType::List(item.clone()) };
-    let schema = Arc::new(Schema::new(vec![
-        Field::new(names.0, DataType::Int64, false),
-        Field::new(names.1, values_type, false),
-    ]));
-    let batches = ids.chunks(GROUP_ROWS).zip(vals.chunks(GROUP_ROWS * width));
-    write_file(&schema, batches.map(|(ids, vals)| batch(&schema, &item, ids, vals, width)), f)
+    let schema =
+        Arc::new(Schema::new(vec![Field::new(names.0, id_type(keys), false), Field::new(names.1, values_type, false)]));
+    let batches = (0..ids.len().div_ceil(GROUP_ROWS)).map(|g| {
+        let rows = g * GROUP_ROWS..((g + 1) * GROUP_ROWS).min(ids.len());
+        let id = id_array(&ids[rows.clone()], keys.map(|k| (&k.keys[rows.clone()], k.ints_only)));
+        batch(&schema, &item, id, &vals[rows.start * width..rows.end * width], width)
+    });
+    write_file(&schema, batches, f)
+}
+
+/// The id column's type: int64, or strings when some key of the job is a string.
+fn id_type(keys: Option<&RowKeys>) -> DataType {
+    match keys {
+        Some(k) if !k.ints_only => DataType::Utf8,
+        _ => DataType::Int64,
+    }
+}
+
+/// The id column: the ids, or their keys (`bool`: every key of the job is an integer).
+fn id_array(ids: &[u64], keys: Option<(&[Key], bool)>) -> ArrayRef {
+    match keys {
+        None => Arc::new(Int64Array::from_iter_values(ids.iter().map(|&i| i as i64))),
+        Some((keys, true)) => {
+            Arc::new(Int64Array::from_iter_values(keys.iter().map(|k| if let Key::Int(i) = k { *i } else { 0 })))
+        }
+        Some((keys, false)) => Arc::new(StringArray::from_iter_values(keys.iter().map(|k| k.to_string()))),
+    }
 }
 
 /// Writes `batches` of `schema`, a row group each, to `f` as one snappy Parquet file, handing
@@ -73,26 +96,31 @@ pub fn write_columns(cols: Vec<(&str, ArrayRef)>, f: &mut dyn Write) -> std::io:
     write_file(&schema, batches, f)
 }
 
-/// Writes `mf --recommend`'s lists: columns `user`, `item` (int64) and `score` (float).
-pub fn write_recs(users: &[u64], items: &[u64], scores: &[f32], f: &mut dyn Write) -> std::io::Result<()> {
-    let ids = |v: &[u64]| -> ArrayRef { Arc::new(Int64Array::from_iter_values(v.iter().map(|&i| i as i64))) };
+/// Writes `mf --recommend`'s lists: columns `user`, `item` (int64, or the input's keys) and
+/// `score` (float).
+pub fn write_recs(
+    (users, user_keys): (&[u64], Option<&RowKeys>),
+    (items, item_keys): (&[u64], Option<&RowKeys>),
+    scores: &[f32],
+    f: &mut dyn Write,
+) -> std::io::Result<()> {
+    let ids = |v: &[u64], k: Option<&RowKeys>| id_array(v, k.map(|k| (&k.keys[..], k.ints_only)));
     let score: ArrayRef = Arc::new(arrow_array::Float32Array::from_iter_values(scores.iter().copied()));
-    write_columns(vec![("user", ids(users)), ("item", ids(items)), ("score", score)], f)
+    write_columns(vec![("user", ids(users, user_keys)), ("item", ids(items, item_keys)), ("score", score)], f)
 }
 
 fn batch<V: OutValue>(
     schema: &Arc<Schema>,
     item: &Arc<Field>,
-    ids: &[u64],
+    id: ArrayRef,
     vals: &[V],
     width: usize,
 ) -> Result<RecordBatch, ArrowError> {
-    let id: ArrayRef = Arc::new(Int64Array::from_iter_values(ids.iter().map(|&i| i as i64)));
     let values = PrimitiveArray::<V::Arrow>::from_iter_values(vals.iter().copied());
     let values: ArrayRef = if width == 1 {
         Arc::new(values)
     } else {
-        let offsets = arrow_buffer::OffsetBuffer::from_lengths(std::iter::repeat_n(width, ids.len()));
+        let offsets = arrow_buffer::OffsetBuffer::from_lengths(std::iter::repeat_n(width, id.len()));
         Arc::new(ListArray::try_new(item.clone(), offsets, Arc::new(values), None)?)
     };
     RecordBatch::try_new(schema.clone(), vec![id, values])

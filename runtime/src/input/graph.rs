@@ -1,9 +1,10 @@
 //! Graphs as SNAP edge lists: `src dst` per line (tab or spaces), `#` comments; or two named
 //! columns of a table (CSV or Parquet).
 
+use super::keys::KeyColumn;
 use super::{digits, field, on_bad, plan_splits, read_rows, BadRecords, Cell, Column, Decoded, InputFormat};
 use super::{LineReader, ReadStats};
-use crate::error::Result;
+use crate::error::{PsError, Result};
 use crate::storage::storage_for;
 
 /// Edges of this worker's share, as parallel arrays.
@@ -57,24 +58,53 @@ pub fn read_edges(url: &str, k: usize, n: usize, bad: BadRecords) -> Result<(Edg
 }
 
 /// Reads worker `k`'s share (of `n`) of the edges in the table at `url` (`format` Csv or
-/// Parquet), from columns `src` and `dst` (named by `--src-col` and `--dst-col`).
+/// Parquet), columns `(src, dst)`, whose node ids must all be integers in `0..2^32`;
+/// [`read_edge_table_keyed`] takes any.
 pub fn read_edge_table(
+    url: &str,
+    k: usize,
+    n: usize,
+    format: InputFormat,
+    cols: (&str, &str),
+    bad: BadRecords,
+) -> Result<(Edges, ReadStats)> {
+    let (edges, stats, nodes) = read_edge_table_keyed(url, k, n, format, cols, bad)?;
+    if nodes.is_keyed() {
+        return Err(PsError::Config(format!(
+            "{url}: not every node id is an integer in 0..4294967295 (named nodes need read_edge_table_keyed)"
+        )));
+    }
+    Ok((edges, stats))
+}
+
+/// [`read_edge_table`] for node ids of any kind (names, 64-bit numbers): one column of keys for
+/// both ends; when it [`KeyColumn::is_keyed`], the edges hold local indexes into its keys.
+pub fn read_edge_table_keyed(
     url: &str,
     k: usize,
     n: usize,
     format: InputFormat,
     (src, dst): (&str, &str),
     bad: BadRecords,
-) -> Result<(Edges, ReadStats)> {
+) -> Result<(Edges, ReadStats, KeyColumn)> {
     let cols = [Column { flag: "--src-col", name: src }, Column { flag: "--dst-col", name: dst }];
     let mut out = Edges::default();
+    let mut nodes = KeyColumn::default();
     let stats = read_rows(url, k, n, format, &cols, bad, &mut |c: &[Cell]| {
-        let (s, d) = (c[0].to_u32("source node")?, c[1].to_u32("target node")?);
+        let (mut s, switched) = nodes.id(&c[0], "source node")?;
+        if switched {
+            out.src.iter_mut().chain(out.dst.iter_mut()).for_each(|v| nodes.intern_earlier(v));
+        }
+        let (d, switched) = nodes.id(&c[1], "target node")?;
+        if switched {
+            // This row's source was read as a plain id too.
+            out.src.iter_mut().chain(out.dst.iter_mut()).chain([&mut s]).for_each(|v| nodes.intern_earlier(v));
+        }
         out.src.push(s);
         out.dst.push(d);
         Ok(())
     })?;
-    Ok((out, stats))
+    Ok((out, stats, nodes))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! the Netflix Prize layout (`MOVIEID:` lines followed by `user,rating,date` lines, one file per
 //! movie or several movies per file); or three named columns of a table (CSV or Parquet).
 
+use super::keys::KeyColumn;
 use super::split::{find_line_before, line_text};
 use super::{digits, field, on_bad, plan_splits, read_rows, BadRecords, Cell, Column, Decoded, InputFormat};
 use super::{LineReader, ReadStats, RowSink};
@@ -223,7 +224,7 @@ impl RatingColumns {
 }
 
 /// Reads worker `k`'s share (of `n`) of the ratings in the table at `url` (`format` Csv or
-/// Parquet).
+/// Parquet), whose ids must all be integers in `0..2^32`; [`read_rating_table_keyed`] takes any.
 pub fn read_rating_table(
     url: &str,
     k: usize,
@@ -232,32 +233,76 @@ pub fn read_rating_table(
     cols: &RatingColumns,
     bad: BadRecords,
 ) -> Result<(Vec<Rating>, ReadStats)> {
+    let t = read_rating_table_keyed(url, k, n, format, cols, bad)?;
+    if t.users.is_keyed() || t.items.is_keyed() {
+        return Err(PsError::Config(format!(
+            "{url}: not every id is an integer in 0..4294967295 (strings, 64-bit or negative ids need \
+             read_rating_table_keyed and apps::dictionary::settle_ids)"
+        )));
+    }
+    Ok((t.ratings, t.stats))
+}
+
+/// A worker's share of a table of ratings with ids of any kind.
+pub struct RatingTable {
+    pub ratings: Vec<Rating>,
+    pub stats: ReadStats,
+    /// The user and item columns: when [`KeyColumn::is_keyed`], the ratings hold local indexes
+    /// into the column's keys, to be numbered job-wide (`apps::dictionary::settle_ids`).
+    pub users: KeyColumn,
+    pub items: KeyColumn,
+}
+
+/// Reads worker `k`'s share (of `n`) of the ratings in the table at `url` (`format` Csv or
+/// Parquet). Ids may be strings or any 64-bit integers.
+pub fn read_rating_table_keyed(
+    url: &str,
+    k: usize,
+    n: usize,
+    format: InputFormat,
+    cols: &RatingColumns,
+    bad: BadRecords,
+) -> Result<RatingTable> {
     let cols = [
         Column { flag: "--user-col", name: &cols.user },
         Column { flag: "--item-col", name: &cols.item },
         Column { flag: "--rating-col", name: &cols.rating },
     ];
-    let mut out = Ratings(Vec::new());
+    let mut out = Ratings::default();
     let stats = read_rows(url, k, n, format, &cols, bad, &mut out)?;
-    Ok((out.0, stats))
+    Ok(RatingTable { ratings: out.rows, stats, users: out.users, items: out.items })
 }
 
-struct Ratings(Vec<Rating>);
+#[derive(Default)]
+struct Ratings {
+    rows: Vec<Rating>,
+    users: KeyColumn,
+    items: KeyColumn,
+}
 
 impl RowSink for Ratings {
     fn expect(&mut self, rows: u64) {
-        self.0.reserve(rows as usize);
+        self.rows.reserve(rows as usize);
     }
     /// The text format's fast path when the columns are the first three: a CSV of plain numbers
     /// then loads as fast as the same ratings as text (the general path splits, unquotes and
     /// parses every field: 2.2x the time).
     fn line(&mut self, line: &[u8], _sep: u8, index: &[usize]) -> bool {
-        let r = if index == [0, 1, 2] { fast_delimited(line) } else { None };
-        r.map(|r| self.0.push(r)).is_some()
+        let plain = index == [0, 1, 2] && !self.users.is_keyed() && !self.items.is_keyed();
+        let r = if plain { fast_delimited(line) } else { None };
+        r.map(|r| self.rows.push(r)).is_some()
     }
     fn row(&mut self, c: &[Cell]) -> std::result::Result<(), String> {
-        let (user, item) = (c[0].to_u32("user id")?, c[1].to_u32("item id")?);
-        self.0.push(Rating { user, item, value: c[2].to_f32("rating")? });
+        let value = c[2].to_f32("rating")?;
+        let (user, switched) = self.users.id(&c[0], "user id")?;
+        if switched {
+            self.rows.iter_mut().for_each(|r| self.users.intern_earlier(&mut r.user));
+        }
+        let (item, switched) = self.items.id(&c[1], "item id")?;
+        if switched {
+            self.rows.iter_mut().for_each(|r| self.items.intern_earlier(&mut r.item));
+        }
+        self.rows.push(Rating { user, item, value });
         Ok(())
     }
 }

@@ -1,0 +1,200 @@
+//! Ids as people have them: strings, 64-bit or negative numbers. The tables of the parameter
+//! server are indexed by dense `u32` ids, so an id column is read as `u32` values as long as
+//! every id fits (the common case costs nothing), and from the first id that does not, as local
+//! indexes into this worker's distinct keys. `apps::dictionary` then numbers the keys job-wide
+//! and maps the ids back on output.
+
+use super::table::Cell;
+use crate::error::{PsError, Result};
+use rustc_hash::FxHashMap;
+
+/// One id as the input has it. Ints order before strings; ints by value, strings by bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    Int(i64),
+    Str(Box<str>),
+}
+
+impl Key {
+    /// The key of a cell (`what` names it in the message). A text cell holding an integer is
+    /// that integer, so `7` in a CSV and 7 in a Parquet int64 column are the same id.
+    pub fn from_cell(cell: &Cell, what: &str) -> std::result::Result<Key, String> {
+        match *cell {
+            Cell::Int(i) => Ok(Key::Int(i)),
+            Cell::Float(f) => Err(format!("{what} {f} is a floating-point number, not an id")),
+            Cell::Str(s) => {
+                let s = s.trim();
+                if s.is_empty() {
+                    return Err(format!("{what} is empty"));
+                }
+                Ok(s.parse::<i64>().map(Key::Int).unwrap_or_else(|_| Key::Str(s.into())))
+            }
+        }
+    }
+
+    /// Appends the key's wire form: a tag byte, then 8 bytes of an int or a u32 length and the
+    /// bytes of a string.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Key::Int(i) => {
+                out.push(0);
+                out.extend_from_slice(&i.to_le_bytes());
+            }
+            Key::Str(s) => {
+                out.push(1);
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+    }
+
+    /// Reads one key's wire form from the front of `buf`.
+    pub fn decode(buf: &mut &[u8]) -> Result<Key> {
+        let short = || PsError::codec("a key's wire form is cut short");
+        let (&tag, rest) = buf.split_first().ok_or_else(short)?;
+        let (key, rest) = match tag {
+            0 => {
+                let (b, rest) = rest.split_first_chunk::<8>().ok_or_else(short)?;
+                (Key::Int(i64::from_le_bytes(*b)), rest)
+            }
+            1 => {
+                let (n, rest) = rest.split_first_chunk::<4>().ok_or_else(short)?;
+                let n = u32::from_le_bytes(*n) as usize;
+                let bytes = rest.get(..n).ok_or_else(short)?;
+                let s = std::str::from_utf8(bytes).map_err(|_| PsError::codec("a string key is not UTF-8"))?;
+                (Key::Str(s.into()), &rest[n..])
+            }
+            t => return Err(PsError::codec(format!("unknown key tag {t}"))),
+        };
+        *buf = rest;
+        Ok(key)
+    }
+
+    /// Decodes every key of `buf`.
+    pub fn decode_all(mut buf: &[u8]) -> Result<Vec<Key>> {
+        let mut keys = Vec::new();
+        while !buf.is_empty() {
+            keys.push(Key::decode(&mut buf)?);
+        }
+        Ok(keys)
+    }
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Key::Int(i) => write!(f, "{i}"),
+            Key::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Hands every stored value of an id column to the closure it is given (the column's values
+/// live in the app's own records).
+pub type VisitIds<'a> = &'a mut dyn FnMut(&mut dyn FnMut(&mut u32));
+
+/// One id column while it is read: `u32` ids as long as every id fits, local indexes into this
+/// worker's distinct keys after that.
+#[derive(Default)]
+pub struct KeyColumn {
+    map: Option<FxHashMap<Key, u32>>,
+}
+
+impl KeyColumn {
+    /// The value to store for `cell`, and whether the column just switched to local indexes:
+    /// the caller then passes every value it stored before to [`KeyColumn::intern_earlier`].
+    #[inline]
+    pub fn id(&mut self, cell: &Cell, what: &str) -> std::result::Result<(u32, bool), String> {
+        match &mut self.map {
+            None => match cell.to_u32(what) {
+                Ok(v) => Ok((v, false)),
+                Err(e) => {
+                    let key = Key::from_cell(cell, what).map_err(|_| e)?;
+                    let map = self.map.insert(FxHashMap::default());
+                    Ok((intern(map, key), true))
+                }
+            },
+            Some(map) => Ok((intern(map, Key::from_cell(cell, what)?), false)),
+        }
+    }
+
+    /// Re-stores a value stored before the switch to local indexes (an id that fitted `u32`).
+    pub fn intern_earlier(&mut self, v: &mut u32) {
+        if let Some(map) = &mut self.map {
+            *v = intern(map, Key::Int(*v as i64));
+        }
+    }
+
+    /// Whether the column holds local indexes.
+    pub fn is_keyed(&self) -> bool {
+        self.map.is_some()
+    }
+
+    /// Switches a column of plain ids to local indexes (another worker saw an id that did not
+    /// fit): `visit` hands every stored value to the closure.
+    pub fn key_all(&mut self, visit: VisitIds) {
+        if self.map.is_some() {
+            return;
+        }
+        let map = self.map.insert(FxHashMap::default());
+        visit(&mut |v| *v = intern(map, Key::Int(*v as i64)));
+    }
+
+    /// The distinct keys by local index (empty for a column of plain ids).
+    pub fn into_keys(self) -> Vec<Key> {
+        let Some(map) = self.map else { return Vec::new() };
+        let mut keys: Vec<Option<Key>> = vec![None; map.len()];
+        for (k, i) in map {
+            keys[i as usize] = Some(k);
+        }
+        keys.into_iter().flatten().collect()
+    }
+}
+
+#[inline]
+fn intern(map: &mut FxHashMap<Key, u32>, key: Key) -> u32 {
+    let next = map.len() as u32;
+    *map.entry(key).or_insert(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_their_wire_form_and_order_ints_first() {
+        let keys = vec![Key::Int(-5), Key::Int(i64::MAX), Key::Str("alice".into()), Key::Str("".into())];
+        let mut buf = Vec::new();
+        keys.iter().for_each(|k| k.encode(&mut buf));
+        assert_eq!(Key::decode_all(&buf).unwrap(), keys);
+        assert!(Key::decode_all(&buf[..buf.len() - 1]).is_err());
+        assert!(Key::decode_all(&[1, 9, 0, 0, 0, b'x']).is_err());
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![Key::Int(-5), Key::Int(i64::MAX), Key::Str("".into()), Key::Str("alice".into())]);
+    }
+
+    #[test]
+    fn a_column_keeps_plain_ids_until_one_does_not_fit() {
+        let mut col = KeyColumn::default();
+        let mut stored = Vec::new();
+        for cell in [Cell::Int(7), Cell::Str("12"), Cell::Int(7)] {
+            let (v, switched) = col.id(&cell, "user").unwrap();
+            assert!(!switched);
+            stored.push(v);
+        }
+        assert_eq!(stored, [7, 12, 7]);
+        let (v, switched) = col.id(&Cell::Str("bob"), "user").unwrap();
+        assert!(switched);
+        stored.iter_mut().for_each(|s| col.intern_earlier(s));
+        stored.push(v);
+        let (again, _) = col.id(&Cell::Int(12), "user").unwrap();
+        stored.push(again);
+        assert!(col.id(&Cell::Float(1.5), "user").unwrap_err().contains("floating-point"));
+        let keys = col.into_keys();
+        let back: Vec<Key> = stored.iter().map(|&i| keys[i as usize].clone()).collect();
+        let want = [Key::Int(7), Key::Int(12), Key::Int(7), Key::Str("bob".into()), Key::Int(12)];
+        assert_eq!(back, want);
+        assert_eq!(keys.len(), 3);
+    }
+}
