@@ -101,7 +101,7 @@ pub fn settle_ids(w: &mut Worker, mut column: KeyColumn, visit: VisitIds) -> Res
 }
 
 /// The W-1 splitters every worker picks from the same gathered samples.
-fn splitters(w: &mut Worker, keys: &[Key]) -> Result<Vec<Key>> {
+pub(super) fn splitters(w: &mut Worker, keys: &[Key]) -> Result<Vec<Key>> {
     let nw = w.total_threads();
     let mut sample = Vec::new();
     let step = keys.len().div_ceil(SAMPLE).max(1);

@@ -10,12 +10,14 @@ use super::driver::Iterative;
 use super::lda_rows::{PsWordTopics, WordRows};
 use super::lda_sampler::{topic_loglik, Sampler};
 use super::lda_table::{read_bow_table, BowColumns};
+use super::lda_text::{read_text_table, write_vocab, TextColumns};
 use super::lda_tokens::Block;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
+use super::vocabulary::Limits;
 use crate::config::{mix64, TableConfig};
 use crate::error::{PsError, Result};
 use crate::hash::SeededRng;
@@ -54,6 +56,19 @@ pub struct LdaArgs {
     /// The table's count column; without it each row is one token.
     #[arg(long)]
     pub count_col: Option<String>,
+    /// A raw-text column instead of word ids: tokenized (lowercase runs of letters, at least
+    /// two), stop words left out, the vocabulary built job-wide and written with the model.
+    #[arg(long)]
+    pub text_col: Option<String>,
+    /// With --text-col: a file of stop words (a word a line) instead of the built-in English list.
+    #[arg(long)]
+    pub stop_words: Option<String>,
+    /// With --text-col: words counted fewer times in the whole input are left out.
+    #[arg(long, default_value_t = 1)]
+    pub min_count: u64,
+    /// With --text-col: keep only the N most frequent words (0: all).
+    #[arg(long, default_value_t = 0)]
+    pub max_vocab: usize,
     /// Words listed per topic in the output.
     #[arg(long, default_value_t = 20)]
     pub top_words: usize,
@@ -102,6 +117,8 @@ pub struct Lda {
     /// The vocabulary as global thread 0 read it, for naming words in the output (only process 0
     /// has it: the other processes' `word_topic` parts name words by id).
     vocab: Mutex<Option<Vec<String>>>,
+    /// With --text-col, the words' counts by id (global thread 0), for `vocab/`.
+    vocab_counts: Mutex<Option<Vec<u64>>>,
     /// Whether the job rotates vocabulary slices (set by `shape`).
     rotates: bool,
 }
@@ -218,7 +235,7 @@ impl Iterative for Lda {
         if args.topics == 0 || args.topics > u16::MAX as usize || args.alpha <= 0.0 || args.beta <= 0.0 {
             return Err(PsError::Config("lda: --topics must be in 1..65535, --alpha and --beta positive".into()));
         }
-        Ok(Lda { args, vocab: Mutex::new(None), rotates: false })
+        Ok(Lda { args, vocab: Mutex::new(None), vocab_counts: Mutex::new(None), rotates: false })
     }
 
     fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
@@ -252,10 +269,20 @@ impl Iterative for Lda {
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<LdaWorker> {
         let (a, c) = (&self.args, &self.args.common);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
-        let named = a.id_col.is_some() || a.word_col.is_some() || a.count_col.is_some();
+        let named = a.id_col.is_some() || a.word_col.is_some() || a.count_col.is_some() || a.text_col.is_some();
         let (corpus, read) = match resolve_format(&c.input, c.input_format, named)? {
             InputFormat::Text | InputFormat::Auto => {
                 read_corpus(&c.input, a.vocab.as_deref(), gid, nw, c.bad_records())?
+            }
+            table if a.text_col.is_some() => {
+                let (doc, text) = (a.id_col.as_deref().unwrap_or("doc"), a.text_col.as_deref().unwrap_or("text"));
+                let limits = Limits { min_count: a.min_count, max_vocab: a.max_vocab };
+                let cols = TextColumns { doc, text, stop_words: a.stop_words.as_deref(), limits };
+                let (corpus, read, counts) = read_text_table(w, c, table, &cols)?;
+                if counts.is_some() {
+                    *self.vocab_counts.lock().unwrap_or_else(|e| e.into_inner()) = counts;
+                }
+                (corpus, read)
             }
             table => {
                 let doc = a.id_col.as_deref().unwrap_or("doc");
@@ -442,6 +469,10 @@ impl Iterative for Lda {
         if gid == 0 {
             let top = self.top_words(wt, v)?;
             self.write_topics(&top, v, &name, out)?;
+            let counts = self.vocab_counts.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let (Some(words), Some(counts)) = (&vocab, counts) {
+                write_vocab(words, &counts, format, out)?;
+            }
         }
         out.commit_when_all_wrote(w, "topics")
     }

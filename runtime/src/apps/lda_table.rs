@@ -27,7 +27,7 @@ const MAX_COUNT: u32 = 1 << 24;
 
 /// A document id as a key: an integer id is itself (documents then keep their order), any other
 /// id its 64-bit hash.
-fn doc_key(c: &Cell) -> std::result::Result<u64, String> {
+pub(super) fn doc_key(c: &Cell) -> std::result::Result<u64, String> {
     match *c {
         Cell::Int(i) => Ok(i as u64),
         Cell::Str(s) => match s.trim().parse::<u64>() {
@@ -52,11 +52,7 @@ impl RowSink for Rows {
         if n > MAX_COUNT {
             return Err(format!("count {n} is more than {MAX_COUNT} tokens of one word in one document"));
         }
-        let to = (mix64(key) % self.parts.len() as u64) as usize;
-        let p = &mut self.parts[to];
-        p.extend_from_slice(&key.to_le_bytes());
-        p.extend_from_slice(&word.to_le_bytes());
-        p.extend_from_slice(&n.to_le_bytes());
+        put_row(&mut self.parts, key, word, n);
         Ok(())
     }
 }
@@ -74,7 +70,29 @@ pub fn read_bow_table(
     columns.extend(cols.count.map(|name| Column { flag: "--count-col", name }));
     let mut rows = Rows { parts: vec![Vec::new(); n], count: cols.count.is_some() };
     let stats = read_rows(&c.input, gid, n, format, &columns, c.bad_records(), &mut rows)?;
-    let got = w.exchange(rows.parts)?;
+    let docs = gather_docs(w, rows.parts)?;
+    let max = docs.iter().flat_map(|d| d.words.iter()).max().map_or(0, |&m| m as u64 + 1);
+    let all = w.exchange(vec![max.to_le_bytes().to_vec(); n])?;
+    let max = all.iter().filter_map(|b| b.get(..8)?.try_into().ok().map(u64::from_le_bytes)).max().unwrap_or(0);
+    let vocab = cols.vocab.map(read_vocab).transpose()?;
+    let vocab_size = (max as usize).max(vocab.as_ref().map_or(0, Vec::len));
+    Ok((Corpus { docs, vocab_size, vocab }, stats))
+}
+
+/// Adds one row, (document `key`, `word`, `n` tokens of it), to `parts`, for the worker owning
+/// the document.
+pub(super) fn put_row(parts: &mut [Vec<u8>], key: u64, word: u32, n: u32) {
+    let to = (mix64(key) % parts.len() as u64) as usize;
+    let p = &mut parts[to];
+    p.extend_from_slice(&key.to_le_bytes());
+    p.extend_from_slice(&word.to_le_bytes());
+    p.extend_from_slice(&n.to_le_bytes());
+}
+
+/// Sends the rows of `parts` ([`put_row`]) to their documents' workers and builds this worker's
+/// documents from the rows it gets (collective).
+pub(super) fn gather_docs(w: &mut Worker, parts: Vec<Vec<u8>>) -> Result<Vec<Doc>> {
+    let got = w.exchange(parts)?;
     let mut recs: Vec<(u64, u32, u32)> = Vec::new();
     for (from, b) in got.iter().enumerate() {
         if b.len() % RECORD != 0 {
@@ -96,10 +114,5 @@ pub fn read_bow_table(
         let d = docs.last_mut().expect("a document");
         d.words.extend(std::iter::repeat_n(word, count as usize));
     }
-    let max = docs.iter().flat_map(|d| d.words.iter()).max().map_or(0, |&m| m as u64 + 1);
-    let all = w.exchange(vec![max.to_le_bytes().to_vec(); n])?;
-    let max = all.iter().filter_map(|b| b.get(..8)?.try_into().ok().map(u64::from_le_bytes)).max().unwrap_or(0);
-    let vocab = cols.vocab.map(read_vocab).transpose()?;
-    let vocab_size = (max as usize).max(vocab.as_ref().map_or(0, Vec::len));
-    Ok((Corpus { docs, vocab_size, vocab }, stats))
+    Ok(docs)
 }

@@ -12,6 +12,7 @@ pub(crate) mod lda_dense;
 mod lda_rows;
 pub(crate) mod lda_sampler;
 mod lda_table;
+pub mod lda_text;
 pub(crate) mod lda_tokens;
 pub mod mf;
 mod mf_args;
@@ -31,6 +32,7 @@ pub(crate) mod rows_out;
 mod rows_parquet;
 pub mod state;
 pub(crate) mod straggler;
+pub mod vocabulary;
 
 use crate::error::{PsError, Result};
 use crate::App;
