@@ -83,6 +83,16 @@ fn write_table(path: &Path, docs: &[(String, String)]) {
     w.close().unwrap();
 }
 
+/// Every record batch of the Parquet files of `dir`.
+fn batches_of(dir: &Path) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    for f in std::fs::read_dir(dir).unwrap() {
+        let r = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(f.unwrap().path()).unwrap());
+        out.extend(r.unwrap().build().unwrap().map(|b| b.unwrap()));
+    }
+    out
+}
+
 fn run(procs: usize, threads: usize, args: &str) {
     let a: Vec<String> = args.split_whitespace().map(String::from).collect();
     let cfg = RuntimeConfig { threads, ..RuntimeConfig::default() };
@@ -129,24 +139,38 @@ fn the_vocabulary_is_the_inputs_whatever_the_shape_and_topics_come_back() {
         assert_eq!(got, want, "{procs} x {threads}");
         assert!(got.keys().collect::<Vec<_>>().windows(2).all(|w| w[0] < w[1]));
         // Each planted topic is one learned topic's top words.
-        let topics = std::fs::read_dir(out.join("topics")).unwrap();
         let mut top: BTreeMap<i32, BTreeSet<String>> = BTreeMap::new();
-        for f in topics {
-            let p = f.unwrap().path();
-            let r = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(p).unwrap()).unwrap().build().unwrap();
-            for b in r {
-                let b = b.unwrap();
-                let t = b.column_by_name("topic").unwrap().as_primitive::<Int32Type>();
-                let w = b.column_by_name("word").unwrap().as_string::<i32>();
-                for r in 0..b.num_rows() {
-                    top.entry(t.value(r)).or_default().insert(w.value(r).to_string());
-                }
+        for b in batches_of(&out.join("topics")) {
+            let t = b.column_by_name("topic").unwrap().as_primitive::<Int32Type>();
+            let w = b.column_by_name("word").unwrap().as_string::<i32>();
+            for r in 0..b.num_rows() {
+                top.entry(t.value(r)).or_default().insert(w.value(r).to_string());
             }
         }
+        let mut learned = Vec::new();
         for planted in TOPICS {
             let planted: BTreeSet<String> = planted.iter().map(|s| s.to_string()).collect();
-            assert!(top.values().any(|t| t.intersection(&planted).count() >= 5), "{procs} x {threads}: {top:?}");
+            let t = top.iter().find(|(_, t)| t.intersection(&planted).count() >= 5).map(|(&t, _)| t);
+            learned.push(t.unwrap_or_else(|| panic!("{procs} x {threads}: {top:?}")));
         }
+        // doc_topics/: every document under its own id, its proportions summing to 1, and most
+        // documents mostly of their planted topic.
+        let mut right = 0;
+        let mut ids = BTreeSet::new();
+        for b in batches_of(&out.join("doc_topics")) {
+            let (id, theta) = (b.column_by_name("id").unwrap().as_string::<i32>(), b.column_by_name("topics").unwrap());
+            let theta = theta.as_list::<i32>();
+            for r in 0..b.num_rows() {
+                let p = theta.value(r).as_primitive::<arrow_array::types::Float32Type>().values().to_vec();
+                assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-4, "{p:?}");
+                let d: usize = id.value(r).strip_prefix("doc/").unwrap().parse().unwrap();
+                let best = (0..3).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap() as i32;
+                right += (best == learned[d % 3]) as usize;
+                ids.insert(d);
+            }
+        }
+        assert_eq!(ids, (0..docs.len()).collect::<BTreeSet<_>>());
+        assert!(right * 10 >= docs.len() * 9, "{procs} x {threads}: {right} of {} documents", docs.len());
     }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -6,10 +6,11 @@
 //! vocabulary that rotates among the workers (`rotation`).
 //! Quality: the collapsed log-likelihood log p(w, z).
 
+use super::dictionary::{check_resumed, fingerprints, keys_for, Dictionary};
 use super::driver::Iterative;
 use super::lda_rows::{PsWordTopics, WordRows};
 use super::lda_sampler::{topic_loglik, Sampler};
-use super::lda_table::{read_bow_table, BowColumns};
+use super::lda_table::{read_bow_table, BowColumns, TableCorpus};
 use super::lda_text::{read_text_table, write_vocab, TextColumns};
 use super::lda_tokens::Block;
 use super::options::{parse, CommonArgs, OutputFormat};
@@ -26,7 +27,7 @@ use crate::row::{DenseRow, SparseRow};
 use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -132,6 +133,9 @@ pub struct LdaWorker {
     /// Vocabulary size.
     v: usize,
     docs: Vec<Vec<u32>>,
+    /// The documents' ids (the input's, or numbered by `doc_dict`), for `doc_topics/`.
+    doc_ids: Vec<u64>,
+    doc_dict: Option<Dictionary>,
     tokens: usize,
     /// The blocks a pass samples (`plan`), their tokens grouped by word, with their topics.
     blocks: Vec<Block>,
@@ -149,6 +153,22 @@ pub struct LdaWorker {
 type TopWords = (i64, Vec<(i32, u64)>);
 
 impl Lda {
+    /// `doc_topics/part-NNNNN`: each of this worker's documents with its topic proportions,
+    /// (n_dk + alpha) / (n_d + K alpha), under the input's own document ids.
+    fn write_doc_topics(&self, st: &mut LdaWorker, w: &mut Worker, out: &Output) -> Result<()> {
+        let (k, alpha) = (self.args.topics, self.args.alpha);
+        let mut part = RowsPart::<f32>::new(self.args.common.output_format, k).named("id", "topics");
+        let (mut counts, mut theta) = (vec![0u32; k], vec![0f32; k]);
+        for (d, &id) in st.doc_ids.iter().enumerate() {
+            st.sampler.docs.dense(d, &mut counts);
+            let norm = st.docs[d].len() as f64 + k as f64 * alpha;
+            theta.iter_mut().zip(&counts).for_each(|(p, &n)| *p = ((n as f64 + alpha) / norm) as f32);
+            part.push(id, &theta);
+        }
+        let keys = keys_for(st.doc_dict.as_ref(), w, &st.doc_ids)?;
+        part.with_keys(keys).write(out, st.gid, "doc_topics", st.gid)
+    }
+
     /// The RNG is re-seeded from (seed, worker, clock) every clock, so a resumed worker draws the
     /// same numbers as an uninterrupted one without saving generator state.
     fn rng_at(&self, gid: usize, clock: i64) -> SeededRng {
@@ -270,30 +290,33 @@ impl Iterative for Lda {
         let (a, c) = (&self.args, &self.args.common);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         let named = a.id_col.is_some() || a.word_col.is_some() || a.count_col.is_some() || a.text_col.is_some();
-        let (corpus, read) = match resolve_format(&c.input, c.input_format, named)? {
+        let t = match resolve_format(&c.input, c.input_format, named)? {
             InputFormat::Text | InputFormat::Auto => {
-                read_corpus(&c.input, a.vocab.as_deref(), gid, nw, c.bad_records())?
+                let (corpus, stats) = read_corpus(&c.input, a.vocab.as_deref(), gid, nw, c.bad_records())?;
+                TableCorpus { corpus, stats, doc_ids: None, vocab_counts: None }
             }
             table if a.text_col.is_some() => {
                 let (doc, text) = (a.id_col.as_deref().unwrap_or("doc"), a.text_col.as_deref().unwrap_or("text"));
                 let limits = Limits { min_count: a.min_count, max_vocab: a.max_vocab };
-                let cols = TextColumns { doc, text, stop_words: a.stop_words.as_deref(), limits };
-                let (corpus, read, counts) = read_text_table(w, c, table, &cols)?;
-                if counts.is_some() {
-                    *self.vocab_counts.lock().unwrap_or_else(|e| e.into_inner()) = counts;
-                }
-                (corpus, read)
+                read_text_table(w, c, table, &TextColumns { doc, text, stop_words: a.stop_words.as_deref(), limits })?
             }
             table => {
                 let doc = a.id_col.as_deref().unwrap_or("doc");
                 let (word, count, vocab) =
                     (a.word_col.as_deref().unwrap_or("word"), a.count_col.as_deref(), a.vocab.as_deref());
-                let cols = BowColumns { vocab, doc, word, count };
-                read_bow_table(w, c, table, &cols)?
+                read_bow_table(w, c, table, &BowColumns { vocab, doc, word, count })?
             }
         };
+        let TableCorpus { corpus, stats: read, doc_ids: doc_dict, vocab_counts } = t;
+        if let Some(s) = saved {
+            check_resumed("lda", &[doc_dict.as_ref()], s.meta.get("ids"))?;
+        }
+        if vocab_counts.is_some() {
+            *self.vocab_counts.lock().unwrap_or_else(|e| e.into_inner()) = vocab_counts;
+        }
         let skipped = super::bad_rows::settle(w, c, "lda", &read)?;
         let v = corpus.vocab_size;
+        let doc_ids: Vec<u64> = corpus.docs.iter().map(|d| d.id).collect();
         let docs: Vec<Vec<u32>> = corpus.docs.into_iter().map(|d| d.words).collect();
         let tokens: usize = docs.iter().map(Vec::len).sum();
         if gid == 0 {
@@ -326,6 +349,8 @@ impl Iterative for Lda {
             nw,
             v,
             docs,
+            doc_ids,
+            doc_dict,
             tokens,
             blocks,
             plan,
@@ -425,7 +450,7 @@ impl Iterative for Lda {
         for b in &st.blocks {
             b.doc_order(&st.docs, st.v, &mut z[first[b.docs.start]..first[b.docs.end]]);
         }
-        (Value::Null, z.iter().flat_map(|t| t.to_le_bytes()).collect())
+        (json!({"ids": fingerprints(&[st.doc_dict.as_ref()])}), z.iter().flat_map(|t| t.to_le_bytes()).collect())
     }
 
     /// `word_topic/part-*`: `word<TAB>topic:count ...` (per worker, the words of the table rows
@@ -474,6 +499,7 @@ impl Iterative for Lda {
                 write_vocab(words, &counts, format, out)?;
             }
         }
+        self.write_doc_topics(st, w, out)?;
         out.commit_when_all_wrote(w, "topics")
     }
 }

@@ -3,12 +3,15 @@
 //! so after reading its share each worker sends every row to the worker that owns its document
 //! (by document id) and builds whole documents from what it receives; the vocabulary size is the
 //! largest word id of the job plus one (one more exchange), or `--vocab`'s word count if larger.
+//! Document ids that are not all integers in 0..2^32 are numbered by a dictionary first, which
+//! `doc_topics/` maps back.
 
+use super::dictionary::{settle_ids, Dictionary};
 use super::options::CommonArgs;
 use crate::client::Worker;
 use crate::config::mix64;
 use crate::error::{PsError, Result};
-use crate::input::{read_rows, read_vocab, Cell, Column, Corpus, Doc, InputFormat, ReadStats, RowSink};
+use crate::input::{read_rows, read_vocab, Cell, Column, Corpus, Doc, InputFormat, KeyColumn, ReadStats, RowSink};
 
 /// The columns of a bag-of-words table (`--id-col`, `--word-col`, `--count-col`).
 pub struct BowColumns<'a> {
@@ -25,58 +28,57 @@ const RECORD: usize = 16;
 /// Most tokens one row may stand for: each becomes a token in memory.
 const MAX_COUNT: u32 = 1 << 24;
 
-/// A document id as a key: an integer id is itself (documents then keep their order), any other
-/// id its 64-bit hash.
-pub(super) fn doc_key(c: &Cell) -> std::result::Result<u64, String> {
-    match *c {
-        Cell::Int(i) => Ok(i as u64),
-        Cell::Str(s) => match s.trim().parse::<u64>() {
-            Ok(i) => Ok(i),
-            Err(_) => Ok(s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| mix64(h ^ b as u64))),
-        },
-        Cell::Float(f) => Err(format!("document id {f} is a floating-point number")),
-    }
+/// Documents read from a table: the corpus, what was skipped, the dictionary of the document ids
+/// (when they needed one) and, for raw text, the vocabulary's counts on worker 0.
+pub struct TableCorpus {
+    pub corpus: Corpus,
+    pub stats: ReadStats,
+    pub doc_ids: Option<Dictionary>,
+    pub vocab_counts: Option<Vec<u64>>,
 }
 
-/// Rows read, packed for the exchange by owner of their document.
+/// Rows read: (document, word id, count), documents as read by `docs`.
 struct Rows {
-    parts: Vec<Vec<u8>>,
+    docs: KeyColumn,
+    recs: Vec<(u32, u32, u32)>,
     count: bool,
 }
 
 impl RowSink for Rows {
     fn row(&mut self, c: &[Cell]) -> std::result::Result<(), String> {
-        let key = doc_key(&c[0])?;
         let word = c[1].to_u32("word id")?;
         let n = if self.count { c[2].to_u32("count")? } else { 1 };
         if n > MAX_COUNT {
             return Err(format!("count {n} is more than {MAX_COUNT} tokens of one word in one document"));
         }
-        put_row(&mut self.parts, key, word, n);
+        let (doc, switched) = self.docs.id(&c[0], "document id")?;
+        if switched {
+            self.recs.iter_mut().for_each(|r| self.docs.intern_earlier(&mut r.0));
+        }
+        self.recs.push((doc, word, n));
         Ok(())
     }
 }
 
 /// This worker's documents of the bag-of-words table at `c.input` (collective: every worker of
 /// the job calls it).
-pub fn read_bow_table(
-    w: &mut Worker,
-    c: &CommonArgs,
-    format: InputFormat,
-    cols: &BowColumns,
-) -> Result<(Corpus, ReadStats)> {
+pub fn read_bow_table(w: &mut Worker, c: &CommonArgs, format: InputFormat, cols: &BowColumns) -> Result<TableCorpus> {
     let (gid, n) = (w.global_thread_id(), w.total_threads());
     let mut columns = vec![Column { flag: "--id-col", name: cols.doc }, Column { flag: "--word-col", name: cols.word }];
     columns.extend(cols.count.map(|name| Column { flag: "--count-col", name }));
-    let mut rows = Rows { parts: vec![Vec::new(); n], count: cols.count.is_some() };
+    let mut rows = Rows { docs: KeyColumn::default(), recs: Vec::new(), count: cols.count.is_some() };
     let stats = read_rows(&c.input, gid, n, format, &columns, c.bad_records(), &mut rows)?;
-    let docs = gather_docs(w, rows.parts)?;
+    let Rows { docs, mut recs, .. } = rows;
+    let doc_ids = settle_ids(w, docs, &mut |f| recs.iter_mut().for_each(|r| f(&mut r.0)))?;
+    let mut parts = vec![Vec::new(); n];
+    recs.into_iter().for_each(|(doc, word, count)| put_row(&mut parts, doc as u64, word, count));
+    let docs = gather_docs(w, parts)?;
     let max = docs.iter().flat_map(|d| d.words.iter()).max().map_or(0, |&m| m as u64 + 1);
     let all = w.exchange(vec![max.to_le_bytes().to_vec(); n])?;
     let max = all.iter().filter_map(|b| b.get(..8)?.try_into().ok().map(u64::from_le_bytes)).max().unwrap_or(0);
     let vocab = cols.vocab.map(read_vocab).transpose()?;
     let vocab_size = (max as usize).max(vocab.as_ref().map_or(0, Vec::len));
-    Ok((Corpus { docs, vocab_size, vocab }, stats))
+    Ok(TableCorpus { corpus: Corpus { docs, vocab_size, vocab }, stats, doc_ids, vocab_counts: None })
 }
 
 /// Adds one row, (document `key`, `word`, `n` tokens of it), to `parts`, for the worker owning

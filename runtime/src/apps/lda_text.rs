@@ -4,13 +4,14 @@
 //! counts its words; `vocabulary` builds the job's vocabulary from the counts (`--min-count`,
 //! `--max-vocab`), and the rows then go to their documents' workers as bag-of-words rows.
 
-use super::lda_table::{doc_key, gather_docs, put_row};
+use super::dictionary::settle_ids;
+use super::lda_table::{gather_docs, put_row, TableCorpus};
 use super::options::{CommonArgs, OutputFormat};
 use super::output::Output;
 use super::vocabulary::{build, Limits};
 use crate::client::Worker;
 use crate::error::Result;
-use crate::input::{read_rows, read_vocab, Cell, Column, Corpus, InputFormat, ReadStats, RowSink};
+use crate::input::{read_rows, read_vocab, Cell, Column, Corpus, InputFormat, KeyColumn, RowSink};
 use arrow_array::{ArrayRef, Int64Array, StringArray};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
@@ -201,19 +202,23 @@ pub fn tokenize(text: &str, mut f: impl FnMut(&str)) {
     flush(&mut word, &mut chars);
 }
 
-/// Rows read: each row's document key and words (as local word indexes), and the local words
-/// with their counts.
+/// Rows read: each row's document (as `docs` read it) and words (as local word indexes), and
+/// the local words with their counts.
 struct TextRows {
+    docs: KeyColumn,
     stop: FxHashSet<String>,
     index: FxHashMap<Box<str>, u32>,
     words: Vec<(Box<str>, u64)>,
-    rows: Vec<(u64, Vec<u32>)>,
+    rows: Vec<(u32, Vec<u32>)>,
 }
 
 impl RowSink for TextRows {
     fn row(&mut self, c: &[Cell]) -> std::result::Result<(), String> {
-        let key = doc_key(&c[0])?;
         let Cell::Str(text) = c[1] else { return Err("the text column holds no text".into()) };
+        let (doc, switched) = self.docs.id(&c[0], "document id")?;
+        if switched {
+            self.rows.iter_mut().for_each(|r| self.docs.intern_earlier(&mut r.0));
+        }
         let mut tokens = Vec::new();
         let TextRows { stop, index, words, .. } = self;
         tokenize(text, |w| {
@@ -227,7 +232,7 @@ impl RowSink for TextRows {
             words[i as usize].1 += 1;
             tokens.push(i);
         });
-        self.rows.push((key, tokens));
+        self.rows.push((doc, tokens));
         Ok(())
     }
 }
@@ -240,19 +245,16 @@ fn stop_words(file: Option<&str>) -> Result<FxHashSet<String>> {
 
 /// This worker's documents of the raw-text table at `c.input`, and on worker 0 the vocabulary's
 /// words with their counts, by id (collective).
-pub fn read_text_table(
-    w: &mut Worker,
-    c: &CommonArgs,
-    format: InputFormat,
-    cols: &TextColumns,
-) -> Result<(Corpus, ReadStats, Option<Vec<u64>>)> {
+pub fn read_text_table(w: &mut Worker, c: &CommonArgs, format: InputFormat, cols: &TextColumns) -> Result<TableCorpus> {
     let (gid, n) = (w.global_thread_id(), w.total_threads());
     let columns = [Column { flag: "--id-col", name: cols.doc }, Column { flag: "--text-col", name: cols.text }];
     let stop = stop_words(cols.stop_words)?;
-    let mut rows = TextRows { stop, index: FxHashMap::default(), words: Vec::new(), rows: Vec::new() };
+    let docs = KeyColumn::default();
+    let mut rows = TextRows { docs, stop, index: FxHashMap::default(), words: Vec::new(), rows: Vec::new() };
     let stats = read_rows(&c.input, gid, n, format, &columns, c.bad_records(), &mut rows)?;
-    let TextRows { words, rows, index, .. } = rows;
+    let TextRows { words, mut rows, index, docs, .. } = rows;
     drop(index);
+    let doc_ids = settle_ids(w, docs, &mut |f| rows.iter_mut().for_each(|r| f(&mut r.0)))?;
     let vocab = build(w, &words, cols.limits)?;
     drop(words);
     // Each document's distinct words with their counts, to the document's worker.
@@ -263,7 +265,7 @@ pub fn read_text_table(
         ids.extend(tokens.iter().filter_map(|&t| vocab.ids[t as usize]));
         ids.sort_unstable();
         for run in ids.chunk_by(|a, b| a == b) {
-            put_row(&mut parts, key, run[0], run.len() as u32);
+            put_row(&mut parts, key as u64, run[0], run.len() as u32);
         }
     }
     let docs = gather_docs(w, parts)?;
@@ -274,7 +276,8 @@ pub fn read_text_table(
         }
         None => (None, None),
     };
-    Ok((Corpus { docs, vocab_size: vocab.size, vocab: names }, stats, counts))
+    let corpus = Corpus { docs, vocab_size: vocab.size, vocab: names };
+    Ok(TableCorpus { corpus, stats, doc_ids, vocab_counts: counts })
 }
 
 /// `vocab/part-00000`: the vocabulary of a raw-text job, `id<TAB>word<TAB>count` lines (Parquet

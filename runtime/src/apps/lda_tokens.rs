@@ -174,6 +174,15 @@ impl DocTopics {
         }
     }
 
+    /// Document `d`'s count of every topic (`out`: one entry per topic).
+    pub fn dense(&self, d: usize, out: &mut [u32]) {
+        out.fill(0);
+        match &self.layout {
+            Layout::Lists(l) => l.topics(d).iter().for_each(|&(t, n)| out[t as usize] = n),
+            Layout::Dense(c) => out.iter_mut().zip(c.row(d)).for_each(|(o, &n)| *o = n as u32),
+        }
+    }
+
     /// Calls `f` with each non-zero count of document `d`.
     pub fn for_each_count(&self, d: usize, mut f: impl FnMut(u32)) {
         match &self.layout {
