@@ -52,10 +52,27 @@ pub fn settle_ids(w: &mut Worker, mut column: KeyColumn, visit: VisitIds) -> Res
         k.encode(&mut parts[o]);
         sent[o].push(i as u32);
     }
-    let asked: Vec<Vec<Key>> = w.exchange(parts)?.iter().map(|p| Key::decode_all(p)).collect::<Result<_>>()?;
-    let mut owned: Vec<Key> = asked.iter().flatten().cloned().collect();
-    owned.sort_unstable();
-    owned.dedup();
+    let n_local = keys.len();
+    drop(keys);
+    // Every key received, with who sent it and where in its list, sorted: equal keys are then
+    // neighbours, each gets its rank among this owner's distinct keys, and the keys move into
+    // `owned` without a copy (peak memory: one entry per key received).
+    let mut recv: Vec<(Key, u32, u32)> = Vec::new();
+    let mut answers: Vec<Vec<u8>> = Vec::with_capacity(nw);
+    for (from, p) in w.exchange(parts)?.into_iter().enumerate() {
+        let ks = Key::decode_all(&p)?;
+        answers.push(vec![0u8; 4 * ks.len()]);
+        recv.extend(ks.into_iter().enumerate().map(|(i, k)| (k, from as u32, i as u32)));
+    }
+    recv.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut owned: Vec<Key> = Vec::new();
+    for (key, from, at) in recv {
+        if owned.last() != Some(&key) {
+            owned.push(key);
+        }
+        let rank = owned.len() as u32 - 1;
+        answers[from as usize][4 * at as usize..][..4].copy_from_slice(&rank.to_le_bytes());
+    }
     // Counts (and whether any key is a string) to every worker.
     let has_str = owned.iter().any(|k| matches!(k, Key::Str(_)));
     let mut mine = (owned.len() as u64).to_le_bytes().to_vec();
@@ -73,20 +90,14 @@ pub fn settle_ids(w: &mut Worker, mut column: KeyColumn, visit: VisitIds) -> Res
         return Err(PsError::Config(format!("{total} distinct ids in one column: at most {} are supported", u32::MAX)));
     }
     let me = w.global_thread_id();
-    let answers = asked
-        .iter()
-        .map(|ks| {
-            let mut out = Vec::with_capacity(4 * ks.len());
-            for k in ks {
-                let at = owned.binary_search(k).map_err(|_| PsError::codec("a key went missing from its owner"))?;
-                out.extend_from_slice(&((starts[me] + at as u64) as u32).to_le_bytes());
-            }
-            Ok(out)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    drop(asked);
-    let mut global = vec![0u32; keys.len()];
-    drop(keys);
+    // Ranks become job-wide ids.
+    for a in &mut answers {
+        for id in a.chunks_exact_mut(4) {
+            let rank = u32::from_le_bytes(id.try_into().expect("4 bytes"));
+            id.copy_from_slice(&((starts[me] + rank as u64) as u32).to_le_bytes());
+        }
+    }
+    let mut global = vec![0u32; n_local];
     for (o, ids) in w.exchange(answers)?.iter().enumerate() {
         if ids.len() != 4 * sent[o].len() {
             return Err(PsError::codec(format!("worker {o} answered {} bytes for {} keys", ids.len(), sent[o].len())));
