@@ -291,3 +291,99 @@ fn a_resumed_job_checks_that_its_ids_are_numbered_as_before() {
     assert!(errs.iter().any(|e| e.contains("ids are not those of the checkpoint")), "{errs:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A Python with pyarrow and numpy: `$PS_PYTHON` (scripts/test.sh sets it), else `python3` when
+/// it has both.
+fn python() -> String {
+    if let Ok(p) = std::env::var("PS_PYTHON") {
+        return p;
+    }
+    let ok = std::process::Command::new("python3").args(["-c", "import pyarrow, numpy"]).status();
+    if ok.is_ok_and(|s| s.success()) {
+        return "python3".into();
+    }
+    panic!("no Python with pyarrow and numpy: run through scripts/test.sh (scripts/pyreaders.sh) or set PS_PYTHON");
+}
+
+/// Runs `script` (Python) with `args`; returns what it printed, as JSON.
+fn py(script: &str, args: &[&Path]) -> serde_json::Value {
+    let out = std::process::Command::new(python()).arg("-c").arg(script).args(args).output().unwrap();
+    assert!(out.status.success(), "python: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The outputs as other tools read them: pyarrow reads the Parquet model and recommendations
+/// (string user ids, int64 item ids) to the same values as Arrow's Rust reader, and numpy loads
+/// the `.npy` factors with their int64 ids.
+#[test]
+fn pyarrow_and_numpy_read_the_outputs() {
+    let d = tmp("py");
+    let input = d.join("ratings.parquet");
+    let (users, items) = write_ratings(&input);
+    let job = |format: &str| {
+        let out = d.join(format!("out-{format}"));
+        let args = format!(
+            "--input {} --user-col customer --item-col sku --rating-col stars --rank 3 --passes 2 --recommend 2 \
+             --output {} --output-format {format}",
+            input.display(),
+            out.display()
+        );
+        let a: Vec<String> = args.split_whitespace().map(String::from).collect();
+        let cfg = RuntimeConfig { threads: 2, ..RuntimeConfig::default() };
+        for r in common::run_cluster(1, &cfg, |_| apps::build("mf", &a).unwrap()) {
+            r.unwrap();
+        }
+        out
+    };
+    let out = job("parquet");
+    let read = r#"
+import json, sys
+import pyarrow.parquet as pq
+d = sys.argv[1]
+u, i, r = (pq.read_table(f"{d}/{t}") for t in ("userFactors", "itemFactors", "recommendations"))
+print(json.dumps({
+    "types": [str(u.schema.field("id").type), str(i.schema.field("id").type), str(r.schema.field("user").type)],
+    "users": dict(zip(u.column("id").to_pylist(), u.column("features").to_pylist())),
+    "items": {str(k): v for k, v in zip(i.column("id").to_pylist(), i.column("features").to_pylist())},
+    "recs": r.num_rows,
+}))
+"#;
+    let got = py(read, &[&out]);
+    assert_eq!(got["types"], serde_json::json!(["string", "int64", "string"]));
+    assert_eq!(got["recs"], 2 * users.len());
+    let mine = factors(&out.join("userFactors"), |b, r| {
+        b.column_by_name("id").unwrap().as_string::<i32>().value(r).to_string()
+    });
+    let theirs = got["users"].as_object().unwrap();
+    assert_eq!(theirs.len(), users.len());
+    for (id, f) in &mine {
+        let t: Vec<f32> = theirs[id].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        assert_eq!(&t, f, "user {id}");
+    }
+    let ids: BTreeSet<i64> = got["items"].as_object().unwrap().keys().map(|k| k.parse().unwrap()).collect();
+    assert_eq!(ids, items);
+    // .npy: numpy's own loader, the factors beside their int64 (item) and text (user) ids.
+    let out = job("binary");
+    let load = r#"
+import glob, json, sys
+import numpy as np
+d = sys.argv[1]
+items = [(np.load(f), np.load(f.replace(".npy", ".ids.npy"))) for f in sorted(glob.glob(f"{d}/item_factors/part-*[0-9].npy"))]
+users = [np.load(f) for f in sorted(glob.glob(f"{d}/user_factors/part-*[0-9].npy"))]
+user_ids = [l for f in sorted(glob.glob(f"{d}/user_factors/part-*.ids.txt")) for l in open(f).read().split()]
+print(json.dumps({
+    "item_ids": [int(x) for _, ids in items for x in ids], "id_dtype": str(items[0][1].dtype),
+    "item_shape": [sum(f.shape[0] for f, _ in items), items[0][0].shape[1]],
+    "user_rows": sum(u.shape[0] for u in users), "user_ids": user_ids,
+}))
+"#;
+    let got = py(load, &[&out]);
+    assert_eq!(got["id_dtype"], "int64");
+    assert_eq!(got["item_shape"], serde_json::json!([items.len(), 3]));
+    let ids: BTreeSet<i64> = got["item_ids"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+    assert_eq!(ids, items);
+    let user_ids: BTreeSet<String> =
+        got["user_ids"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().into()).collect();
+    assert_eq!((user_ids, got["user_rows"].as_u64().unwrap() as usize), (users.clone(), users.len()));
+    let _ = std::fs::remove_dir_all(&d);
+}
