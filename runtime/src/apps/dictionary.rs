@@ -97,18 +97,26 @@ pub fn settle_ids(w: &mut Worker, mut column: KeyColumn, visit: VisitIds) -> Res
             id.copy_from_slice(&((starts[me] + rank as u64) as u32).to_le_bytes());
         }
     }
-    let mut global = vec![0u32; n_local];
-    for (o, ids) in w.exchange(answers)?.iter().enumerate() {
-        if ids.len() != 4 * sent[o].len() {
-            return Err(PsError::codec(format!("worker {o} answered {} bytes for {} keys", ids.len(), sent[o].len())));
-        }
-        for (&i, id) in sent[o].iter().zip(ids.chunks_exact(4)) {
-            global[i as usize] = u32::from_le_bytes(id.try_into().expect("4 bytes"));
-        }
-    }
+    let global = answers_back(w, answers, &sent, n_local)?;
     visit(&mut |v| *v = global[*v as usize]);
     log::info!("worker {me}: {} ids numbered job-wide ({} owned here)", total, owned.len());
     Ok(Some(Dictionary { owned, starts, me, ints_only }))
+}
+
+/// Sends each owner's `answers` (a u32 per key it was sent, in order) back to the senders and
+/// returns, for each of this worker's `n` local keys, the u32 its owner answered (`sent[o]`: the
+/// local indexes this worker sent to owner `o`, in order). Collective.
+pub(super) fn answers_back(w: &mut Worker, answers: Vec<Vec<u8>>, sent: &[Vec<u32>], n: usize) -> Result<Vec<u32>> {
+    let mut out = vec![0u32; n];
+    for (o, got) in w.exchange(answers)?.iter().enumerate() {
+        if got.len() != 4 * sent[o].len() {
+            return Err(PsError::codec(format!("worker {o} answered {} bytes for {} keys", got.len(), sent[o].len())));
+        }
+        for (&i, id) in sent[o].iter().zip(got.chunks_exact(4)) {
+            out[i as usize] = u32::from_le_bytes(id.try_into().expect("4 bytes"));
+        }
+    }
+    Ok(out)
 }
 
 /// The W-1 splitters every worker picks from the same gathered samples.

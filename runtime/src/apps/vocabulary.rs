@@ -7,7 +7,7 @@
 //! Word ids are ranks in word order among the kept words. Worker 0 gathers the kept words (the
 //! vocabulary is written with the model and names the topics' words).
 
-use super::dictionary::splitters;
+use super::dictionary::{answers_back, splitters};
 use crate::error::{PsError, Result};
 use crate::input::Key;
 use crate::Worker;
@@ -86,16 +86,9 @@ pub fn build(w: &mut Worker, local: &[(Box<str>, u64)], limits: Limits) -> Resul
         })
         .collect();
     drop(asked);
-    let mut ids = vec![None; local.len()];
-    for (o, got) in w.exchange(answers)?.iter().enumerate() {
-        if got.len() != 4 * sent[o].len() {
-            return Err(PsError::codec(format!("worker {o} answered {} bytes for {} words", got.len(), sent[o].len())));
-        }
-        for (&i, id) in sent[o].iter().zip(got.chunks_exact(4)) {
-            let id = u32::from_le_bytes(id.try_into().expect("4 bytes"));
-            ids[i as usize] = (id != u32::MAX).then_some(id);
-        }
-    }
+    // u32::MAX: a word left out.
+    let ids =
+        answers_back(w, answers, &sent, local.len())?.into_iter().map(|id| (id != u32::MAX).then_some(id)).collect();
     // Worker 0 gathers the words, in id order (owner order, then word order).
     let mut mine = Vec::new();
     kept.iter().for_each(|(word, n)| put_word(&mut mine, word, *n));
