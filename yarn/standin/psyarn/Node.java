@@ -191,10 +191,24 @@ final class Node implements ContainerManagementProtocol {
       ContainerStatus st = ContainerStatus.newInstance(cid, ContainerState.COMPLETE, diag, exit);
       finished.put(cid, st);
       rm.log("node " + id + ": " + cid + " exited with " + exit);
+      // As the real NM's deletion service (debug-delay 0): the container's localized copies and
+      // work dir go once it has exited; its logs stay. Each copy is a whole binary, and a test
+      // run starts a hundred containers, so keeping them fills a small disk.
+      deleteTree(new File(root, "cache/" + cid));
+      deleteTree(dir);
       rm.containerDone(cid, st);
     }, "wait-" + cid);
     w.setDaemon(true);
     w.start();
+  }
+
+  /** Deletes a file tree without following links (a work dir's links point into the cache). */
+  private void deleteTree(File top) {
+    try (java.util.stream.Stream<java.nio.file.Path> walk = Files.walk(top.toPath())) {
+      walk.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+    } catch (IOException | java.io.UncheckedIOException e) {
+      rm.log("node " + id + ": could not delete " + top + ": " + e);
+    }
   }
 
   private static String expand(String s, Map<String, String> env) {
