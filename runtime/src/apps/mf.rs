@@ -367,7 +367,7 @@ impl Iterative for Mf {
             },
             plan,
             blocks: blocks.ranges,
-            implicit: a.implicit.then(|| Implicit::new(blocks.slice_items)),
+            implicit: a.implicit.then(|| Implicit::new(blocks.slice_items, gid == 0)),
             dicts,
         })
     }
