@@ -345,7 +345,7 @@ impl Cli {
             self.consistency.is_some() || self.staleness.is_some() || named("consistency") || named("staleness");
         if !chosen && cfg.geo.datacenters <= 1 && cfg.geo.dc_of.is_empty() {
             let app = self.app.first().map(String::as_str).unwrap_or("");
-            if let Some(c) = ps_runtime::apps::default_consistency(app) {
+            if let Some(c) = ps_runtime::apps::default_consistency(app, self.app.get(1..).unwrap_or(&[])) {
                 log::info!(
                     "{app}: consistency {} (the app's default; --consistency chooses another)",
                     format!("{c:?}").to_lowercase()
@@ -505,6 +505,8 @@ mod tests {
         let essp = Consistency::Essp;
         assert_eq!(consistency(&["pagerank", "--input", "g"]), (Consistency::Bsp, 0));
         assert_eq!(consistency(&["mf", "--input", "r"]), (essp, 1));
+        assert_eq!(consistency(&["mf", "--implicit", "--input", "r"]), (Consistency::Bsp, 0));
+        assert_eq!(consistency(&["--staleness", "1", "mf", "--implicit"]), (essp, 1));
         assert_eq!(consistency(&["--consistency", "essp", "pagerank"]), (essp, 1));
         assert_eq!(consistency(&["--staleness", "2", "pagerank"]), (essp, 2));
         assert_eq!(consistency(&["--conf", "consistency=ssp", "pagerank"]), (Consistency::Ssp, 1));

@@ -193,3 +193,19 @@ fn implicit_settings_that_cannot_work_are_refused() {
     assert!(build("--input x --implicit --negatives 0").contains("--negatives"));
     assert!(build("--input x --implicit --user-factors table").contains("--user-factors local"));
 }
+
+/// One worker under BSP does not rotate: its negatives come from every item, and it learns.
+#[test]
+fn one_worker_under_bsp_draws_from_every_item() {
+    let d = tmp("one");
+    let input = d.join("clicks.tsv");
+    std::fs::write(&input, interactions().iter().map(|(u, i)| format!("{u},{i}\n")).collect::<String>()).unwrap();
+    let a = format!("--input {} --implicit --passes 30 --rank 8 --test-fraction 0.2", input.display());
+    let a: Vec<String> = a.split_whitespace().map(String::from).collect();
+    let cfg = RuntimeConfig { threads: 1, consistency: ps_runtime::Consistency::Bsp, ..RuntimeConfig::default() };
+    let stats: Vec<ProcessStats> =
+        common::run_cluster(1, &cfg, |_| apps::build("mf", &a).unwrap()).into_iter().map(|r| r.unwrap()).collect();
+    let last = last_objective(&stats);
+    assert!(last["precision_at_k"].as_f64().unwrap() > 0.05, "{last}");
+    assert!(last["test_auc"].as_f64().unwrap() > 0.7, "{last}");
+}

@@ -132,8 +132,9 @@ impl Mf {
     /// rotate, else its part of the ratings.
     fn ranges(&self, st: &MfWorker, clock: i64) -> Vec<(i64, std::ops::Range<usize>)> {
         let mut segs = self.args.common.segments(clock, st.train.len());
-        if st.plan.rotates() {
-            // One clock is at most one pass when rotating: its one segment is the clock's block.
+        if st.plan.rotates() || st.implicit.is_some() {
+            // One clock is at most one pass when rotating (or implicit): its one segment is the
+            // clock's block.
             segs.iter_mut().for_each(|(_, r)| *r = st.blocks[st.plan.block_at(st.gid, clock)].clone());
         }
         segs
@@ -214,11 +215,12 @@ impl Iterative for Mf {
 
     fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
         self.rotates = size_for_job(self.args.schedule.rotation(), NAMES, BASE_CPP, job, &mut self.args.common)?;
-        if self.args.implicit && !self.rotates {
+        // One worker needs no rotation: its negatives come from every item.
+        if self.args.implicit && !self.rotates && (job.workers() > 1 || self.args.common.multi_pass()) {
             return Err(PsError::Config(
                 "mf: --implicit draws its negatives from the item slice a worker holds, so it needs the rotating \
-                 schedule, and this job does not rotate: that takes two slices or more (workers x (staleness + 1): \
-                 not one worker under bsp), a staleness bound (not async) and one clock per pass or less"
+                 schedule when it has several workers, and this job does not rotate: that takes a staleness \
+                 bound (not async) and one clock per pass or less"
                     .into(),
             ));
         }
@@ -330,7 +332,9 @@ impl Iterative for Mf {
         };
         // In block order, each block's users still one after the other.
         let ir = self.item_rows();
-        let blocks = if plan.rotates() { into_blocks(w, &plan, ir.per_row, &mut train)? } else { Blocks::default() };
+        // Implicit feedback draws from its block's slice, a single one when one worker does not rotate.
+        let blocked = plan.rotates() || a.implicit;
+        let blocks = if blocked { into_blocks(w, &plan, ir.per_row, &mut train)? } else { Blocks::default() };
         phases.push(("blocks", t0.elapsed().as_secs_f64()));
         log::info!(
             "worker {gid}: {} ratings of {} users and {} items loaded in {:.1}s",

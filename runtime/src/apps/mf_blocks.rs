@@ -150,7 +150,7 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Ra
     let items = job_item_counts(w, train)?;
     let counts = counts_by_row(&items, per_row);
     let (slice_of, imbalance) = balance(&counts, plan.slices);
-    if w.global_thread_id() == 0 {
+    if w.global_thread_id() == 0 && plan.rotates() {
         log::info!(
             "mf: {} item slices rotating among the workers, {} rating parts a pass; largest slice {:.2}x the mean",
             plan.slices,

@@ -71,12 +71,14 @@ pub(crate) fn help_of(name: &str, build: impl Fn(&str, &[String]) -> Result<Box<
     help.contains("Usage:").then(|| help.to_string())
 }
 
-/// The consistency model built-in app `name` runs under when the job names none (no
-/// `--consistency` or `--staleness`, nor those keys in the runtime configuration); `None` keeps
-/// the job-wide default (ESSP).
-pub fn default_consistency(name: &str) -> Option<crate::config::Consistency> {
+/// The consistency model built-in app `name` with arguments `args` runs under when the job names
+/// none (no `--consistency` or `--staleness`, nor those keys in the runtime configuration); `None`
+/// keeps the job-wide default (ESSP).
+pub fn default_consistency(name: &str, args: &[String]) -> Option<crate::config::Consistency> {
     use driver::Iterative;
     match name {
+        // BSP halves the item slices `--implicit` draws its negatives from (see `mf_implicit`).
+        "mf" if args.iter().any(|a| a == "--implicit") => Some(crate::config::Consistency::Bsp),
         "mf" => mf::Mf::CONSISTENCY,
         "lda" => lda::Lda::CONSISTENCY,
         "pagerank" => pagerank::PageRank::CONSISTENCY,
