@@ -108,21 +108,16 @@ impl Mf {
         let MfWorker { train, rt, local, seen, ir, implicit, plan, gid, .. } = st;
         let (Some(local), Some(imp)) = (local.as_mut(), implicit.as_mut()) else { return Ok(()) };
         let mut rng = Rng::new(a.common.seed ^ ((*gid as u64) << 40) ^ clock as u64);
-        let pool = std::mem::take(&mut imp.slice_items[block % plan.slices]);
-        let mut result = Ok(());
+        let Implicit { slice_items, scratch } = imp;
+        let pool = &slice_items[block % plan.slices];
         for (pass, range) in ranges {
             let step = Step { lr: a.lr() * a.lr_decay.powi(pass as i32), lambda: a.lambda(), negatives: a.negatives };
             let model = Model { local: &mut *local, rt: &mut *rt, ir: *ir };
-            match train_block(&train[range], &pool, model, &mut imp.scratch, &step, &mut rng) {
-                Ok([loss, pairs]) => {
-                    seen[0] += loss;
-                    seen[1] += pairs;
-                }
-                Err(e) => result = Err(e),
-            }
+            let [loss, pairs] = train_block(&train[range], pool, model, scratch, &step, &mut rng)?;
+            seen[0] += loss;
+            seen[1] += pairs;
         }
-        imp.slice_items[block % plan.slices] = pool;
-        result
+        Ok(())
     }
 
     /// The partial sums of an implicit job's evaluation (see [`objective`]): `s` holds the
@@ -222,6 +217,9 @@ pub fn train_block(
     let Model { local, rt, ir } = model;
     let bpr = bpr_step_fn();
     let (mut loss, mut pairs) = (0f64, 0f64);
+    if pool.is_empty() {
+        return Ok([loss, pairs]);
+    }
     let mut run = 0..0;
     for (n, r) in seg.iter().enumerate() {
         if n >= run.end {
