@@ -128,7 +128,7 @@ fn implicit_feedback_beats_chance_and_reports_what_its_lists_score() {
 }
 
 /// Two processes of one thread and one process of two threads run the same schedule (BSP): the
-/// same model, to the bit.
+/// same model, so the same measures.
 #[test]
 fn where_the_workers_run_does_not_change_an_implicit_job() {
     let d = tmp("shape");
@@ -146,7 +146,9 @@ fn where_the_workers_run_does_not_change_an_implicit_job() {
     };
     let (a, b) = (job(2, 1), job(1, 2));
     for k in ["bpr_loss", "test_auc", "precision_at_k", "recall_at_k", "ndcg_at_k"] {
-        assert_eq!(a[k], b[k], "{k}: {a} vs {b}");
+        // The workers' partial sums are added in the order they arrive: equal to the last bits.
+        let (x, y) = (a[k].as_f64().unwrap(), b[k].as_f64().unwrap());
+        assert!((x - y).abs() <= 1e-12 * x.abs().max(1.0), "{k}: {a} vs {b}");
     }
 }
 
