@@ -371,7 +371,7 @@ impl Iterative for Mf {
             },
             plan,
             blocks: blocks.ranges,
-            implicit: a.implicit.then(|| Implicit::new(blocks.slice_items, gid == 0)),
+            implicit: a.implicit.then(|| Implicit::new(blocks.slice_items, ir, gid == 0)),
             dicts,
         })
     }
@@ -390,7 +390,7 @@ impl Iterative for Mf {
         let ahead = if st_rotates { 1 } else { 0 };
         for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
             if let Some(imp) = &st.implicit {
-                imp.fetch_block(&mut st.rt, st.ir, &st.plan, &st.blocks, st.gid, clock + ahead, ahead);
+                imp.fetch_block(&mut st.rt, &st.plan, &st.blocks, st.gid, clock + ahead, ahead);
                 continue;
             }
             let ranges = self.ranges(st, clock + ahead);

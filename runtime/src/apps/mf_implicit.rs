@@ -54,31 +54,33 @@ fn small_slices_warning(slices: usize, per_slice: usize) -> String {
     )
 }
 
-/// A worker's implicit-feedback state: the job's items of each rotating slice, and the buffer
-/// a negative's factors are staged in (it may share a table row with the positive).
+/// A worker's implicit-feedback state: the job's items of each rotating slice and the table rows
+/// holding them, and the buffer a negative's factors are staged in (it may share a table row
+/// with the positive).
 pub struct Implicit {
     pub slice_items: Vec<Vec<u32>>,
+    slice_rows: Vec<Vec<u64>>,
     scratch: Vec<f32>,
 }
 
 impl Implicit {
     /// `first`: whether this is the job's first worker, which says when the slices are small.
-    pub fn new(slice_items: Vec<Vec<u32>>, first: bool) -> Self {
+    pub fn new(slice_items: Vec<Vec<u32>>, ir: ItemRows, first: bool) -> Self {
         let items: usize = slice_items.iter().map(Vec::len).sum();
         let per_slice = items / slice_items.len().max(1);
         if first && slice_items.len() > 2 && per_slice < SMALL_SLICE {
             log::warn!("{}", small_slices_warning(slice_items.len(), per_slice));
         }
-        Implicit { slice_items, scratch: Vec::new() }
+        let slice_rows =
+            slice_items.iter().map(|s| super::rotation::rows_of_ids(s.iter().map(|&i| i as u64), ir.per_row)).collect();
+        Implicit { slice_items, slice_rows, scratch: Vec::new() }
     }
 
     /// Asks `ahead` clocks ahead for every row of the slice of `clock`'s block: a negative may
     /// be any item of the slice. Nothing when this worker has no interactions in the block.
-    #[allow(clippy::too_many_arguments)]
     pub fn fetch_block(
         &self,
         rt: &mut TableHandle<DenseRow<f32>>,
-        ir: ItemRows,
         plan: &Plan,
         blocks: &[std::ops::Range<usize>],
         gid: usize,
@@ -86,11 +88,9 @@ impl Implicit {
         ahead: i64,
     ) {
         let block = plan.block_at(gid, clock);
-        if blocks[block].is_empty() {
-            return;
+        if !blocks[block].is_empty() {
+            rt.fetch_ahead_rows(self.slice_rows[block % plan.slices].iter().copied(), ahead);
         }
-        let pool: Vec<u64> = self.slice_items[block % plan.slices].iter().map(|&i| i as u64).collect();
-        rt.fetch_ahead_rows(ir.rows_of(&pool), ahead);
     }
 }
 
@@ -108,7 +108,7 @@ impl Mf {
         let MfWorker { train, rt, local, seen, ir, implicit, plan, gid, .. } = st;
         let (Some(local), Some(imp)) = (local.as_mut(), implicit.as_mut()) else { return Ok(()) };
         let mut rng = Rng::new(a.common.seed ^ ((*gid as u64) << 40) ^ clock as u64);
-        let Implicit { slice_items, scratch } = imp;
+        let Implicit { slice_items, scratch, .. } = imp;
         let pool = &slice_items[block % plan.slices];
         for (pass, range) in ranges {
             let step = Step { lr: a.lr() * a.lr_decay.powi(pass as i32), lambda: a.lambda(), negatives: a.negatives };
