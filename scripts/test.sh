@@ -6,7 +6,8 @@
 # (scripts/kdc-up.sh, installing Debian's krb5 packages when missing), all started and stopped
 # here, with the job's tracking page loaded in a headless browser (scripts/browser.sh, installing
 # Debian's chromium-headless-shell when missing) and the outputs read with pyarrow and numpy
-# (scripts/pyreaders.sh, a venv from PyPI), then a short pass of
+# (scripts/pyreaders.sh, a venv from PyPI) and mf's model loaded by Spark's own ALSModel
+# (scripts/pyspark.sh, PySpark from PyPI), then a short pass of
 # every fuzz target (scripts/fuzz.sh). Also builds the portable dist/ binaries (scripts/package.sh:
 # zig from PyPI, cargo-zigbuild from crates.io) and checks their glibc version. CI runs exactly this.
 set -euo pipefail
@@ -46,6 +47,9 @@ export PS_BROWSER
 # pyarrow and numpy, which read the jobs' Parquet and .npy outputs in the tests.
 PS_PYTHON=$(scripts/pyreaders.sh)
 export PS_PYTHON
+# PySpark, whose own ALSModel.load reads mf's Parquet model in a test.
+PS_SPARK_PYTHON=$(scripts/pyspark.sh)
+export PS_SPARK_PYTHON
 # Every test bounds its own waits; this only turns a hang the tests did not foresee into a failure.
 timeout --kill-after=30s 60m cargo test --release --workspace
 # A short pass of every fuzz target (the long runs: scripts/fuzz.sh 600, recorded in results/fuzz.md).

@@ -76,11 +76,13 @@ fn mf_factors_as_parquet_equal_the_text_ones() {
         for b in batches(&pq.join(table)) {
             assert_eq!(b.schema().field(0).name(), "id");
             assert_eq!(b.schema().field(1).name(), "features");
-            let (ids, feats) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_list::<i32>());
+            // Spark's ALS takes int32 ids; these ids fit one.
+            assert_eq!(b.schema().field(0).data_type(), &arrow_schema::DataType::Int32);
+            let (ids, feats) = (b.column(0).as_primitive::<Int32Type>(), b.column(1).as_list::<i32>());
             for i in 0..b.num_rows() {
                 let v = feats.value(i);
                 let v: Vec<String> = v.as_primitive::<Float32Type>().values().iter().map(|x| x.to_string()).collect();
-                got.insert(ids.value(i), v);
+                got.insert(ids.value(i) as i64, v);
             }
         }
         // Two runs of the same job train the same model: the values as text are the same.

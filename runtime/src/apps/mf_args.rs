@@ -119,10 +119,13 @@ impl MfArgs {
         self.lambda_arg.unwrap_or(if self.implicit { 0.01 } else { 0.05 })
     }
 
-    /// `metadata/part-00000` of a Parquet model: one JSON line with what a reader of the factors
-    /// needs (Spark ALS's `rank` and `regParam` among them) and the job's settings. Unlike
-    /// Spark's ALS the model has a global mean: a prediction is `mean` plus the dot product.
-    pub(super) fn model_metadata(&self, mean: f32) -> serde_json::Value {
+    /// `metadata/part-00000` of a Parquet model: one JSON line in the layout of Spark's
+    /// `DefaultParamsWriter`, so that `ALSModel.load` reads the model (its `class`, `uid`,
+    /// `paramMap`, `defaultParamMap` and ALS's `rank`), plus what a reader of the factors needs
+    /// and the job's settings. Unlike Spark's ALS the model has a global mean: a prediction is
+    /// `mean` plus the dot product, so Spark's `transform` predicts `mean` less (its rankings
+    /// are the same).
+    pub(super) fn model_metadata(&self, mean: f32, timestamp_ms: u64) -> serde_json::Value {
         let (a, c) = (self, &self.common);
         // An f32 as the decimal it prints as (0.05, not 0.05000000074505806).
         let dec = |x: f32| x.to_string().parse::<f64>().unwrap_or(x as f64);
@@ -130,7 +133,21 @@ impl MfArgs {
             true => "dot(userFactors.features, itemFactors.features)",
             false => "mean + dot(userFactors.features, itemFactors.features)",
         };
+        // Spark's transform joins on these columns; a column given by number has no name.
+        let col = |given: &Option<String>, default: &str| match given {
+            Some(n) if !n.bytes().all(|b| b.is_ascii_digit()) => n.clone(),
+            _ => default.to_string(),
+        };
+        let uid =
+            c.input.bytes().fold(crate::hash::mix64(c.seed ^ a.rank as u64), |h, b| crate::hash::mix64(h ^ b as u64));
         serde_json::json!({
+            "class": "org.apache.spark.ml.recommendation.ALSModel",
+            "timestamp": timestamp_ms,
+            // The metadata's format: Spark's readers expect `defaultParamMap` from 2.4 on.
+            "sparkVersion": "3.0.0",
+            "uid": format!("ALS_{:012x}", uid & 0xffff_ffff_ffff),
+            "paramMap": {"userCol": col(&a.user_col, "user"), "itemCol": col(&a.item_col, "item")},
+            "defaultParamMap": {"predictionCol": "prediction", "coldStartStrategy": "nan"},
             "model": "mf", "rank": a.rank, "regParam": dec(a.lambda()), "mean": dec(mean),
             "implicitPrefs": a.implicit, "prediction": prediction,
             "settings": {"lr": dec(a.lr()), "lr_decay": dec(a.lr_decay), "passes": c.passes, "seed": c.seed,

@@ -2,7 +2,7 @@
 //! recommendations of `--recommend`, the global mean and the model's metadata.
 
 use super::dictionary::keys_for;
-use super::mf::{Mf, MfWorker, OWNER};
+use super::mf::{Mf, MfWorker, MEAN, OWNER};
 use super::mf_recommend::write_recs;
 use super::mf_users::elected;
 use super::options::OutputFormat;
@@ -11,6 +11,9 @@ use super::rows_out::RowsPart;
 use crate::error::Result;
 use crate::row::DenseRow;
 use crate::Worker;
+
+/// The row of the mean table that counts the ids too large for an int32 (users, items).
+const WIDE_IDS: u64 = 1;
 
 impl Mf {
     /// Writes `user_factors` and `item_factors` (text: `id<TAB>v1<TAB>...<TAB>vK`; or `.npy`
@@ -29,7 +32,15 @@ impl Mf {
         for &i in &st.items {
             owner.inc_col(2 * i + 1, gid as u32, 1i64)?;
         }
+        // Spark's ALS takes int32 ids: ids are written as such when every one of the job fits.
+        let mut mean = w.table::<DenseRow<f64>>(MEAN)?;
+        let wide = |ids: &[u64]| ids.iter().filter(|&&id| id > i32::MAX as u64).count() as f64;
+        mean.batch_inc(WIDE_IDS, &[(0, wide(&st.users)), (1, wide(&st.items))])?;
         w.global_barrier()?;
+        let narrow = {
+            let m = mean.get(WIDE_IDS)?;
+            [m[0] == 0.0, m[1] == 0.0]
+        };
         // Ask for every owner row and factor row at once (packed fetches, one round trip per
         // server) instead of one blocking round trip per row.
         let local = st.local.is_some();
@@ -46,9 +57,9 @@ impl Mf {
         let (format, rank) = (self.args.common.output_format, self.args.rank);
         let (users, user_ids) = match &st.local {
             // Every local user has this worker as its one owner.
-            Some(l) => (RowsPart::lent(format, rank, &st.users, l.all()), None),
+            Some(l) => (RowsPart::lent(format, rank, &st.users, l.all()).narrow_ids(narrow[0]), None),
             None => {
-                let (mut users, mut ids) = (RowsPart::<f32>::new(format, rank), Vec::new());
+                let (mut users, mut ids) = (RowsPart::<f32>::new(format, rank).narrow_ids(narrow[0]), Vec::new());
                 for &id in &st.users {
                     if elected(&owner.get(2 * id)?, id) == Some(gid) {
                         users.push(id, &st.lt.get(id)?);
@@ -64,7 +75,7 @@ impl Mf {
         let parquet = format == OutputFormat::Parquet;
         let names = if parquet { ["userFactors", "itemFactors"] } else { ["user_factors", "item_factors"] };
         users.write(out, gid, names[0], gid)?;
-        let (mut items, mut item_ids) = (RowsPart::<f32>::new(format, rank), Vec::new());
+        let (mut items, mut item_ids) = (RowsPart::<f32>::new(format, rank).narrow_ids(narrow[1]), Vec::new());
         for &id in &st.items {
             if elected(&owner.get(2 * id + 1)?, id) == Some(gid) {
                 items.push(id, &st.rt.get(st.ir.row(id as u32))?[st.ir.cols(id as u32)]);
@@ -77,12 +88,13 @@ impl Mf {
                 keys_for(st.dicts[0].as_ref(), w, &st.recs.users)?,
                 keys_for(st.dicts[1].as_ref(), w, &st.recs.items)?,
             ];
-            write_recs(&st.recs, keys, parquet, out, gid)?;
+            write_recs(&st.recs, keys, narrow, parquet, out, gid)?;
         }
         if gid == 0 {
             out.write_part(0, "global_mean", 0, |f| writeln!(f, "{}", st.mu))?;
             if parquet {
-                let meta = self.args.model_metadata(st.mu);
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                let meta = self.args.model_metadata(st.mu, now.map_or(0, |d| d.as_millis() as u64));
                 out.write_part(0, "metadata", 0, |f| writeln!(f, "{meta}"))?;
             }
         }

@@ -6,6 +6,7 @@
 
 use super::output::Output;
 use super::rows_out::RowKeys;
+use super::rows_parquet::IdColumn;
 use crate::client::Worker;
 use crate::error::{PsError, Result};
 use crate::input::Rating;
@@ -132,13 +133,22 @@ pub fn ranking_values(s: &[f64]) -> Vec<(&'static str, f64)> {
 }
 
 /// `recommendations/part-NNNNN`: lines `user<TAB>item<TAB>score`, best first per user (also with
-/// `--output-format binary`), or Parquet columns `user`, `item` (int64) and `score` (float).
-pub fn write_recs(recs: &Recs, keys: [Option<RowKeys>; 2], parquet: bool, out: &Output, gid: usize) -> Result<()> {
+/// `--output-format binary`), or Parquet columns `user`, `item` (int32 where `narrow`, as the
+/// factor tables' ids) and `score` (float).
+pub fn write_recs(
+    recs: &Recs,
+    keys: [Option<RowKeys>; 2],
+    narrow: [bool; 2],
+    parquet: bool,
+    out: &Output,
+    gid: usize,
+) -> Result<()> {
     use std::io::Write;
     let [users, items] = keys;
     if parquet {
         return out.write_file(gid, "recommendations", &format!("part-{gid:05}.snappy.parquet"), |f| {
-            let (u, i) = ((&recs.users[..], users.as_ref()), (&recs.items[..], items.as_ref()));
+            let u = IdColumn { ids: &recs.users, keys: users.as_ref(), narrow: narrow[0] };
+            let i = IdColumn { ids: &recs.items, keys: items.as_ref(), narrow: narrow[1] };
             super::rows_parquet::write_recs(u, i, &recs.scores, f)
         });
     }

@@ -13,6 +13,7 @@
 
 use super::options::OutputFormat;
 use super::output::Output;
+use super::rows_parquet::IdColumn;
 use crate::error::Result;
 use crate::input::Key;
 use std::borrow::Cow;
@@ -67,6 +68,8 @@ pub struct RowsPart<'a, V: Clone> {
     names: (&'static str, &'static str),
     /// The input's own ids of the rows, when a dictionary numbered them.
     keys: Option<RowKeys>,
+    /// Parquet: ids without keys as int32 (`narrow_ids`).
+    narrow: bool,
 }
 
 /// The input's own ids of some rows (`apps::dictionary`), and whether every id of the job is
@@ -79,7 +82,7 @@ pub struct RowKeys {
 impl<'a, V: OutValue> RowsPart<'a, V> {
     pub fn new(format: OutputFormat, width: usize) -> Self {
         let (ids, vals) = (Cow::Owned(Vec::new()), Cow::Owned(Vec::new()));
-        RowsPart { format, width: width.max(1), ids, vals, names: ("id", "features"), keys: None }
+        RowsPart { format, width: width.max(1), ids, vals, names: ("id", "features"), keys: None, narrow: false }
     }
 
     /// Names Parquet's columns (default `id` and `features`).
@@ -95,7 +98,7 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
         let width = width.max(1);
         assert_eq!(ids.len() * width, vals.len(), "RowsPart::lent: {} ids of width {width}", ids.len());
         let (ids, vals) = (Cow::Borrowed(ids), Cow::Borrowed(vals));
-        RowsPart { format, width, ids, vals, names: ("id", "features"), keys: None }
+        RowsPart { format, width, ids, vals, names: ("id", "features"), keys: None, narrow: false }
     }
 
     /// Writes the rows under `keys` (one per row, in order) instead of their ids.
@@ -104,6 +107,13 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
             assert_eq!(k.keys.len(), self.ids.len(), "RowsPart::with_keys: a key per row");
         }
         self.keys = keys;
+        self
+    }
+
+    /// Parquet: writes ids without keys as int32, as Spark does for ALS's ids; the caller knows
+    /// that every id of the job fits (every part of a dataset must have the same type).
+    pub fn narrow_ids(mut self, narrow: bool) -> Self {
+        self.narrow = narrow;
         self
     }
 
@@ -121,7 +131,8 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
         match self.format {
             OutputFormat::Text => out.write_file(task, name, &file, |f| self.write_text(f)),
             OutputFormat::Parquet => out.write_file(task, name, &format!("{file}.snappy.parquet"), |f| {
-                super::rows_parquet::write(&self.ids, self.keys.as_ref(), &self.vals, self.width, self.names, f)
+                let ids = IdColumn { ids: &self.ids, keys: self.keys.as_ref(), narrow: self.narrow };
+                super::rows_parquet::write(ids, &self.vals, self.width, self.names, f)
             }),
             OutputFormat::Binary => {
                 let rows = self.ids.len();

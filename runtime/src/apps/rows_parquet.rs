@@ -1,12 +1,15 @@
 //! Model rows as Parquet (`--output-format parquet`), as Spark writes a table: a part is
-//! `part-NNNNN.snappy.parquet` with an `id` column (int64) and the row's values, as a list
+//! `part-NNNNN.snappy.parquet` with an `id` column (int32 or int64, or the input's string keys)
+//! and the row's values, as a list
 //! column (`features`, like Spark ALS's factors) or, for rows of one value, a plain column.
 //! Row groups of [`GROUP_ROWS`] rows are handed to the file as they are finished, so a part is
 //! never held whole in memory.
 
 use super::rows_out::{OutValue, RowKeys};
 use crate::input::Key;
-use arrow_array::{ArrayRef, ArrowPrimitiveType, Int64Array, ListArray, PrimitiveArray, RecordBatch, StringArray};
+use arrow_array::{
+    ArrayRef, ArrowPrimitiveType, Int32Array, Int64Array, ListArray, PrimitiveArray, RecordBatch, StringArray,
+};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -21,11 +24,48 @@ fn io(e: impl std::error::Error + Send + Sync + 'static) -> std::io::Error {
     std::io::Error::other(e)
 }
 
+/// An id column: the ids, or their `keys` when a dictionary numbered them; `narrow`: every id
+/// of the job without keys fits an int32 (Spark's type for ALS ids), so they are written as one.
+#[derive(Clone, Copy)]
+pub struct IdColumn<'a> {
+    pub ids: &'a [u64],
+    pub keys: Option<&'a RowKeys>,
+    pub narrow: bool,
+}
+
+impl IdColumn<'_> {
+    /// The column's type: int32 or int64, or strings when some key of the job is a string.
+    fn data_type(&self) -> DataType {
+        match self.keys {
+            Some(k) if !k.ints_only => DataType::Utf8,
+            Some(_) => DataType::Int64,
+            None if self.narrow => DataType::Int32,
+            None => DataType::Int64,
+        }
+    }
+
+    /// Rows `rows` of the column.
+    fn array(&self, rows: std::ops::Range<usize>) -> ArrayRef {
+        let ids = &self.ids[rows.clone()];
+        match self.keys {
+            None if self.narrow => Arc::new(Int32Array::from_iter_values(ids.iter().map(|&i| i as i32))),
+            None => Arc::new(Int64Array::from_iter_values(ids.iter().map(|&i| i as i64))),
+            Some(k) if k.ints_only => Arc::new(Int64Array::from_iter_values(k.keys[rows].iter().map(|k| {
+                if let Key::Int(i) = k {
+                    *i
+                } else {
+                    0
+                }
+            }))),
+            Some(k) => Arc::new(StringArray::from_iter_values(k.keys[rows].iter().map(|k| k.to_string()))),
+        }
+    }
+}
+
 /// Writes the rows (`ids.len()` rows of `width` values, row-major) to `f` as one Parquet file
-/// with columns `names.0` (the ids, or their `keys`) and `names.1` (the values).
+/// with columns `names.0` (the ids) and `names.1` (the values).
 pub fn write<V: OutValue>(
-    ids: &[u64],
-    keys: Option<&RowKeys>,
+    ids: IdColumn<'_>,
     vals: &[V],
     width: usize,
     names: (&str, &str),
@@ -35,33 +75,17 @@ pub fn write<V: OutValue>(
     // Spark names a list's items `element` (the Parquet LIST layout's own name).
     let item = Arc::new(Field::new("element", value.clone(), false));
     let values_type = if width == 1 { value } else { DataType::List(item.clone()) };
-    let schema =
-        Arc::new(Schema::new(vec![Field::new(names.0, id_type(keys), false), Field::new(names.1, values_type, false)]));
-    let batches = (0..ids.len().div_ceil(GROUP_ROWS)).map(|g| {
-        let rows = g * GROUP_ROWS..((g + 1) * GROUP_ROWS).min(ids.len());
-        let id = id_array(&ids[rows.clone()], keys.map(|k| (&k.keys[rows.clone()], k.ints_only)));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new(names.0, ids.data_type(), false),
+        Field::new(names.1, values_type, false),
+    ]));
+    let n = ids.ids.len();
+    let batches = (0..n.div_ceil(GROUP_ROWS)).map(|g| {
+        let rows = g * GROUP_ROWS..((g + 1) * GROUP_ROWS).min(n);
+        let id = ids.array(rows.clone());
         batch(&schema, &item, id, &vals[rows.start * width..rows.end * width], width)
     });
     write_file(&schema, batches, f)
-}
-
-/// The id column's type: int64, or strings when some key of the job is a string.
-fn id_type(keys: Option<&RowKeys>) -> DataType {
-    match keys {
-        Some(k) if !k.ints_only => DataType::Utf8,
-        _ => DataType::Int64,
-    }
-}
-
-/// The id column: the ids, or their keys (`bool`: every key of the job is an integer).
-fn id_array(ids: &[u64], keys: Option<(&[Key], bool)>) -> ArrayRef {
-    match keys {
-        None => Arc::new(Int64Array::from_iter_values(ids.iter().map(|&i| i as i64))),
-        Some((keys, true)) => {
-            Arc::new(Int64Array::from_iter_values(keys.iter().map(|k| if let Key::Int(i) = k { *i } else { 0 })))
-        }
-        Some((keys, false)) => Arc::new(StringArray::from_iter_values(keys.iter().map(|k| k.to_string()))),
-    }
 }
 
 /// Writes `batches` of `schema`, a row group each, to `f` as one snappy Parquet file, handing
@@ -96,17 +120,12 @@ pub fn write_columns(cols: Vec<(&str, ArrayRef)>, f: &mut dyn Write) -> std::io:
     write_file(&schema, batches, f)
 }
 
-/// Writes `mf --recommend`'s lists: columns `user`, `item` (int64, or the input's keys) and
+/// Writes `mf --recommend`'s lists: columns `user`, `item` (as [`IdColumn`] writes them) and
 /// `score` (float).
-pub fn write_recs(
-    (users, user_keys): (&[u64], Option<&RowKeys>),
-    (items, item_keys): (&[u64], Option<&RowKeys>),
-    scores: &[f32],
-    f: &mut dyn Write,
-) -> std::io::Result<()> {
-    let ids = |v: &[u64], k: Option<&RowKeys>| id_array(v, k.map(|k| (&k.keys[..], k.ints_only)));
+pub fn write_recs(users: IdColumn<'_>, items: IdColumn<'_>, scores: &[f32], f: &mut dyn Write) -> std::io::Result<()> {
     let score: ArrayRef = Arc::new(arrow_array::Float32Array::from_iter_values(scores.iter().copied()));
-    write_columns(vec![("user", ids(users, user_keys)), ("item", ids(items, item_keys)), ("score", score)], f)
+    let (u, i) = (users.array(0..users.ids.len()), items.array(0..items.ids.len()));
+    write_columns(vec![("user", u), ("item", i), ("score", score)], f)
 }
 
 fn batch<V: OutValue>(
