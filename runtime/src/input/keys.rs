@@ -110,16 +110,44 @@ struct Interner {
     strs: Strings,
 }
 
-/// Distinct strings, numbered in order of arrival.
+/// Distinct strings with their local indexes.
 #[derive(Default)]
 struct Strings {
+    /// The strings by hash, short ones inline: a lookup of one of 20M ids in random order then
+    /// touches the table only, not also an array of string ends, one of bytes and one of local
+    /// indexes (a cache miss each; lookups were 44% of a string-id load's CPU).
+    index: hashbrown::HashTable<Slot>,
+    /// The strings longer than [`Slot::INLINE`], one after the other.
     bytes: Vec<u8>,
-    /// Where string n ends in `bytes`.
+    /// Where long string n ends in `bytes`.
     ends: Vec<usize>,
-    /// String numbers, by hash.
-    index: hashbrown::HashTable<u32>,
-    /// The local index of string n.
-    ids: Vec<u32>,
+}
+
+/// A string of the index: its bytes when at most [`Slot::INLINE`] long (otherwise its number
+/// among the long ones), and its local index.
+#[derive(Clone, Copy)]
+struct Slot {
+    inline: [u8; Slot::INLINE],
+    /// The length of an inline string, or `u8::MAX` for a longer one.
+    len: u8,
+    n: u32,
+    id: u32,
+}
+
+impl Slot {
+    const INLINE: usize = 15;
+
+    fn new(s: &[u8], n: u32, id: u32) -> Self {
+        let mut inline = [0; Self::INLINE];
+        let len = match s.len() <= Self::INLINE {
+            true => {
+                inline[..s.len()].copy_from_slice(s);
+                s.len() as u8
+            }
+            false => u8::MAX,
+        };
+        Slot { inline, len, n, id }
+    }
 }
 
 impl Strings {
@@ -135,24 +163,42 @@ impl Strings {
         &bytes[if n == 0 { 0 } else { ends[n - 1] }..ends[n]]
     }
 
+    /// The bytes of a slot's string.
+    fn of<'a>(&'a self, slot: &'a Slot) -> &'a [u8] {
+        match slot.len {
+            u8::MAX => Self::get(&self.bytes, &self.ends, slot.n),
+            len => &slot.inline[..len as usize],
+        }
+    }
+
     fn find(&self, s: &str) -> Option<u32> {
-        let (bytes, ends) = (&self.bytes, &self.ends);
-        self.index
-            .find(Self::hash(s.as_bytes()), |&n| Self::get(bytes, ends, n) == s.as_bytes())
-            .map(|&n| self.ids[n as usize])
+        let s = s.as_bytes();
+        let h = Self::hash(s);
+        let found = match s.len() <= Slot::INLINE {
+            // Compared as whole arrays (zero-padded, as stored): no call to memcmp per probe.
+            true => {
+                let (key, len) = (Slot::new(s, 0, 0).inline, s.len() as u8);
+                self.index.find(h, |slot| slot.len == len && slot.inline == key)
+            }
+            false => self.index.find(h, |slot| slot.len == u8::MAX && Self::get(&self.bytes, &self.ends, slot.n) == s),
+        };
+        found.map(|slot| slot.id)
     }
 
     fn insert(&mut self, s: &str, id: u32) {
         let n = self.ends.len() as u32;
-        self.bytes.extend_from_slice(s.as_bytes());
-        self.ends.push(self.bytes.len());
-        self.ids.push(id);
-        let Strings { bytes, ends, index, .. } = self;
-        index.insert_unique(Self::hash(s.as_bytes()), n, |&m| Self::hash(Self::get(bytes, ends, m)));
+        if s.len() > Slot::INLINE {
+            self.bytes.extend_from_slice(s.as_bytes());
+            self.ends.push(self.bytes.len());
+        }
+        let slot = Slot::new(s.as_bytes(), n, id);
+        let mut index = std::mem::take(&mut self.index);
+        index.insert_unique(Self::hash(s.as_bytes()), slot, |m| Self::hash(self.of(m)));
+        self.index = index;
     }
 
     fn len(&self) -> usize {
-        self.ids.len()
+        self.index.len()
     }
 }
 
@@ -238,10 +284,9 @@ impl KeyColumn {
         for (i, at) in map.ints {
             keys[at as usize] = Some(Key::Int(i));
         }
-        let Strings { bytes, ends, ids, .. } = &map.strs;
-        for (n, &at) in ids.iter().enumerate() {
-            let s = std::str::from_utf8(Strings::get(bytes, ends, n as u32)).unwrap_or_default();
-            keys[at as usize] = Some(Key::Str(s.into()));
+        for slot in map.strs.index.iter() {
+            let s = std::str::from_utf8(map.strs.of(slot)).unwrap_or_default();
+            keys[slot.id as usize] = Some(Key::Str(s.into()));
         }
         keys.into_iter().flatten().collect()
     }
@@ -286,5 +331,33 @@ mod tests {
         let want = [Key::Int(7), Key::Int(12), Key::Int(7), Key::Str("bob".into()), Key::Int(12)];
         assert_eq!(back, want);
         assert_eq!(keys.len(), 3);
+    }
+
+    #[test]
+    fn strings_inline_or_not_map_to_one_index_each() {
+        // Around the inline length, multi-byte characters, a prefix of another.
+        let words = ["a", "user-12345", "fifteen-bytes!!", "sixteen-bytes!!!", "naïve-ünïcödé-kéy", "user-1234"];
+        let long = "x".repeat(300);
+        let mut col = KeyColumn::default();
+        let mut first = Vec::new();
+        for w in words.iter().copied().chain([long.as_str()]) {
+            first.push(col.id(&Cell::Str(w), "user").unwrap().0);
+        }
+        // Many more, so that the table grows and rehashes the strings it holds.
+        for i in 0..5000 {
+            col.id(&Cell::Str(&format!("k{i}-{}", "y".repeat(i % 40))), "user").unwrap();
+        }
+        for (w, &at) in words.iter().copied().chain([long.as_str()]).zip(&first) {
+            assert_eq!(col.id(&Cell::Str(w), "user").unwrap().0, at, "{w:?}");
+        }
+        let keys = col.into_keys();
+        assert_eq!(keys.len(), words.len() + 1 + 5000);
+        for (w, &at) in words.iter().copied().chain([long.as_str()]).zip(&first) {
+            assert_eq!(keys[at as usize], Key::Str(w.into()));
+        }
+        assert_eq!(
+            keys[first[first.len() - 1] as usize + 4000],
+            Key::Str(format!("k3999-{}", "y".repeat(3999 % 40)).into())
+        );
     }
 }
