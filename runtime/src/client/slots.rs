@@ -137,11 +137,11 @@ mod tests {
                 1 => i / 3,
                 _ => x % 30_000,
             };
-            let v = s.get_or_insert_with(row, || row * 2);
-            let want = m.entry(row).or_insert(row * 2);
+            let v = s.get_or_insert_with(row, || row.wrapping_mul(2));
+            let want = m.entry(row).or_insert(row.wrapping_mul(2));
             assert_eq!(*v, *want);
-            *v += 1;
-            *want += 1;
+            *v = v.wrapping_add(1);
+            *want = want.wrapping_add(1);
             assert_eq!(s.len(), m.len());
             s.prefetch(row);
         }
