@@ -29,6 +29,7 @@ pub mod output;
 pub mod pagerank;
 mod pagerank_edges;
 mod pagerank_shares;
+mod pagerank_table;
 pub(crate) mod rotation;
 pub(crate) mod rows_out;
 mod rows_parquet;

@@ -7,7 +7,8 @@
 //! other workers' ranks do. Dangling nodes feed a global term spread uniformly. Under BSP this is
 //! exactly the synchronous (Jacobi) iteration; under SSP it is an asynchronous one with the same
 //! fixed point: r = (1-d)/N + d (P^T r + dangling mass / N). The threads of a process compute
-//! each source's share once, into one array (`pagerank_shares`).
+//! each source's share once, into one array (`pagerank_shares`). The table keeps ranks as f32,
+//! the owners compute in f64 (`pagerank_table`).
 //! Quality: L1 change per iteration (`l1_delta`) and, with `--reference`, L1 error against a
 //! converged sequential run (`ref_l1`).
 
@@ -17,12 +18,13 @@ use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::pagerank_edges::{exchange_by_destination, owner_of_block, LocalEdges};
 use super::pagerank_shares::{share, Place, ProcessShares, ThreadShares};
+use super::pagerank_table::{push_blocks, read_blocks, Mirror};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use crate::config::{Placement, TableConfig};
 use crate::error::{PsError, Result};
 use crate::input::{read_edge_table_keyed, read_edges, resolve_format, Edges, InputFormat, KeyColumn, ReadStats};
-use crate::row::{ColumnGet, DenseRow, Element};
+use crate::row::{ColumnGet, DenseRow};
 use crate::{PsContext, TableHandle, Worker};
 use clap::Parser;
 use serde_json::{json, Value};
@@ -146,7 +148,7 @@ pub struct PrWorker {
     skipped: u64,
     /// Nodes (largest id + 1 over all workers).
     n: usize,
-    rank: TableHandle<DenseRow<f64>>,
+    rank: TableHandle<DenseRow<f32>>,
     global: TableHandle<DenseRow<f64>>,
     edges: LocalEdges,
     /// Blocks this worker owns and alone writes ([`owner_of_block`]), ascending.
@@ -158,6 +160,8 @@ pub struct PrWorker {
     /// The owned nodes' table values (rank without the global term), by node id: this worker is
     /// their only writer, so it knows them exactly. Other entries stay 0.
     mine: Vec<f64>,
+    /// What the table holds for the owned nodes.
+    held: Mirror,
     /// This iteration's contribution of each source (d * rank / out-degree), shared by the
     /// process's threads; `edges.srcs` index it.
     shares: ThreadShares,
@@ -218,7 +222,7 @@ impl Iterative for PageRank {
         let b = self.args.block;
         // Block k lives on server k mod processes: its owner (`owner_of_block`) is a thread of
         // that process, so the owner's writes stay in its own process.
-        ctx.create_table(TableConfig::new(RANK, "rank", "dense_f64", b).with_placement(Placement::Modulo))?;
+        ctx.create_table(TableConfig::new(RANK, "rank", "dense_f32", b).with_placement(Placement::Modulo))?;
         ctx.create_table(TableConfig::new(DEGREE, "outdegree", "dense_i64", b))?;
         ctx.create_table(TableConfig::new(META, "meta", "dense_i64", workers))?;
         ctx.create_table(TableConfig::new(GLOBAL, "dangling", "dense_f64", 1))
@@ -241,7 +245,7 @@ impl Iterative for PageRank {
         if a.reference && dict.is_some() {
             return Err(PsError::Config("pagerank: --reference needs node ids that are integers in 0..2^32".into()));
         }
-        let mut rank = w.table::<DenseRow<f64>>(RANK)?;
+        let mut rank = w.table::<DenseRow<f32>>(RANK)?;
         let mut deg = w.table::<DenseRow<i64>>(DEGREE)?;
         // A resumed worker finds the node count, degrees and base ranks in the restored tables.
         let fresh = saved.is_none();
@@ -272,7 +276,7 @@ impl Iterative for PageRank {
         let mut deg_blocks: Vec<u64> = shares.blocks().chain(owned.iter().copied()).collect();
         deg_blocks.sort_unstable();
         deg_blocks.dedup();
-        read_blocks(&mut deg, &[], &[], &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
+        read_blocks(&mut deg, &[], |_| 0, &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
         let mut dangling: Vec<u32> = Vec::new();
         let mut mine = vec![0f64; n];
         for &blk in &owned {
@@ -283,8 +287,10 @@ impl Iterative for PageRank {
                 }
             }
         }
+        // What the table holds (a resumed worker restores it with its state).
+        let held: Vec<f32> = mine.iter().map(|&x| x as f32).collect();
         if fresh {
-            push_blocks(&mut rank, &mut mine.clone(), b, |x| x != 0.0)?;
+            push_blocks(&mut rank, &mut held.clone(), b, |x| x != 0.0)?;
         }
         // d / out-degree: a multiplication per source and iteration instead of a division.
         let scale = shares.nodes().map(|u| out_deg[u as usize]).map(|o| if o > 0.0 { d / o } else { 0.0 }).collect();
@@ -299,6 +305,7 @@ impl Iterative for PageRank {
             shares,
             pushed_dangling: vec![0f64; dangling.len()],
             mine,
+            held: Mirror::new(held),
             prev_owned: None,
             g: 0.0,
             edges: local_edges,
@@ -339,9 +346,16 @@ impl Iterative for PageRank {
                 let all: Vec<u64> = (0..st.n.div_ceil(self.args.block) as u64).collect();
                 let mut err = 0.0;
                 let g = st.g;
-                read_blocks(&mut st.rank, &st.owned, &st.mine, &all, self.args.block, st.n, |i, x| {
-                    err += (x + g - r[i]).abs()
-                })?;
+                let held = &st.held;
+                read_blocks(
+                    &mut st.rank,
+                    &st.owned,
+                    |v| held.own(v),
+                    &all,
+                    self.args.block,
+                    st.n,
+                    |i, x| err += (x as f64 + g - r[i]).abs(),
+                )?;
                 err
             }
             None => 0.0,
@@ -355,11 +369,15 @@ impl Iterative for PageRank {
         Ok(())
     }
 
-    /// The rank already pushed per dangling node, the owned nodes' values, then the last sample.
+    /// The rank already pushed per dangling node, the owned nodes' values, what the table holds
+    /// for them, then the last sample.
     fn save(&self, st: &PrWorker) -> (Value, Vec<u8>) {
-        let mine = st.owned_nodes(self.args.block).map(|v| &st.mine[v]);
-        let mut raw: Vec<u8> = Vec::with_capacity(8 * (st.pushed_dangling.len() + st.mine.len()));
-        for x in st.pushed_dangling.iter().chain(mine).chain(st.prev_owned.iter().flatten()) {
+        let mine: Vec<f64> = st.owned_nodes(self.args.block).map(|v| st.mine[v]).collect();
+        let held = st.owned_nodes(self.args.block).map(|v| st.held.own(v) as f64);
+        let mut raw: Vec<u8> = Vec::with_capacity(8 * (st.pushed_dangling.len() + 2 * mine.len()));
+        for x in
+            st.pushed_dangling.iter().copied().chain(mine).chain(held).chain(st.prev_owned.iter().flatten().copied())
+        {
             raw.extend_from_slice(&x.to_le_bytes());
         }
         (json!({"prev_owned": st.prev_owned.as_ref().map(|p| p.len()), "ids": fingerprints(&[st.dict.as_ref()])}), raw)
@@ -372,7 +390,15 @@ impl Iterative for PageRank {
         if st.gid == 0 {
             let g = self.args.damping * st.global.get(0)?.col(0) / n as f64;
             let all: Vec<u64> = (0..n.div_ceil(self.args.block) as u64).collect();
-            read_blocks(&mut st.rank, &[], &[], &all, self.args.block, n, |i, x| scores.push((x + g, i as u64)))?;
+            read_blocks(
+                &mut st.rank,
+                &[],
+                |_| 0.0,
+                &all,
+                self.args.block,
+                n,
+                |i, x| scores.push((x as f64 + g, i as u64)),
+            )?;
             scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         }
         // Named nodes: every worker takes part in looking worker 0's ids up (collective).
@@ -425,7 +451,7 @@ impl PageRank {
     /// dangling nodes' changes into the global term.
     fn iterate(&self, st: &mut PrWorker, first: bool) -> Result<()> {
         let (d, b, n) = (self.args.damping, self.args.block, st.n);
-        let PrWorker { rank, global, edges, mine, shares, owned, dangling, pushed_dangling, .. } = st;
+        let PrWorker { rank, global, edges, mine, held, shares, owned, dangling, pushed_dangling, .. } = st;
         // The first iteration reads the uniform distribution, whose dangling mass it pushes itself:
         // no global term yet. The row is still read, so that the runtime prefetches it for the
         // next clock: a first read fetched on demand may already hold a faster worker's pushes of
@@ -440,24 +466,22 @@ impl PageRank {
         // instead of at the graph's own (much faster) rate.
         let previous = |t: f64| if first { 1.0 / n as f64 } else { t + g };
         // Every source's share, filled by the process's threads together.
-        let buf = shares.fill(rank, mine, previous, b)?;
+        let buf = shares.fill(rank, |v| held.own(v), previous, b)?;
         // The owned dangling nodes' mass of the ranks this iteration reads (so that under BSP the
         // next iteration reads exactly the Jacobi step), as the change since the last push.
         let mut dsum = 0.0;
         for (p, &v) in pushed_dangling.iter_mut().zip(dangling.iter()) {
-            let r = previous(mine[v as usize]);
+            let r = previous(held.own(v as usize) as f64);
             dsum += r - *p;
             *p = r;
         }
         // Each owned node's new value: the teleport term plus its in-edges' shares. Owned nodes
         // and destinations are both ascending, so one walk pairs them.
         let base = (1.0 - d) / n as f64;
-        let mut upd = DenseRow(vec![0f64; b]);
         let mut j = 0;
         for &blk in owned.iter() {
             let (start, end) = (blk as usize * b, ((blk as usize + 1) * b).min(n));
-            let mut changed = false;
-            for (v, (m, u)) in (start..).zip(mine[start..end].iter_mut().zip(upd.0.iter_mut())) {
+            for (v, m) in (start..).zip(mine[start..end].iter_mut()) {
                 let mut new = base;
                 if edges.dsts.get(j).is_some_and(|&t| t as usize == v) {
                     new += edges.srcs[edges.offsets[j]..edges.offsets[j + 1]]
@@ -466,15 +490,10 @@ impl PageRank {
                         .sum::<f64>();
                     j += 1;
                 }
-                *u = new - *m;
-                changed |= new != *m;
                 *m = new;
             }
-            if changed {
-                upd.0[end - start..].iter_mut().for_each(|x| *x = 0.0);
-                rank.inc(blk, &upd);
-            }
         }
+        held.write(rank, owned, mine, b, n);
         debug_assert_eq!(j, edges.dsts.len(), "an in-edge of a node this worker does not own");
         if dsum != 0.0 {
             global.inc_col(0, 0, dsum)?;
@@ -515,7 +534,7 @@ fn restore(st: &mut PrWorker, s: &SavedState, b: usize) -> Result<()> {
     let vals: Vec<f64> = raw.chunks_exact(8).map(|x| f64::from_le_bytes(x.try_into().expect("8"))).collect();
     let prev_len = s.meta["prev_owned"].as_u64().map(|x| x as usize);
     let owned: Vec<usize> = st.owned_nodes(b).collect();
-    let want = st.pushed_dangling.len() + owned.len() + prev_len.unwrap_or(0);
+    let want = st.pushed_dangling.len() + 2 * owned.len() + prev_len.unwrap_or(0);
     if vals.len() != want || !raw.len().is_multiple_of(8) {
         return Err(PsError::codec(format!(
             "pagerank: saved state has {} values, this worker needs {want}",
@@ -523,9 +542,11 @@ fn restore(st: &mut PrWorker, s: &SavedState, b: usize) -> Result<()> {
         )));
     }
     let (pd, rest) = vals.split_at(st.pushed_dangling.len());
-    let (mine, prev) = rest.split_at(owned.len());
+    let (mine, rest) = rest.split_at(owned.len());
+    let (held, prev) = rest.split_at(owned.len());
     st.pushed_dangling.copy_from_slice(pd);
     owned.iter().zip(mine).for_each(|(&v, &x)| st.mine[v] = x);
+    owned.iter().zip(held).for_each(|(&v, &x)| st.held.set(v, x as f32));
     st.prev_owned = prev_len.map(|_| prev.to_vec());
     Ok(())
 }
@@ -535,55 +556,4 @@ impl PrWorker {
     fn owned_nodes(&self, b: usize) -> impl Iterator<Item = usize> + '_ {
         self.owned.iter().flat_map(move |&k| k as usize * b..((k as usize + 1) * b).min(self.n))
     }
-}
-
-/// Adds `vals[v]` to node `v` for every node, one dense row update per block with a non-zero
-/// entry, and resets `vals` to zero.
-fn push_blocks<T: Element>(
-    t: &mut TableHandle<DenseRow<T>>,
-    vals: &mut [T],
-    b: usize,
-    nonzero: impl Fn(T) -> bool,
-) -> Result<()> {
-    let mut upd = DenseRow(vec![T::default(); b]);
-    for (blk, chunk) in vals.chunks_mut(b).enumerate() {
-        if chunk.iter().any(|x| nonzero(*x)) {
-            upd.0[..chunk.len()].copy_from_slice(chunk);
-            upd.0[chunk.len()..].iter_mut().for_each(|x| *x = T::default());
-            t.inc(blk as u64, &upd);
-            chunk.iter_mut().for_each(|x| *x = T::default());
-        }
-    }
-    Ok(())
-}
-
-/// Reads the given blocks (the table's ones prefetched together) and calls `f(node, value)` for
-/// each node in ascending order. Blocks in `owned` come from `mine` instead: a worker alone writes
-/// its rank blocks, so (read-my-updates) the table holds exactly `mine` for them, up to the
-/// rounding of summing its changes. That saves copying those rows into the thread cache, and a
-/// row not read in a clock is then written as a plain delta instead of as the difference from a
-/// copy of the row taken at its first write.
-fn read_blocks<T: Element>(
-    t: &mut TableHandle<DenseRow<T>>,
-    owned: &[u64],
-    mine: &[T],
-    blocks: &[u64],
-    b: usize,
-    n: usize,
-    mut f: impl FnMut(usize, T),
-) -> Result<()> {
-    t.refresh_rows(blocks.iter().copied().filter(|blk| owned.binary_search(blk).is_err()));
-    let mut own = owned.iter().peekable();
-    for &blk in blocks {
-        let start = blk as usize * b;
-        let len = n.saturating_sub(start).min(b);
-        while own.next_if(|&&o| o < blk).is_some() {}
-        if own.peek() == Some(&&blk) {
-            (start..start + len).for_each(|i| f(i, mine[i]));
-        } else {
-            let row = t.get(blk)?;
-            row.iter().take(len).enumerate().for_each(|(j, x)| f(start + j, *x));
-        }
-    }
-    Ok(())
 }

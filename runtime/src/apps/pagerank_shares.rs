@@ -147,12 +147,12 @@ impl ThreadShares {
     }
 
     /// Fills this iteration's shares of this thread's blocks, `previous(x) × scale` of each node's
-    /// rank `x` (owned blocks from `mine`, by node id; the others from the table), then waits for
+    /// rank `x` (owned blocks from `own`, by node id; the others from the table), then waits for
     /// the process's other threads and returns the array to sum from.
     pub(super) fn fill(
         &mut self,
-        rank: &mut TableHandle<DenseRow<f64>>,
-        mine: &[f64],
+        rank: &mut TableHandle<DenseRow<f32>>,
+        own: impl Fn(usize) -> f32,
         previous: impl Fn(f64) -> f64,
         b: usize,
     ) -> Result<&[AtomicU64]> {
@@ -170,7 +170,7 @@ impl ThreadShares {
             k += nodes.len();
             if *owned {
                 for ((&v, s), o) in nodes.iter().zip(scale).zip(out) {
-                    o.store((previous(mine[v as usize]) * s).to_bits(), Relaxed);
+                    o.store((previous(own(v as usize) as f64) * s).to_bits(), Relaxed);
                 }
                 continue;
             }
@@ -181,7 +181,7 @@ impl ThreadShares {
                     .get(v as usize - start)
                     .copied()
                     .ok_or_else(|| PsError::Usage(format!("pagerank: node {v} is past the end of rank block {blk}")))?;
-                o.store((previous(x) * s).to_bits(), Relaxed);
+                o.store((previous(x as f64) * s).to_bits(), Relaxed);
             }
         }
         shared.gate.wait()?;
