@@ -264,3 +264,43 @@ fn lda_on_a_bag_of_words_table_matches_the_docword_file() {
     let four = last(&st, "loglik_per_token");
     assert!((four - text).abs() < 0.05 * text.abs(), "4 workers {four} vs 1 worker {text}");
 }
+
+/// Parquet batches of plain integer ids are taken whole (`RowSink::columns`); a batch with a
+/// value the fast path does not take goes row by row: a NaN rating is skipped and named, and an
+/// id beyond u32 switches the column to keys, the rows read before included. 20,000 rows are
+/// three of the reader's batches: the first fast, the second with the NaN, the last with the id.
+#[test]
+fn parquet_batches_taken_whole_or_row_by_row_give_the_same_rows() {
+    use arrow_array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch};
+    use std::sync::Arc;
+    let d = tmp("batches");
+    let path = d.join("r.parquet");
+    let n = 20_000usize;
+    let big = 5_000_000_000i64;
+    let users: Vec<i64> = (0..n).map(|i| if i == n - 1 { big } else { (i % 500) as i64 }).collect();
+    let items: Vec<i32> = (0..n).map(|i| (i % 37) as i32).collect();
+    let values: Vec<f64> = (0..n).map(|i| if i == 10_000 { f64::NAN } else { (i % 5 + 1) as f64 }).collect();
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        ("user", Arc::new(Int64Array::from(users.clone()))),
+        ("item", Arc::new(Int32Array::from(items.clone()))),
+        ("rating", Arc::new(Float64Array::from(values.clone()))),
+    ];
+    let batch = RecordBatch::try_from_iter(cols).unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let url = path.to_str().unwrap();
+    let cols = RatingColumns::new(None, None, None);
+    let t =
+        ps_runtime::input::read_rating_table_keyed(url, 0, 1, InputFormat::Parquet, &cols, BadRecords::Skip).unwrap();
+    assert_eq!((t.stats.records, t.stats.skipped), (n as u64 - 1, 1));
+    assert!(t.users.is_keyed() && !t.items.is_keyed());
+    let keys = t.users.into_keys();
+    let want = (0..n).filter(|&i| i != 10_000);
+    assert_eq!(t.ratings.len(), n - 1);
+    for (r, i) in t.ratings.iter().zip(want) {
+        assert_eq!(keys[r.user as usize], ps_runtime::input::Key::Int(users[i]), "row {i}");
+        assert_eq!((r.item, r.value), (items[i] as u32, values[i] as f32), "row {i}");
+    }
+}

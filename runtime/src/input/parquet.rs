@@ -317,6 +317,13 @@ fn read_batch(
 ) -> Result<()> {
     let arrays: Vec<&dyn Array> =
         cols.iter().map(|c| batch.column_by_name(c.name).map(|a| a.as_ref()).expect("projected column")).collect();
+    // Whole columns when the sink can take them: no cell per value, no call per row.
+    let nulls = arrays.iter().any(|a| a.null_count() > 0);
+    if !nulls && sink.columns(&arrays) {
+        rows.read += batch.num_rows() as u64;
+        stats.records += batch.num_rows() as u64;
+        return Ok(());
+    }
     let columns = arrays
         .iter()
         .zip(cols)
@@ -332,9 +339,9 @@ fn read_batch(
         })
         .collect::<Result<Vec<_>>>()?;
     let mut cells = [Cell::Int(0); MAX_COLS];
-    let nulls = arrays.iter().any(|a| a.null_count() > 0);
     let first = rows.read;
     rows.read += batch.num_rows() as u64;
+
     for i in 0..batch.num_rows() {
         let place = || format!("{path}: row {}", rows.number(first + i as u64));
         if let Some(c) = arrays.iter().position(|a| nulls && a.is_null(i)) {

@@ -362,6 +362,25 @@ impl RowSink for Ratings {
         };
         r.map(|r| self.rows.push(r)).is_some()
     }
+    /// Parquet's fast path: integer id columns whose ids all fit u32 and a numeric value column
+    /// whose values are all finite as f32 become ratings in one loop. Anything else (string or
+    /// larger ids, a bad value) goes row by row, which names the row.
+    fn columns(&mut self, c: &[&dyn arrow_array::Array]) -> bool {
+        if self.users.is_keyed() || self.items.is_keyed() {
+            return false;
+        }
+        let (Some(users), Some(items)) = (column_ids(c[0]), column_ids(c[1])) else { return false };
+        let values = match self.values {
+            true => match column_values(c[2]) {
+                Some(v) => v,
+                None => return false,
+            },
+            false => vec![1.0; users.len()],
+        };
+        let rows = users.into_iter().zip(items).zip(values);
+        self.rows.extend(rows.map(|((user, item), value)| Rating { user, item, value }));
+        true
+    }
     fn row(&mut self, c: &[Cell]) -> std::result::Result<(), String> {
         let value = if self.values { c[2].to_f32("rating")? } else { 1.0 };
         let (user, switched) = self.users.id(&c[0], "user id")?;
@@ -375,6 +394,38 @@ impl RowSink for Ratings {
         self.rows.push(Rating { user, item, value });
         Ok(())
     }
+}
+
+/// An integer column's values as ids, if every one is in 0..2^32 (as `Cell::to_u32` takes them).
+fn column_ids(a: &dyn arrow_array::Array) -> Option<Vec<u32>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
+    use arrow_schema::DataType as D;
+    fn fit<T: Copy + TryInto<u32>>(v: &[T]) -> Option<Vec<u32>> {
+        v.iter().map(|&x| x.try_into().ok()).collect()
+    }
+    match a.data_type() {
+        D::Int32 => fit(a.as_primitive::<Int32Type>().values()),
+        D::Int64 => fit(a.as_primitive::<Int64Type>().values()),
+        D::UInt32 => Some(a.as_primitive::<UInt32Type>().values().to_vec()),
+        D::UInt64 => fit(a.as_primitive::<UInt64Type>().values()),
+        _ => None,
+    }
+}
+
+/// A numeric column's values as f32, if every one is finite (as `Cell::to_f32` takes them).
+fn column_values(a: &dyn arrow_array::Array) -> Option<Vec<f32>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+    use arrow_schema::DataType as D;
+    let v: Vec<f32> = match a.data_type() {
+        D::Float32 => a.as_primitive::<Float32Type>().values().to_vec(),
+        D::Float64 => a.as_primitive::<Float64Type>().values().iter().map(|&x| x as f32).collect(),
+        D::Int32 => a.as_primitive::<Int32Type>().values().iter().map(|&x| x as f32).collect(),
+        D::Int64 => a.as_primitive::<Int64Type>().values().iter().map(|&x| x as f32).collect(),
+        _ => return None,
+    };
+    v.iter().all(|x| x.is_finite()).then_some(v)
 }
 
 #[cfg(test)]

@@ -114,6 +114,12 @@ pub trait RowSink {
     fn line(&mut self, _line: &[u8], _sep: u8, _index: &[usize]) -> bool {
         false
     }
+    /// A fast path for a whole batch of a columnar table without nulls (`columns`: one array
+    /// per column asked for, equally long): true if the sink took every row, false to have the
+    /// rows handed one by one to [`RowSink::row`] (it must then have taken none).
+    fn columns(&mut self, _columns: &[&dyn arrow_array::Array]) -> bool {
+        false
+    }
 }
 
 impl<F: FnMut(&[Cell]) -> std::result::Result<(), String>> RowSink for F {
