@@ -11,7 +11,9 @@ use super::options::CommonArgs;
 use crate::client::Worker;
 use crate::config::mix64;
 use crate::error::{PsError, Result};
-use crate::input::{read_rows, read_vocab, Cell, Column, Corpus, Doc, InputFormat, KeyColumn, ReadStats, RowSink};
+use crate::input::{
+    column_ids, read_rows, read_vocab, Cell, Column, Corpus, Doc, InputFormat, KeyColumn, ReadStats, RowSink,
+};
 
 /// The columns of a bag-of-words table (`--id-col`, `--word-col`, `--count-col`).
 pub struct BowColumns<'a> {
@@ -45,6 +47,23 @@ struct Rows {
 }
 
 impl RowSink for Rows {
+    /// Parquet's fast path: integer columns whose ids fit u32 and counts within `MAX_COUNT`
+    /// (else row by row, which names the bad row).
+    fn columns(&mut self, c: &[&dyn arrow_array::Array]) -> bool {
+        if self.docs.is_keyed() {
+            return false;
+        }
+        let (Some(docs), Some(words)) = (column_ids(c[0]), column_ids(c[1])) else { return false };
+        let counts = match self.count {
+            true => match column_ids(c[2]) {
+                Some(n) if n.iter().all(|&n| n <= MAX_COUNT) => n,
+                _ => return false,
+            },
+            false => vec![1; docs.len()],
+        };
+        self.recs.extend(docs.into_iter().zip(words).zip(counts).map(|((d, w), n)| (d, w, n)));
+        true
+    }
     fn row(&mut self, c: &[Cell]) -> std::result::Result<(), String> {
         let word = c[1].to_u32("word id")?;
         let n = if self.count { c[2].to_u32("count")? } else { 1 };

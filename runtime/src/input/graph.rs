@@ -2,8 +2,9 @@
 //! columns of a table (CSV or Parquet).
 
 use super::keys::KeyColumn;
+use super::table::column_ids;
 use super::{digits, field, on_bad, plan_splits, read_rows, BadRecords, Cell, Column, Decoded, InputFormat};
-use super::{LineReader, ReadStats};
+use super::{LineReader, ReadStats, RowSink};
 use crate::error::{PsError, Result};
 use crate::storage::storage_for;
 
@@ -88,9 +89,31 @@ pub fn read_edge_table_keyed(
     bad: BadRecords,
 ) -> Result<(Edges, ReadStats, KeyColumn)> {
     let cols = [Column { flag: "--src-col", name: src }, Column { flag: "--dst-col", name: dst }];
-    let mut out = Edges::default();
-    let mut nodes = KeyColumn::default();
-    let stats = read_rows(url, k, n, format, &cols, bad, &mut |c: &[Cell]| {
+    let mut sink = EdgeRows { out: Edges::default(), nodes: KeyColumn::default() };
+    let stats = read_rows(url, k, n, format, &cols, bad, &mut sink)?;
+    let EdgeRows { out, nodes } = sink;
+    Ok((out, stats, nodes))
+}
+
+/// The edges of a table, with their node column.
+struct EdgeRows {
+    out: Edges,
+    nodes: KeyColumn,
+}
+
+impl RowSink for EdgeRows {
+    /// Parquet's fast path: both columns integers that fit u32 (else row by row).
+    fn columns(&mut self, c: &[&dyn arrow_array::Array]) -> bool {
+        if self.nodes.is_keyed() {
+            return false;
+        }
+        let (Some(src), Some(dst)) = (column_ids(c[0]), column_ids(c[1])) else { return false };
+        self.out.src.extend(src);
+        self.out.dst.extend(dst);
+        true
+    }
+    fn row(&mut self, c: &[Cell]) -> std::result::Result<(), String> {
+        let EdgeRows { out, nodes } = self;
         let (mut s, switched) = nodes.id(&c[0], "source node")?;
         if switched {
             out.src.iter_mut().chain(out.dst.iter_mut()).for_each(|v| nodes.intern_earlier(v));
@@ -103,8 +126,7 @@ pub fn read_edge_table_keyed(
         out.src.push(s);
         out.dst.push(d);
         Ok(())
-    })?;
-    Ok((out, stats, nodes))
+    }
 }
 
 #[cfg(test)]

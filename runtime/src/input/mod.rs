@@ -23,7 +23,8 @@ pub use ratings::{
     RatingTable,
 };
 pub use split::{plan_splits, LineReader, Split, MAX_LINE_BYTES};
-pub use table::{is_parquet, read_rows, resolve_format, Cell, Column, InputFormat, RowSink, MAX_COLS, PARQUET_MAGIC};
+pub use table::{column_ids, column_values, is_parquet, read_rows, resolve_format, Cell, Column, InputFormat, RowSink};
+pub use table::{MAX_COLS, PARQUET_MAGIC};
 
 use crate::error::{PsError, Result};
 use crate::storage::Storage;

@@ -6,6 +6,7 @@
 
 use super::keys::KeyColumn;
 use super::split::{find_line_before, line_text};
+use super::table::{column_ids, column_values};
 use super::{digits, field, on_bad, plan_splits, read_rows, BadRecords, Cell, Column, Decoded, InputFormat};
 use super::{LineReader, ReadStats, RowSink};
 use crate::error::{PsError, Result};
@@ -394,38 +395,6 @@ impl RowSink for Ratings {
         self.rows.push(Rating { user, item, value });
         Ok(())
     }
-}
-
-/// An integer column's values as ids, if every one is in 0..2^32 (as `Cell::to_u32` takes them).
-fn column_ids(a: &dyn arrow_array::Array) -> Option<Vec<u32>> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
-    use arrow_schema::DataType as D;
-    fn fit<T: Copy + TryInto<u32>>(v: &[T]) -> Option<Vec<u32>> {
-        v.iter().map(|&x| x.try_into().ok()).collect()
-    }
-    match a.data_type() {
-        D::Int32 => fit(a.as_primitive::<Int32Type>().values()),
-        D::Int64 => fit(a.as_primitive::<Int64Type>().values()),
-        D::UInt32 => Some(a.as_primitive::<UInt32Type>().values().to_vec()),
-        D::UInt64 => fit(a.as_primitive::<UInt64Type>().values()),
-        _ => None,
-    }
-}
-
-/// A numeric column's values as f32, if every one is finite (as `Cell::to_f32` takes them).
-fn column_values(a: &dyn arrow_array::Array) -> Option<Vec<f32>> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
-    use arrow_schema::DataType as D;
-    let v: Vec<f32> = match a.data_type() {
-        D::Float32 => a.as_primitive::<Float32Type>().values().to_vec(),
-        D::Float64 => a.as_primitive::<Float64Type>().values().iter().map(|&x| x as f32).collect(),
-        D::Int32 => a.as_primitive::<Int32Type>().values().iter().map(|&x| x as f32).collect(),
-        D::Int64 => a.as_primitive::<Int64Type>().values().iter().map(|&x| x as f32).collect(),
-        _ => return None,
-    };
-    v.iter().all(|x| x.is_finite()).then_some(v)
 }
 
 #[cfg(test)]

@@ -128,6 +128,40 @@ impl<F: FnMut(&[Cell]) -> std::result::Result<(), String>> RowSink for F {
     }
 }
 
+/// An integer column's values as ids, if every one is in 0..2^32 (as `Cell::to_u32` takes them):
+/// for [`RowSink::columns`].
+pub fn column_ids(a: &dyn arrow_array::Array) -> Option<Vec<u32>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
+    use arrow_schema::DataType as D;
+    fn fit<T: Copy + TryInto<u32>>(v: &[T]) -> Option<Vec<u32>> {
+        v.iter().map(|&x| x.try_into().ok()).collect()
+    }
+    match a.data_type() {
+        D::Int32 => fit(a.as_primitive::<Int32Type>().values()),
+        D::Int64 => fit(a.as_primitive::<Int64Type>().values()),
+        D::UInt32 => Some(a.as_primitive::<UInt32Type>().values().to_vec()),
+        D::UInt64 => fit(a.as_primitive::<UInt64Type>().values()),
+        _ => None,
+    }
+}
+
+/// A numeric column's values as f32, if every one is finite (as `Cell::to_f32` takes them): for
+/// [`RowSink::columns`].
+pub fn column_values(a: &dyn arrow_array::Array) -> Option<Vec<f32>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+    use arrow_schema::DataType as D;
+    let v: Vec<f32> = match a.data_type() {
+        D::Float32 => a.as_primitive::<Float32Type>().values().to_vec(),
+        D::Float64 => a.as_primitive::<Float64Type>().values().iter().map(|&x| x as f32).collect(),
+        D::Int32 => a.as_primitive::<Int32Type>().values().iter().map(|&x| x as f32).collect(),
+        D::Int64 => a.as_primitive::<Int64Type>().values().iter().map(|&x| x as f32).collect(),
+        _ => return None,
+    };
+    v.iter().all(|x| x.is_finite()).then_some(v)
+}
+
 /// True if `path` starts with Parquet's magic bytes.
 pub fn is_parquet(storage: &dyn Storage, path: &str) -> Result<bool> {
     Ok(storage.read_at(path, 0, 4)?.as_slice() == PARQUET_MAGIC)
