@@ -206,7 +206,7 @@ fn apps_read_and_write_hdfs() {
     assert!(items.values().all(|r| r.len() == 5 * apps::mf::ITEMS_PER_ROW as usize), "rank 5, 16 items a row");
     // PageRank: 500 nodes in rows of 64.
     let (store, m) = last("pagerank");
-    assert_eq!(read::read_table::<DenseRow<f64>>(&store, &m, apps::pagerank::RANK).unwrap().len(), 8);
+    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::pagerank::RANK).unwrap().len(), 8);
     // PageRank's output: every node once, scores summing to 1.
     let ranks = st.list(&format!("{dir}/out-pr/ranks")).unwrap();
     let mut text = String::new();
