@@ -52,6 +52,12 @@ pub struct Sampler {
     changes: Vec<(u32, i32)>,
     coef: Vec<f64>,
     coef_sum: f64,
+    /// The sum of `b inv_k` over all topics: `coef_sum` of a word with no counts. Between words
+    /// `coef` holds exactly `b inv_k` and `nw` zeros, so loading a word touches only its own
+    /// topics (`loaded`), not all K: with W workers each worker loads every word of the
+    /// vocabulary each sweep, so per-word work grows with W while each word's tokens shrink.
+    base_sum: f64,
+    loaded: Vec<u32>,
     cum: Vec<f64>,
     /// Chunk sums of the dense layout's draw.
     chunk_sums: Vec<f64>,
@@ -71,7 +77,8 @@ impl Sampler {
     pub fn with_layout(k: usize, alpha: f64, beta: f64, vocab: usize, doc_len: Vec<u32>, kind: LayoutKind) -> Self {
         // `coef` is padded with zeros to the dense layout's stride: padding topics are never drawn.
         let padded = k.div_ceil(DENSE_CHUNK) * DENSE_CHUNK;
-        Sampler {
+        let inv0 = 1.0 / (vocab as f64 * beta);
+        let mut s = Sampler {
             k,
             alpha,
             beta,
@@ -79,17 +86,29 @@ impl Sampler {
             nk: vec![0; k],
             nk_delta: vec![0; k],
             docs: DocTopics::new(doc_len, k, kind),
-            inv: vec![1.0 / (vocab as f64 * beta); k],
+            inv: vec![inv0; k],
             nw: vec![0; k],
             dw: vec![0; k],
             touched: Vec::new(),
             changes: Vec::new(),
             coef: vec![0.0; padded],
             coef_sum: 0.0,
+            base_sum: 0.0,
+            loaded: Vec::new(),
             lg: [LgammaTable::new(alpha), LgammaTable::new(k as f64 * alpha), LgammaTable::new(beta)],
             cum: vec![0.0; k],
             chunk_sums: vec![0.0; padded / DENSE_CHUNK],
+        };
+        s.reset_coef();
+        s
+    }
+
+    /// `coef_k = b inv_k` for every topic (the padding stays 0), and their sum.
+    fn reset_coef(&mut self) {
+        for t in 0..self.k {
+            self.coef[t] = self.beta * self.inv[t];
         }
+        self.base_sum = self.coef[..self.k].iter().sum();
     }
 
     /// Installs fresh topic totals (start of a clock).
@@ -98,6 +117,7 @@ impl Sampler {
         for t in 0..self.k {
             self.inv[t] = self.inverse_denom(t);
         }
+        self.reset_coef();
     }
 
     #[inline]
@@ -111,10 +131,12 @@ impl Sampler {
     #[inline(always)]
     fn move_token<const SUM: bool>(&mut self, t: usize, d: i32) {
         self.count_move(t, d);
+        let old_inv = self.inv[t];
         self.inv[t] = self.inverse_denom(t);
         let c = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
         if SUM {
             self.coef_sum += c - self.coef[t];
+            self.base_sum += self.beta * (self.inv[t] - old_inv);
         }
         self.coef[t] = c;
     }
@@ -145,14 +167,21 @@ impl Sampler {
 
     /// Reads word `w`'s counts into `nw` and computes `c` and its sum.
     fn load_word(&mut self, w: u32, store: &mut dyn WordTopics) -> Result<()> {
-        self.nw.fill(0);
-        let nw = &mut self.nw;
-        store.with_row(w, &mut |counts| counts.for_each(|(t, n)| nw[t as usize] = n))?;
-        self.coef_sum = 0.0;
-        for t in 0..self.k {
-            self.coef[t] = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
-            self.coef_sum += self.coef[t];
+        let (nw, loaded) = (&mut self.nw, &mut self.loaded);
+        store.with_row(w, &mut |counts| {
+            counts.for_each(|(t, n)| {
+                nw[t as usize] = n;
+                loaded.push(t);
+            })
+        })?;
+        let mut sum = self.base_sum;
+        for &t in &self.loaded {
+            let t = t as usize;
+            let c = (self.nw[t].max(0) as f64 + self.beta) * self.inv[t];
+            sum += c - self.coef[t];
+            self.coef[t] = c;
         }
+        self.coef_sum = sum;
         Ok(())
     }
 
@@ -165,6 +194,13 @@ impl Sampler {
                 self.changes.push((t, d));
             }
         }
+        // Back to no word: the word's topics and those its tokens moved to.
+        for &t in self.touched.iter().chain(&self.loaded) {
+            let t = t as usize;
+            self.nw[t] = 0;
+            self.coef[t] = self.beta * self.inv[t];
+        }
+        self.loaded.clear();
         self.touched.clear();
         if self.changes.is_empty() {
             return Ok(());
@@ -364,6 +400,43 @@ mod tests {
     use super::*;
     use crate::apps::baseline::LocalCounts;
     use crate::row::ColumnAdd;
+
+    /// Between words the sampler holds no word: `nw` all zero and `coef_k = b inv_k` exactly, so
+    /// that loading a word may touch only its own topics; and a loaded word's `coef_sum` (kept
+    /// from the running sum of `b inv_k`) is the sum of its `coef`. Several sweeps over many
+    /// words and documents, in both layouts.
+    #[test]
+    fn between_words_no_word_is_left_behind() {
+        use rand::{Rng, SeedableRng};
+        for kind in [LayoutKind::Lists, LayoutKind::Dense] {
+            let (k, v) = (20usize, 50usize);
+            let mut rng = crate::hash::SeededRng::seed_from_u64(3);
+            let docs: Vec<Vec<u32>> = (0..40).map(|_| (0..30).map(|_| rng.gen_range(0..v as u32)).collect()).collect();
+            let z: Vec<u32> = docs.iter().flatten().map(|_| rng.gen_range(0..k as u32)).collect();
+            let mut block = Block::new(&docs, 0..docs.len(), v, |_| true);
+            block.set_doc_order(&docs, v, &z).unwrap();
+            let mut store = LocalCounts(vec![crate::row::SparseRow::new(); v]);
+            let mut nk = vec![0i64; k];
+            for (w, &t) in docs.iter().flatten().zip(&z) {
+                store.0[*w as usize].add(t, 1);
+                nk[t as usize] += 1;
+            }
+            let mut s = Sampler::with_layout(k, 0.1, 0.01, v, docs.iter().map(|d| d.len() as u32).collect(), kind);
+            s.docs.count(&block);
+            s.set_totals(&nk);
+            for _ in 0..5 {
+                s.sweep_block(&mut block, &mut store, &mut rng).unwrap();
+                assert!(s.nw.iter().all(|&n| n == 0), "{kind:?}");
+                for t in 0..k {
+                    assert_eq!(s.coef[t], s.beta * s.inv[t], "{kind:?}, topic {t}");
+                }
+                s.load_word(7, &mut store).unwrap();
+                let fresh: f64 = s.coef[..k].iter().sum();
+                assert!((s.coef_sum - fresh).abs() <= 1e-9 * fresh || kind == LayoutKind::Dense, "{kind:?}");
+                s.flush_word(7, &mut store).unwrap();
+            }
+        }
+    }
 
     /// The first token a sweep visits is drawn from the exact collapsed conditional
     /// p(z = k) ~ (n_dk + a)(n_wk + b) / (n_k + V b), all counts without the token, in both
