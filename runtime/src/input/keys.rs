@@ -158,16 +158,12 @@ impl Strings {
         crate::hash::mix64(h.finish())
     }
 
-    fn get<'a>(bytes: &'a [u8], ends: &[usize], n: u32) -> &'a [u8] {
-        let n = n as usize;
-        &bytes[if n == 0 { 0 } else { ends[n - 1] }..ends[n]]
-    }
-
-    /// The bytes of a slot's string.
-    fn of<'a>(&'a self, slot: &'a Slot) -> &'a [u8] {
-        match slot.len {
-            u8::MAX => Self::get(&self.bytes, &self.ends, slot.n),
-            len => &slot.inline[..len as usize],
+    /// The bytes of a slot's string: inline, or long string `slot.n` in `bytes`.
+    fn of<'a>(bytes: &'a [u8], ends: &[usize], slot: &'a Slot) -> &'a [u8] {
+        match (slot.len, slot.n as usize) {
+            (u8::MAX, 0) => &bytes[..ends[0]],
+            (u8::MAX, n) => &bytes[ends[n - 1]..ends[n]],
+            (len, _) => &slot.inline[..len as usize],
         }
     }
 
@@ -180,7 +176,7 @@ impl Strings {
                 let (key, len) = (Slot::new(s, 0, 0).inline, s.len() as u8);
                 self.index.find(h, |slot| slot.len == len && slot.inline == key)
             }
-            false => self.index.find(h, |slot| slot.len == u8::MAX && Self::get(&self.bytes, &self.ends, slot.n) == s),
+            false => self.index.find(h, |slot| slot.len == u8::MAX && Self::of(&self.bytes, &self.ends, slot) == s),
         };
         found.map(|slot| slot.id)
     }
@@ -192,9 +188,8 @@ impl Strings {
             self.ends.push(self.bytes.len());
         }
         let slot = Slot::new(s.as_bytes(), n, id);
-        let mut index = std::mem::take(&mut self.index);
-        index.insert_unique(Self::hash(s.as_bytes()), slot, |m| Self::hash(self.of(m)));
-        self.index = index;
+        let Strings { index, bytes, ends } = self;
+        index.insert_unique(Self::hash(s.as_bytes()), slot, |m| Self::hash(Self::of(bytes, ends, m)));
     }
 
     fn len(&self) -> usize {
@@ -285,7 +280,7 @@ impl KeyColumn {
             keys[at as usize] = Some(Key::Int(i));
         }
         for slot in map.strs.index.iter() {
-            let s = std::str::from_utf8(map.strs.of(slot)).unwrap_or_default();
+            let s = std::str::from_utf8(Strings::of(&map.strs.bytes, &map.strs.ends, slot)).unwrap_or_default();
             keys[slot.id as usize] = Some(Key::Str(s.into()));
         }
         keys.into_iter().flatten().collect()
