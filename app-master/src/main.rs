@@ -4,6 +4,35 @@
 //! hostfile from the ports the processes bound and reported, writes it to HDFS, heartbeats with
 //! the job's progress, and finishes SUCCEEDED when every process exits 0, or FAILED (after stopping
 //! the others) with the first failed container's exit status and diagnostics.
+//!
+//! ## The whole path on YARN
+//!
+//! ```text
+//! yarn-submit --master yarn ─ IPC (ApplicationClientProtocol, SIMPLE as <u>; or REST) getNewApplication ─▶ RM ;
+//!     │                          mkdir 0700 hdfs:///user/<u>/.ps-staging/<app>/ (job.json) ; binaries into
+//!     │                          .ps-staging/cache/<sha256> once (client/src/staging.rs) ; submitApplication
+//!     │                          with the job secret in the AM's credentials ; poll getApplicationReport ;
+//!     │                          --dc-by rack: getClusterNodes first → staging dc-map.json (node → rack; or
+//!     │                          --dc-hosts FILE), the AM looks up each container's node → hostfile column 4
+//!     ▼
+//! RM starts ps-app-master (container 1; token file with the AMRMToken and the job secret)
+//! ps-app-master ─ IPC+SASL(AMRMToken) ─▶ RM: register(tracking URL) → allocate(ask N) … N containers + NMTokens
+//!     ├─ IPC+SASL(NMToken) ─▶ each NM: startContainers(ps-runtime run --id i --rendezvous am:port,
+//!     │                               LocalResources from staging, tokens (and secret) minus AMRMToken)
+//!     ├─ rendezvous port ◀─ "hello i host port nonce mac" from each process (bound port 0; MAC under the
+//!     │                     secret, host must be container i's node) ; ─▶ "hosts N mac …" to all (MACed
+//!     │                     for the nonce), hostfile also written to staging ; then report lines
+//!     │                     (`report.rs`: clock, tick, objective, staleness, snapshot) into the JobView
+//!     │                     and a "failed reason" line before a process exits with an error ; HTTP on the
+//!     │                     same port: the page and status.json ; at the end stats/report.html
+//!     └─ heartbeat allocate(progress) ; completed statuses: non-zero exit → stopContainers, wait until all
+//!        ended; with --restarts left: allocate N again, start `ps-runtime run --attempt K` (resumes from the
+//!        newest checkpoint), new rendezvous and hostfile; else finish FAILED (every failure listed);
+//!        a node that failed twice is blacklisted; an AM attempt > 1 (CONTAINER_ID) starts as a restart;
+//!        all 0 → finish SUCCEEDED (repeat until unregistered)
+//! ps-runtime ×N: the usual start-up (name node = process 0) with the AM-provided hostfile; secret from
+//!               $HADOOP_TOKEN_FILE_LOCATION; stats to staging/stats
+//! ```
 
 mod drive;
 mod error;

@@ -15,6 +15,18 @@
 //! The clients enforce [`ReadRule`]; the servers decide what they may claim with [`ServeRule`].
 //! The test-only fault knobs (`fault.*`) are parameters of these two types, so the property
 //! tests that prove an off-by-one is caught exercise the real rule, not a copy.
+//!
+//! ## How clocks travel
+//!
+//! Thread clocks (`Clock`) start at 0; a row of data age (`Age`) `a` holds all updates of clocks
+//! `<= a`; completing clock `c` yields age `c`. A read at clock `c` needs `ReadRule::required(c, floor)`
+//! = age `>= c - s - 1` (any age for async; at least the barrier floor). The process clock is the
+//! minimum of its threads' clocks; when it moves past `t` the client task sends every server the oplog
+//! of clock `t` followed by `Clock{t}`. A server applies a client's buffered updates only at its
+//! `Clock` message, sets `vc[p] = t`, acks, and when `global = min(vc)` grows it answers parked reads
+//! (`ServeRule::can_serve`: `min_age <= global`) and, in ESSP, pushes changed subscribed rows plus
+//! `PushDone{age=global}` (which also freshens unchanged subscribed rows). Clocks and ages travel as
+//! raw little-endian `i64`; inside the runtime they are only ever the two types.
 
 use crate::clock::{Age, Clock};
 use crate::config::{Consistency, PrefetchPolicy, RuntimeConfig};

@@ -1,5 +1,48 @@
 //! One runtime process: start-up (listen, connect, register with the name node), the worker
 //! threads of an [`App`], and orderly shutdown. Every process hosts a client and a server shard.
+//!
+//! ## Processes and threads
+//!
+//! ```text
+//! yarn-submit --master local[N]  ── writes hostfile, secret, job.json; spawns N × ps-runtime; merges stats
+//!                                   (to a local path or hdfs://, via the runtime's Storage trait); with
+//!                                   --restarts, after a failure spawns all N again (`run --attempt K`)
+//! ps-runtime (process p = client id = hostfile line p; process 0 also runs the name node)
+//!   worker threads (T)      App::run_worker: get / inc / clock / global_barrier; own thread caches
+//!   tokio comm runtime      (comm_threads) – no application thread ever touches a socket
+//!     client task           ClientCmd channel in, packs fetches per server, ships oplogs at clocks,
+//!                           installs replies/pushes into the process cache, handles name-node control
+//!     server task           master rows of this shard, vector clock, pending updates, parked reads,
+//!                           ESSP subscriptions; name node state on p = 0
+//!     per connection        writer task (batches frames, heartbeats) + reader task (decode, liveness)
+//!   ps-snapshot thread      (with --checkpoint) writes encoded shards and, on p = 0, manifests, in order
+//!   hdfs-io runtime         shared by all HDFS clients of the process (hdfs-native pools connections)
+//!   ps-memwatch thread      (on YARN) checks the resident set each second; warns once at 90% of the container
+//!   ps-progress thread      sends the tracker (AM, or the local launcher) a report each second: clock, ticks
+//!                           (queued by the client task per process clock), objective evaluations (queued by
+//!                           the reporting worker), snapshots, the staleness histogram (workers add their new
+//!                           counts at each clock(): atomics, off the read path); flushed once more at the end
+//! yarn-submit (local)       tracker thread: a tokio listener that takes each process's authenticated hello and
+//!                           report lines into one `tracking::JobView`, and with --ui serves its page; a display
+//!                           thread draws the progress bar from it; report.html next to --stats at the end
+//! ```
+//! Process p dials every q ≠ p; that connection carries p's client → q's server (and → name node for
+//! q = 0) and q's replies/pushes back. Traffic to oneself skips sockets. Each connection starts with an
+//! HMAC-SHA256 challenge/response over the job secret (both directions, on a codec of 256-byte frames,
+//! at most 64 at once), which also derives one key per direction (HKDF-SHA256). Every later frame is
+//! `len | message | tag`: the tag (`wire_protection`: Poly1305 for `integrity`, AES-256-GCM with
+//! encryption for `privacy`, the default, none for `authentication`) uses the frame's sequence number as nonce, so
+//! tampering, replay, reordering and loss end the connection. Every task of the communication runtime
+//! and every worker thread runs under a panic guard: a panic fails the process and, through the name
+//! node, the job.
+//! In a geo job (`--datacenters`), the writer of a connection to a process in another data center
+//! encodes each batch into a buffer and hands it, in 16 KB pieces, to a pump task that writes each
+//! piece at the time the link's `Shaper` (shared by both connections to that peer) says it arrives;
+//! bytes across data centers are also counted as WAN bytes. Under `--inter-dc asp` a client routes
+//! each row to `servers[slot(row) mod |servers|]` of its own data center only (`Shared::servers`) and
+//! sends `Clock` only there; a server's vector clock counts only its data center's clients (the others
+//! start FINISHED), and when its global clock advances it mirrors significant sums and its clock to the
+//! row's servers in the other data centers; it serves `min(global, slowest mirror clock + DS)`.
 
 use crate::client::comm::ClientTask;
 use crate::client::{Client, TableSlot, Worker};

@@ -1,5 +1,5 @@
 //! Run statistics. Each process writes one JSON summary; the launcher merges them into the job's
-//! stats file (schema in README.md, "Stats JSON").
+//! stats file (schema in docs/CONFIGURATION.md, "Stats JSON").
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -215,7 +215,7 @@ impl ProcessSummary {
     }
 }
 
-/// The job summary (README.md, "Stats JSON"); its field names are the keys tooling reads.
+/// The job summary (docs/CONFIGURATION.md, "Stats JSON"); its field names are the keys tooling reads.
 #[derive(Serialize)]
 struct JobStats {
     processes_count: usize,
@@ -455,7 +455,7 @@ mod tests {
         "wan_bytes_sent",
     ];
 
-    /// The keys of README.md's "Stats JSON" table, which tooling reads: renaming a field of
+    /// The keys of the "Stats JSON" table in docs/CONFIGURATION.md, which tooling reads: renaming a field of
     /// `ProcessStats` or `JobStats` must fail here, not silently drop or zero a key.
     #[test]
     fn stats_keys_are_the_documented_ones() {

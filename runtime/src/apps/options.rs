@@ -38,7 +38,7 @@ pub struct CommonArgs {
     pub overwrite: bool,
     /// Output format: text (tab-separated, one row per line), binary (NumPy `.npy` files that
     /// `numpy.load(path, mmap_mode="r")` maps) or parquet (tables as Spark writes them: an
-    /// `id` column and the row's values); layouts in the README.
+    /// `id` column and the row's values); layouts in docs/APPS.md.
     #[arg(long, default_value = "text")]
     pub output_format: OutputFormat,
     /// Passes over the data.

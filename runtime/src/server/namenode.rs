@@ -1,6 +1,21 @@
 //! The name node (process 0): start-up registration with a table-configuration check, the global
 //! barrier, abort broadcast and the two-phase orderly shutdown (Shutdown/Bye, then Exit) that lets
 //! every process stop serving only after all of them stopped reading.
+//!
+//! ## Start-up, barrier, shutdown, failure
+//!
+//! Start: listen, dial peers (retry until `connect_timeout_ms`), create tables (each process, same
+//! config), `Register` with a fingerprint of the table configs; the name node checks they match and
+//! broadcasts `Ready`. `global_barrier()`: threads end their clock; the last local thread sends
+//! `BarrierArrive`; the name node releases all at `B = max clock`; each process ships clocks up to
+//! `B-1` and its threads resume at `B` with a read floor of `B-1`. End: workers flush, the process
+//! sends `Clock{FINISHED}`, waits for all acks, sends `Done`; when all are done the name node sends
+//! `Shutdown` (processes stop treating closed connections as errors, reply `Bye`), then `Exit`.
+//! Any closed connection, read error, malformed frame or silence longer than `peer_timeout_ms` before
+//! shutdown fails the process with "lost process q (addr): reason"; an app error is broadcast by the
+//! name node as `Abort`, and so is a panic of any worker thread or communication task (caught, with
+//! its message). The launcher exits non-zero naming the first failed process and its reason; on YARN
+//! the process sends the reason to the AM, which puts it in the application's diagnostics.
 
 use super::ServerIn;
 use crate::clock::Clock;

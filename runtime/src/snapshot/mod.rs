@@ -5,6 +5,20 @@
 //! clocks. Each process then reports its files to the name node, which writes `MANIFEST.json`
 //! last and prunes old snapshots. A restarted job (`checkpoint.resume`) loads the newest
 //! complete, resumable one and continues at its clock.
+//!
+//! ## Pure snapshots, step by step
+//!
+//! Clients cut shipments at snapshot boundaries, so every batch a server applies is wholly before or
+//! after a snapshot clock `t`. Pure mode: a batch of clock `>= t` arriving while `t` is pending copies
+//! each row it touches first (`ServerTable::forks[t]`); later batches of clocks `< t` update those
+//! copies too. When `global` reaches `t-1` the server encodes every table (copy if forked, else the live
+//! row) and hands the bytes to the `ps-snapshot` thread, which writes `clock-<t>/server-<s>.table-<id>`
+//! and sends `SnapshotDone` (shards + this process's worker-state files) to the name node. The name node
+//! writes `MANIFEST.json` last (temp name + rename), then prunes. `Worker::clock_saving` writes the
+//! thread's state before its clock moves, so it is listed with the process's part. Resume: every process
+//! picks the newest manifest that is resumable, loads its server shards in `create_table`, starts all
+//! clocks (threads, tracker, `vc`, `sent_upto`) at `t`, and workers read their state with
+//! `resume_state()`. Shutdown waits for the final snapshot and its manifest.
 
 pub(crate) mod format;
 pub mod read;

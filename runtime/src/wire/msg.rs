@@ -1,6 +1,24 @@
 //! Messages of the data path and the control path, and their compact binary encoding (one message
 //! per length-delimited frame: a tag byte, then little-endian fields; row payloads are packed
 //! arrays written by the row types themselves).
+//!
+//! ## The messages
+//!
+//! client → server: `Fetch[(table,row,min_age,subscribe)]`, `Oplog{table, (row,update)*}`, `Clock{c}`,
+//! `Exchange{epoch, from thread, to thread, rest, bytes}` (parts of `Worker::exchange`, into the mailbox;
+//! `rest` = bytes still to come, so the first part sizes the receiving buffer once)
+//! server → client: `Rows{kind=Reply|PushPart|PushDone, age, rc, (table,row,row-bytes)*}`, `ClockAck{c}`
+//! client → name node: `Register{tables fingerprint + start clock}`, `BarrierArrive{epoch,clock}`, `Done`, `Bye`, `Abort`,
+//! `SnapshotDone{clock, files of this process as JSON}`
+//! server → server of another data center (ASP): `MirrorUpdate{table, seq, (row,update)*}`, `MirrorClock{c}`
+//! (on the link the sender's client uses; FIFO, so a mirror clock follows the updates it covers), or,
+//! when the link is behind, `SelectiveBarrier{c, (seq,table,row)*}` on the link's control queue (a
+//! writer drains it before data; `Link::departed` counts mirror updates that have left) announcing
+//! the rows of the updates still queued: the receiver takes clock c and holds reads of those rows until they arrive.
+//! Global barrier under ASP: client → its servers `SyncRequest{B-1}`; server → mirrors, once its data
+//! center completed B-1, every held-back update then `MirrorSynced{a}`; server → its clients `Synced{B-1}`
+//! once every mirror's marker arrived (it claims no age >= B-1 before); the client releases its threads then.
+//! name node → client: `Ready`, `BarrierRelease{epoch,B}`, `Shutdown`, `Exit`, `Abort{reason}`; `Ping` both ways.
 
 use crate::clock::{Age, Clock};
 use crate::error::{PsError, Result};
