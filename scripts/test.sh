@@ -10,14 +10,29 @@
 # (scripts/pyspark.sh, PySpark from PyPI), then a short pass of
 # every fuzz target (scripts/fuzz.sh). Also builds the portable dist/ binaries (scripts/package.sh:
 # zig from PyPI, cargo-zigbuild from crates.io) and checks their glibc version. CI runs exactly this.
+# Every test runs: PS_TEST_ALL=1 turns a test's "skipped: needs ..." into a failure.
+#
+#   scripts/test.sh --quick   formatting, lints, and the tests that need no outside service (they
+#                             skip the rest, saying what each needs); no fuzzing, no dist/ build
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=false
+case "${1:-}" in
+  --quick) quick=true ;;
+  "") ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo build --release --workspace
 # A runtime binary with an app of its own (the tests submit it with --runtime-bin).
 cargo build --release -p ps-runtime --example custom_runtime
+if $quick; then
+  unset PS_TEST_ALL HDFS_URL PS_YARN_CONF PS_SECURE_HDFS_CONF PS_BROWSER PS_PYTHON PS_SPARK_PYTHON
+  exec timeout --kill-after=30s 30m cargo test --release --workspace
+fi
+export PS_TEST_ALL=1
 # The portable binaries (glibc 2.17, stripped) that YARN jobs ship; checked there, run by a YARN test.
 scripts/package.sh
 export PS_HDFS_DIR=${PS_HDFS_DIR:-$(pwd)/data/hdfs-test}

@@ -6,6 +6,7 @@ mod common;
 
 use common::{bin, output, spawn_lines, wait_for, wait_within, JOB_LIMIT};
 use ps_runtime::snapshot::{read, CheckpointStore};
+use ps_testkit::{needs, Service};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -125,6 +126,9 @@ fn kill_and_resume(tag: &str, shape: &[&str], cpp: &str) -> Resumed {
 /// worse: three times that bound away.
 #[test]
 fn mf_killed_after_a_checkpoint_resumes_to_the_same_loss() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
     let r = kill_and_resume("ssp", &["--master", "local[2]", "--threads", "2", "--staleness", "1"], "8");
     let (checkpoint, full, resumed) = (r.full_at_resume, r.full, r.resumed);
     assert!(
@@ -147,12 +151,18 @@ fn mf_killed_after_a_checkpoint_resumes_to_the_same_loss() {
 /// tables and the worker state, both of which the checkpoint holds bit for bit.
 #[test]
 fn mf_resume_is_exact_with_one_thread_and_bsp() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
     let r = kill_and_resume("bsp", &["--master", "local[1]", "--threads", "1", "--consistency", "bsp"], "4");
     assert_eq!(r.full, r.resumed, "resumed run differs from the uninterrupted one");
 }
 
 #[test]
 fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
     let dir = tmpdir("eval");
     let input = ratings(&dir);
     let ck = format!("{}/ps-test/ckpt-eval-{}", hdfs(), std::process::id());
@@ -261,6 +271,9 @@ impl Drop for PrivateHdfs {
 
 #[test]
 fn datanode_stopped_mid_job_fails_it_naming_path_and_operation() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
     let dir = tmpdir("dn");
     let input = ratings(&dir);
     let hdfs = PrivateHdfs::start(dir.join("hdfs"));

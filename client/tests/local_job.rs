@@ -3,6 +3,7 @@
 mod common;
 
 use common::{bin, exit_within, output, spawn_lines, wait_for, wait_for_all};
+use ps_testkit::{needs, Service};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command};
@@ -326,6 +327,9 @@ fn silent_process_is_detected_by_heartbeat_timeout() {
 /// `--stats` accepts an `hdfs://` URL (the test command starts a real HDFS and exports HDFS_URL).
 #[test]
 fn stats_can_be_written_to_hdfs() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
     let hdfs = std::env::var("HDFS_URL").expect("HDFS_URL is not set: run through scripts/test.sh (it starts HDFS)");
     let url = format!("{hdfs}/ps-test/stats-{}.json", std::process::id());
     let out = output(submit().args(["--master", "local[2]", "--stats", &url, "demo", "--clocks", "5"]));
@@ -386,6 +390,9 @@ fn a_user_runtime_binary_runs_its_own_app() {
 /// the mounted HDFS directory.
 #[test]
 fn viewfs_urls_resolve_through_the_mount_table() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
     let hdfs = std::env::var("HDFS_URL").expect("HDFS_URL is not set: run through scripts/test.sh (it starts HDFS)");
     let dir = tmpdir("viewfs");
     let target = format!("{hdfs}/ps-test/viewfs-{}", std::process::id());

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{bin, output};
+use ps_testkit::{needs, Service};
 use std::ops::AsyncFnOnce;
 use std::path::Path;
 use std::process::Command;
@@ -103,6 +104,9 @@ fn owner_of(url: &str) -> String {
 
 #[test]
 fn a_local_job_runs_with_a_kinit_ticket_and_writes_as_that_user() {
+    if !needs(&[Service::SecureHadoop]) {
+        return;
+    }
     let input = alice_input("ticket");
     let out = input.replace("/r.tsv", "/out");
     let dir = std::env::temp_dir().join(format!("ps-secure-cc-{}", std::process::id()));
@@ -123,6 +127,9 @@ fn a_local_job_runs_with_a_kinit_ticket_and_writes_as_that_user() {
 
 #[test]
 fn without_a_ticket_the_job_stops_before_starting_saying_to_run_kinit() {
+    if !needs(&[Service::SecureHadoop]) {
+        return;
+    }
     let input = alice_input("noticket");
     let none = std::env::temp_dir().join(format!("ps-secure-none-{}", std::process::id()));
     let o = local_job(&none, &[], &input, &input.replace("/r.tsv", "/out"));
@@ -134,6 +141,9 @@ fn without_a_ticket_the_job_stops_before_starting_saying_to_run_kinit() {
 
 #[test]
 fn principal_and_keytab_log_in_without_a_ticket_and_permissions_hold() {
+    if !needs(&[Service::SecureHadoop]) {
+        return;
+    }
     let input = alice_input("keytab");
     let none = std::env::temp_dir().join(format!("ps-secure-kt-{}", std::process::id()));
     let alice = ["--principal", "alice@PS.TEST", "--keytab"];
@@ -158,6 +168,9 @@ fn principal_and_keytab_log_in_without_a_ticket_and_permissions_hold() {
 /// credentials file named by `HADOOP_TOKEN_FILE_LOCATION`. hdfs-native authenticates with it.
 #[test]
 fn a_delegation_token_alone_lets_a_job_read_and_write_as_its_owner() {
+    if !needs(&[Service::SecureHadoop]) {
+        return;
+    }
     use ps_yarn::credentials::{Credentials, KIND_HDFS};
     use ps_yarn::gssapi::Login;
     let input = alice_input("token");
@@ -226,6 +239,9 @@ fn kinit(dir: &Path, user: &str) -> std::path::PathBuf {
 /// with bob's token, cannot read alice's staging directory. Without a ticket nothing is submitted.
 #[test]
 fn a_yarn_job_on_the_secure_cluster_runs_on_delegation_tokens_only() {
+    if !needs(&[Service::SecureHadoop]) {
+        return;
+    }
     let input = alice_input("yarn");
     let out = input.replace("/r.tsv", "/out");
     let dir = std::env::temp_dir().join(format!("ps-secure-yarn-{}", std::process::id()));

@@ -6,6 +6,7 @@ mod common;
 
 use common::yarn::{hdfs, s, submit as yarn_submit, SERIAL};
 use common::{bin, output};
+use ps_testkit::{needs, Service};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -80,6 +81,9 @@ fn logreg_learns_locally_and_answers_for_its_options() {
 
 #[test]
 fn logreg_runs_on_yarn_from_hdfs() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = common::tmpdir("user-app", "yarn");
     let data = dir.join("train.svm");

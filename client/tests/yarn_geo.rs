@@ -7,9 +7,13 @@ mod common;
 
 use common::output;
 use common::yarn::{s, submit, SERIAL};
+use ps_testkit::{needs, Service};
 
 #[test]
 fn asp_job_on_yarn_takes_its_data_centers_from_the_racks() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("ps-yarn-geo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -41,6 +45,9 @@ fn asp_job_on_yarn_takes_its_data_centers_from_the_racks() {
 
 #[test]
 fn a_node_missing_from_dc_hosts_fails_the_job_naming_it() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("ps-yarn-geo-hosts-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -8,6 +8,7 @@ mod common;
 use common::yarn::{ratings, runtime_pids, s, submit, submit_app, Submitted, SERIAL};
 use common::{output, wait_for, wait_within, JOB_LIMIT};
 use ps_runtime::snapshot::CheckpointStore;
+use ps_testkit::{needs, Service};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use std::path::Path;
@@ -50,6 +51,9 @@ fn wait_checkpoint(ck: &str, app: &str) {
 
 #[test]
 fn containers_killed_after_a_checkpoint_restart_from_it_and_the_job_succeeds() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, input) = ratings("recover");
     let base = input.trim_end_matches("/ratings").to_string();
@@ -106,6 +110,9 @@ fn new_processes(app: &str, n: usize, old: &[u32]) -> Vec<(u32, String)> {
 
 #[test]
 fn a_node_that_failed_twice_gets_no_more_containers() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, input) = ratings("avoid");
     let base = input.trim_end_matches("/ratings").to_string();
@@ -148,6 +155,9 @@ fn am_pid(app: &str) -> Option<u32> {
 
 #[test]
 fn a_new_application_master_attempt_continues_the_job_from_its_checkpoint() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, input) = ratings("am");
     let base = input.trim_end_matches("/ratings").to_string();

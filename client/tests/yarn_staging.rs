@@ -6,6 +6,7 @@ mod common;
 
 use common::yarn::{hdfs, hdfs_as, s, staging_of, submit, submit_app, whoami, Submitted, SERIAL};
 use common::{output, wait_for, wait_within, JOB_LIMIT};
+use ps_testkit::{needs, Service};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -14,6 +15,9 @@ use std::time::{Duration, Instant};
 /// submitting user and holds no job secret: another user is refused even a listing.
 #[test]
 fn staging_directory_is_private_and_holds_no_secret() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     // The test runs as the HDFS superuser (who started the NameNode) and gives alice a home, as
@@ -62,6 +66,9 @@ fn staging_directory_is_private_and_holds_no_secret() {
 /// silent connections and HTTP writes sent to it during a job change nothing, and the job succeeds.
 #[test]
 fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let stats = std::env::temp_dir().join(format!("ps-yarn-attack-{}.json", std::process::id()));
     let mut args = s(&["--master", "yarn", "--workers", "2", "--threads", "2", "--stats", stats.to_str().unwrap()]);
@@ -150,6 +157,9 @@ fn rendezvous_port_withstands_spoofed_garbage_and_oversized_input() {
 /// submitted (paths without a scheme are on fs.defaultFS: `mf_on_yarn_reads_hdfs_...`).
 #[test]
 fn local_paths_are_refused_before_submission() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     for (extra, named) in [
         (&["mf", "--input", "file:data/r.tsv"][..], "--input file:data/r.tsv"),
         (&["mf", "--input", "hdfs:///r", "--output", "file:///tmp/out"], "--output file:///tmp/out"),
@@ -168,6 +178,9 @@ fn local_paths_are_refused_before_submission() {
 /// page), for `yarn-submit` to merge. With `--keep-staging` everything stays.
 #[test]
 fn am_cleans_staging_without_the_client_and_keep_staging_keeps_it() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let fs = ps_runtime::storage::storage_for(&hdfs()).unwrap();
     let args =
@@ -224,6 +237,9 @@ fn am_cleans_staging_without_the_client_and_keep_staging_keeps_it() {
 /// content-hash cache and reused by the next job.
 #[test]
 fn dist_binaries_run_on_yarn_and_are_uploaded_once() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dist = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dist");
     let names = ["yarn-submit", "ps-app-master", "ps-runtime"];
@@ -270,6 +286,9 @@ fn dist_binaries_run_on_yarn_and_are_uploaded_once() {
 /// every container and the job's stats carry the app's own key.
 #[test]
 fn a_user_runtime_binary_runs_its_own_app_on_yarn() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rt = common::bin("examples/custom_runtime");
     assert!(rt.exists(), "{} is missing: cargo build --release -p ps-runtime --example custom_runtime", rt.display());

@@ -7,9 +7,13 @@ mod common;
 
 use common::output;
 use common::yarn::{hdfs, s, submit, SERIAL};
+use ps_testkit::{needs, Service};
 
 #[test]
 fn mf_on_yarn_reads_a_parquet_table_and_writes_parquet() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let base = format!("{}/ps-test/yarn-tables-{}", hdfs(), std::process::id());
     let (input, out) = (format!("{base}/ratings"), format!("{base}/model"));
@@ -80,6 +84,9 @@ fn keyed_table() -> (Vec<u8>, std::collections::BTreeSet<String>, std::collectio
 
 #[test]
 fn string_and_64_bit_ids_on_hdfs_come_back_as_the_input_had_them() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     use ps_runtime::input::{read_rows, BadRecords, Cell, Column, InputFormat};
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let base = format!("{}/ps-test/yarn-ids-{}", hdfs(), std::process::id());

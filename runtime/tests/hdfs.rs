@@ -8,6 +8,7 @@ use ps_runtime::input::{plan_splits, read_edges, BadRecords, LineReader};
 use ps_runtime::snapshot::{read, CheckpointStore};
 use ps_runtime::storage::{storage_for, Storage};
 use ps_runtime::{apps, gen, DenseRow, RuntimeConfig, SparseRow};
+use ps_testkit::{needs, Service};
 use std::io::Write;
 
 fn hdfs() -> String {
@@ -29,6 +30,9 @@ fn put(st: &dyn Storage, url: &str, data: &[u8]) {
 
 #[test]
 fn storage_roundtrip_and_splits_on_hdfs() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
     let dir = base("storage");
     let st = storage_for(&dir).unwrap();
     st.delete(&dir).unwrap();
@@ -96,6 +100,9 @@ fn storage_roundtrip_and_splits_on_hdfs() {
 
 #[test]
 fn apps_read_and_write_hdfs() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
     let dir = base("apps");
     let st = storage_for(&dir).unwrap();
     st.delete(&dir).unwrap();
@@ -223,6 +230,9 @@ fn apps_read_and_write_hdfs() {
 /// on HDFS reads as it does locally, through the same HDFS client as every other input.
 #[test]
 fn parquet_table_on_hdfs_reads_as_locally() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
     use ps_runtime::input::{read_rating_table, InputFormat, RatingColumns};
     let local = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tables/ratings");
     let dir = base("parquet");

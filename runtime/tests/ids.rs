@@ -11,6 +11,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use ps_runtime::apps::dictionary::settle_ids;
 use ps_runtime::input::{Cell, Key, KeyColumn};
 use ps_runtime::{apps, App, PsContext, PsError, Result, RuntimeConfig, Worker};
+use ps_testkit::{needs, Service};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -317,6 +318,9 @@ fn py(script: &str, args: &[&Path]) -> serde_json::Value {
 /// the `.npy` factors with their int64 ids.
 #[test]
 fn pyarrow_and_numpy_read_the_outputs() {
+    if !needs(&[Service::PyReaders]) {
+        return;
+    }
     let d = tmp("py");
     let input = d.join("ratings.parquet");
     let (users, items) = write_ratings(&input);

@@ -10,6 +10,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int32Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use ps_runtime::{apps, RuntimeConfig};
+use ps_testkit::{needs, Service};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -73,6 +74,9 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn spark_loads_the_mf_model_and_scores_as_we_do() {
+    if !needs(&[Service::PySpark]) {
+        return;
+    }
     let d = std::env::temp_dir().join(format!("ps-spark-model-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     let out: PathBuf = d.join("model");

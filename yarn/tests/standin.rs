@@ -3,6 +3,7 @@
 //! server, SASL, token secret managers and PB service wrappers. Every wire fact in `ps-yarn` is
 //! checked here against that code, not against our own.
 
+use ps_testkit::{needs, Service};
 use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
 use ps_yarn::appclient::RmIpc;
 use ps_yarn::conf::HadoopConf;
@@ -82,6 +83,9 @@ async fn standin_failover(web: &str, query: &str) {
 
 #[test]
 fn am_and_nm_protocols_against_hadoops_own_servers() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let c = conf();
     let rest = RmRest::new(&c.rm_web_urls().unwrap(), "tester").unwrap();
     let dir = tmp("am");
@@ -205,6 +209,9 @@ fn am_and_nm_protocols_against_hadoops_own_servers() {
 
 #[test]
 fn rest_submission_kill_and_errors() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let c = conf();
     // The first RM's web port is closed (a dead RM): the client moves on to the next.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
@@ -232,6 +239,9 @@ fn rest_submission_kill_and_errors() {
 /// only the owner may kill, and the RM's own exceptions come back by class.
 #[test]
 fn ipc_submission_as_the_user_kill_acl_and_errors() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let c = conf();
     let addr = vec![c.rm_address().unwrap()];
     let rm = RmIpc::connect(&addr, "tester").unwrap();
@@ -278,6 +288,9 @@ fn ipc_submission_as_the_user_kill_acl_and_errors() {
 /// and one that answers Hadoop's `StandbyException` (an RM in transition), to the active one.
 #[test]
 fn ipc_client_fails_over_to_the_active_resourcemanager() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let mut c = conf();
     let active = c.rm_address().unwrap();
     let standby = c.get("psyarn.standby.address").unwrap().expect("the stand-in's standby port");
