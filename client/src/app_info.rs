@@ -5,11 +5,13 @@
 
 use crate::error::{ClientError, Result};
 use crate::Cli;
+use ps_runtime::OutputPolicy;
 use std::process::Command;
 
-/// The application's storage locations (flag, URL).
+/// The application's storage locations (flag, URL), and what it does with an existing output.
 pub struct AppInfo {
     pub locations: Vec<(String, String)>,
+    pub output_policy: OutputPolicy,
 }
 
 /// The answer about the application and its arguments.
@@ -34,6 +36,7 @@ pub fn check(cli: &Cli) -> Result<Check> {
         return Ok(match ps_runtime::apps::build(app, args) {
             Ok(built) => Check::Good(AppInfo {
                 locations: built.locations().into_iter().map(|(f, u)| (f.to_string(), u)).collect(),
+                output_policy: built.output_policy(),
             }),
             Err(e) => Check::Bad(e.to_string()),
         });
@@ -66,7 +69,8 @@ fn parse(json: &str) -> Option<Check> {
         .iter()
         .map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
         .collect::<Option<Vec<_>>>()?;
-    Some(Check::Good(AppInfo { locations }))
+    let output_policy = OutputPolicy::from_name(v["output_policy"].as_str().unwrap_or_default());
+    Some(Check::Good(AppInfo { locations, output_policy }))
 }
 
 /// The application's facts, or its bad arguments as an error.

@@ -23,6 +23,22 @@ pub enum ClientError {
     #[error("--workers must be at least 1")]
     NoWorkers,
     #[error(
+        "--deploy-mode client: the job always runs in the cluster, driven by its application master \
+         (yarn-submit follows it from here); leave --deploy-mode out"
+    )]
+    DeployModeClient,
+    #[error("{flag} {url} does not exist")]
+    InputMissing { flag: String, url: String },
+    #[error("{flag} {url}: no input files there (names starting with _ or . are skipped)")]
+    NoInputFiles {
+        flag: String,
+        url: String,
+        #[source]
+        source: PsError,
+    },
+    #[error("--output {url} exists (use --overwrite to replace it)")]
+    OutputExists { url: String },
+    #[error(
         "{flag} {path}: a local path under --master yarn names a different disk in every container; \
          give a path on the cluster's file system (hdfs://..., or without a scheme for fs.defaultFS)"
     )]
@@ -117,8 +133,9 @@ pub enum ClientError {
     #[error("--ui-bind {bind}: cannot listen for the job's progress reports: {source}")]
     Tracker { bind: String, source: std::io::Error },
     /// A local job: the first failure, with the failed process's own last words when it had any.
-    #[error("job failed: {reason} (job directory kept: {})", dir.display())]
-    JobFailed { reason: String, dir: PathBuf },
+    /// `dir`: the job directory, when it is kept (`--job-dir`).
+    #[error("job failed: {reason}{}", dir.as_ref().map(|d| format!(" (job directory kept: {})", d.display())).unwrap_or_default())]
+    JobFailed { reason: String, dir: Option<PathBuf> },
     /// A YARN application that did not end FINISHED + SUCCEEDED.
     #[error("{app_id} ended {state} / {final_status}: {diagnostics}")]
     AppFailed { app_id: String, state: String, final_status: String, diagnostics: String },
@@ -144,6 +161,31 @@ pub enum ClientError {
         #[source]
         source: PsError,
     },
+}
+
+impl ClientError {
+    /// yarn-submit's exit status for this error: 2 for a command line that cannot run (as for
+    /// every usage error, whatever the master), 1 for a job that could not be submitted or failed.
+    pub fn exit_code(&self) -> i32 {
+        use ClientError::*;
+        match self {
+            MasterProcessCount(_)
+            | NoLocalProcesses
+            | Prefetch(_)
+            | NoApplication
+            | WorkersMissing
+            | NoWorkers
+            | DeployModeClient
+            | InputMissing { .. }
+            | NoInputFiles { .. }
+            | OutputExists { .. }
+            | LocalPathOnYarn { .. }
+            | AppRejected(_)
+            | Config(_)
+            | App(_) => 2,
+            _ => 1,
+        }
+    }
 }
 
 pub type Result<T, E = ClientError> = std::result::Result<T, E>;
@@ -197,9 +239,11 @@ mod tests {
             (ClientError::Rm(YarnError::Io("rm: refused".into())), "rm: refused"),
             (ClientError::Launch { bin: "/b/ps-runtime".into(), source: io() }, "starting /b/ps-runtime: gone"),
             (
-                ClientError::JobFailed { reason: "process 1 exited with status 1: boom".into(), dir: "/j".into() },
+                ClientError::JobFailed { reason: "process 1 exited with status 1: boom".into(), dir: Some("/j".into()) },
                 "job failed: process 1 exited with status 1: boom (job directory kept: /j)",
             ),
+            (ClientError::JobFailed { reason: "boom".into(), dir: None }, "job failed: boom"),
+            (ClientError::OutputExists { url: "/o".into() }, "--output /o exists (use --overwrite to replace it)"),
             (
                 ClientError::AppFailed {
                     app_id: "application_1_0001".into(),
@@ -223,5 +267,23 @@ mod tests {
         }
         let cause = ClientError::ReadFile { path: "/c.json".into(), source: io() };
         assert_eq!(std::error::Error::source(&cause).map(|s| s.to_string()).as_deref(), Some("gone"));
+    }
+
+    /// A command line that cannot run exits 2, as clap's own usage errors do; a failure to submit
+    /// or a failed job exits 1.
+    #[test]
+    fn usage_errors_exit_2_and_failures_1() {
+        for e in [
+            ClientError::WorkersMissing,
+            ClientError::DeployModeClient,
+            ClientError::InputMissing { flag: "--input".into(), url: "/x".into() },
+            ClientError::OutputExists { url: "/o".into() },
+            ClientError::Config(PsError::Config("k".into())),
+        ] {
+            assert_eq!(e.exit_code(), 2, "{e}");
+        }
+        for e in [ClientError::NoHadoopConf, ClientError::JobFailed { reason: "x".into(), dir: None }] {
+            assert_eq!(e.exit_code(), 1, "{e}");
+        }
     }
 }

@@ -182,6 +182,11 @@ fn signal(pid: u32, sig: libc::c_int) {
 
 /// Runs the job; returns the process exit code.
 pub fn run(cli: &Cli, console: &Arc<Console>) -> i32 {
+    // Before the job directory exists: a job that cannot start leaves nothing behind.
+    if let Err(e) = check_locations(cli) {
+        log::error!("{e}");
+        return e.exit_code();
+    }
     let (job, bin) = match prepare(cli).and_then(|j| Ok((j, runtime_bin(cli)?))) {
         Ok(x) => x,
         Err(e) => {
@@ -189,10 +194,6 @@ pub fn run(cli: &Cli, console: &Arc<Console>) -> i32 {
             return 2;
         }
     };
-    if let Err(e) = reach_cluster_storage(cli) {
-        log::error!("{e}");
-        return 1;
-    }
     let mut restarts = Restarts::new(cli, 0, output_of(cli));
     let (tx, rx) = mpsc::channel();
     watch_interrupt(tx.clone());
@@ -206,7 +207,9 @@ pub fn run(cli: &Cli, console: &Arc<Console>) -> i32 {
     write_report(cli, &job);
     keep_clock_logs(cli, &job.dir.to_string_lossy());
     let code = if code == 0 { finish_stats(cli, &job, &restarts) } else { code };
-    if code == 0 && job.temp {
+    // A temporary job directory goes either way (a failure's reasons are in the log above);
+    // `--job-dir` keeps it.
+    if job.temp {
         let _ = std::fs::remove_dir_all(&job.dir);
     }
     code
@@ -297,7 +300,7 @@ fn run_attempts(
         };
         let next = next.and_then(|_| rearm(job).map_err(|e| e.to_string()));
         if let Err(reason) = next {
-            log::error!("{}", ClientError::JobFailed { reason, dir: job.dir.clone() });
+            log::error!("{}", ClientError::JobFailed { reason, dir: (!job.temp).then(|| job.dir.clone()) });
             return 1;
         }
         attempt += 1;
@@ -319,19 +322,12 @@ fn rearm(job: &Job) -> Result<()> {
     std::fs::write(job.dir.join("hostfile"), hosts.render()).map_err(|e| io("writing hostfile", e))
 }
 
-/// Reaches every cluster file system the job names before any process starts, so that a missing
-/// Kerberos ticket or an unreachable NameNode is reported once, at once, naming the flag.
-fn reach_cluster_storage(cli: &Cli) -> Result<()> {
+/// The job's locations, checked once before any process starts (`preflight`).
+fn check_locations(cli: &Cli) -> Result<()> {
     let info = crate::app_info::info(cli)?;
-    let checkpoint = cli.checkpoint.iter().map(|c| ("--checkpoint".to_string(), c.clone()));
-    for (flag, url) in info.locations.into_iter().chain(checkpoint) {
-        if url.starts_with("hdfs://") || url.starts_with("viewfs://") {
-            ps_runtime::storage::storage_for(&url)
-                .and_then(|st| st.exists(&url))
-                .map_err(|source| ClientError::Reach { flag: flag.clone(), url: url.clone(), source })?;
-        }
-    }
-    Ok(())
+    let app = cli.app.first().map(String::as_str).unwrap_or_default();
+    let ck = cli.runtime_config()?.checkpoint;
+    crate::preflight::check(app, &info, ck.url.as_deref(), ck.resume)
 }
 
 /// The job's running processes: their pids, the threads relaying their output, and the failure

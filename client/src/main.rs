@@ -8,14 +8,16 @@ mod local;
 mod local_ports;
 mod paths;
 mod placement;
+mod preflight;
 mod restart;
+mod settings;
 mod staging;
 mod tracker;
 mod yarn;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use error::{ClientError, Result};
-use ps_runtime::{Consistency, PrefetchPolicy, RuntimeConfig, SnapshotMode};
+use ps_runtime::{Consistency, PrefetchPolicy, SnapshotMode};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -28,6 +30,14 @@ pub struct Cli {
     /// Worker threads per process.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// As spark-submit's: the cores of each process, that is --threads and, on YARN,
+    /// --worker-vcores (each when not given itself).
+    #[arg(long, value_name = "N")]
+    pub executor_cores: Option<usize>,
+    /// As spark-submit's: only `cluster`, the one mode there is (the application master drives
+    /// the job on the cluster; yarn-submit follows it from here).
+    #[arg(long, value_name = "MODE", value_parser = ["cluster", "client"])]
+    pub deploy_mode: Option<String>,
     /// Consistency model: bsp, ssp, essp (SSP-push, the default; pagerank runs bsp unless this or
     /// --staleness is given) or async.
     #[arg(long, value_parser = parse_consistency)]
@@ -39,7 +49,7 @@ pub struct Cli {
     #[arg(long, value_parser = parse_prefetch)]
     pub prefetch: Option<PrefetchPolicy>,
     /// Write the job's merged stats JSON here at the end (a local path or an hdfs:// URL); the
-    /// job's final page goes next to it as report.html.
+    /// job's final page goes next to it, named after it (mf.json: mf.report.html).
     #[arg(long)]
     pub stats: Option<String>,
     /// Local: serve the job's live page (objective, progress, staleness, traffic) from the
@@ -82,7 +92,8 @@ pub struct Cli {
     /// They override --properties-file; flags override both.
     #[arg(long, value_name = "KEY=VALUE")]
     pub conf: Vec<String>,
-    /// Runtime configuration file (JSON, keys of RuntimeConfig).
+    /// Runtime configuration file: JSON, or Spark's `key value` lines, with the keys of
+    /// RuntimeConfig (nested with dots: `checkpoint.every 6`).
     #[arg(long, value_name = "FILE")]
     pub properties_file: Option<PathBuf>,
     /// Directory for the hostfile, secret, job config and per-process stats (default: a fresh
@@ -93,18 +104,18 @@ pub struct Cli {
     #[arg(long)]
     pub runtime_bin: Option<PathBuf>,
     /// YARN: runtime processes (one container each).
-    #[arg(long)]
+    #[arg(long, visible_alias = "num-executors")]
     pub workers: Option<usize>,
     /// YARN: memory per runtime container, e.g. 4g or 512m (a plain number is MB): the process's
     /// whole limit (YARN kills a container that exceeds it; there is no separate heap). Size it
     /// from `peak_rss_bytes` of a smaller run plus headroom.
-    #[arg(long, default_value = "1024", value_name = "SIZE", value_parser = parse_mb)]
+    #[arg(long, visible_alias = "executor-memory", default_value = "1024", value_name = "SIZE", value_parser = parse_mb)]
     pub worker_memory: i64,
-    /// YARN: virtual cores per runtime container.
-    #[arg(long, default_value_t = 1)]
-    pub worker_vcores: i32,
+    /// YARN: virtual cores per runtime container (default 1, or --executor-cores).
+    #[arg(long)]
+    pub worker_vcores: Option<i32>,
     /// YARN: memory of the application master's container, e.g. 512m or 1g (a plain number is MB).
-    #[arg(long, default_value = "512", value_name = "SIZE", value_parser = parse_mb_u64)]
+    #[arg(long, visible_alias = "driver-memory", default_value = "512", value_name = "SIZE", value_parser = parse_mb_u64)]
     pub am_memory: u64,
     /// YARN: the Hadoop configuration directory (`*-site.xml`; default: $HADOOP_CONF_DIR).
     #[arg(long, value_name = "DIR")]
@@ -241,160 +252,6 @@ fn parse_prefetch(s: &str) -> Result<PrefetchPolicy> {
     }
 }
 
-impl Cli {
-    /// The runtime configuration: defaults, then `--properties-file`, then `--conf`, then flags.
-    pub fn runtime_config(&self) -> Result<RuntimeConfig> {
-        let bad = |m: String| ClientError::Config(ps_runtime::PsError::Config(m));
-        // `--conf FILE` named the JSON file before --conf took settings; still accepted.
-        let legacy = self.conf.iter().find(|c| !c.contains('=')).map(PathBuf::from);
-        if let Some(p) = &legacy {
-            log::warn!("--conf {}: a file goes to --properties-file now (--conf takes KEY=VALUE)", p.display());
-        }
-        let (mut v, mut source) = match self.properties_file.as_ref().or(legacy.as_ref()) {
-            Some(p) => {
-                let text =
-                    std::fs::read_to_string(p).map_err(|source| ClientError::ReadFile { path: p.clone(), source })?;
-                let v = serde_json::from_str(&text).map_err(|e| bad(format!("{}: {e}", p.display())))?;
-                (v, p.display().to_string())
-            }
-            None => (serde_json::json!({}), "--conf".to_string()),
-        };
-        let known = serde_json::to_value(RuntimeConfig::default()).unwrap_or_default();
-        let settings: Vec<&String> = self.conf.iter().filter(|c| c.contains('=')).collect();
-        for kv in &settings {
-            let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
-            set_key(&mut v, &known, key.trim(), value).map_err(|e| bad(format!("--conf {key}: {e}")))?;
-            // Alone, so that a value of the wrong type is reported with its key.
-            let mut alone = serde_json::json!({});
-            set_key(&mut alone, &known, key.trim(), value).map_err(|e| bad(format!("--conf {key}: {e}")))?;
-            RuntimeConfig::from_json(&alone.to_string(), &format!("--conf {key}")).map_err(ClientError::Config)?;
-        }
-        if !settings.is_empty() && source != "--conf" {
-            source = format!("{source} with --conf");
-        }
-        let mut cfg = RuntimeConfig::from_json(&v.to_string(), &source).map_err(ClientError::Config)?;
-        if let Some(t) = self.threads {
-            cfg.threads = t;
-        }
-        if let Some(c) = self.consistency {
-            cfg.consistency = c;
-        }
-        if let Some(s) = self.staleness {
-            cfg.staleness = s;
-        }
-        if let Some(p) = self.prefetch {
-            cfg.prefetch = p;
-        }
-        cfg.stats_per_clock |= self.stats_per_clock;
-        if let Some(r) = self.port_range {
-            cfg.port_range = Some(r);
-        }
-        let ck = &mut cfg.checkpoint;
-        if let Some(u) = &self.checkpoint {
-            ck.url = Some(u.clone());
-        }
-        if let Some(c) = self.checkpoint_every {
-            ck.every = c;
-        }
-        if let Some(m) = self.snapshot {
-            ck.snapshot = m;
-        }
-        if let Some(k) = self.keep_checkpoints {
-            ck.keep = k;
-        }
-        ck.resume |= self.resume;
-        let geo = &mut cfg.geo;
-        if let Some(d) = self.datacenters {
-            geo.datacenters = d;
-        }
-        if let Some(list) = &self.dc_of {
-            geo.dc_of = list.clone();
-        }
-        if let Some(m) = self.inter_dc {
-            geo.inter_dc = m;
-        }
-        if let Some(v) = self.significance {
-            geo.significance = v;
-        }
-        if let Some(ds) = self.mirror_clock_bound {
-            geo.mirror_clock_bound = ds;
-        }
-        if let Some(on) = self.soft_significance {
-            geo.soft_significance = on;
-        }
-        if let Some(b) = self.wan_mbps {
-            geo.wan_mbps = Some(b);
-        }
-        if let Some(l) = self.wan_delay_ms {
-            geo.wan_delay_ms = l;
-        }
-        if let Some(p) = &self.wan_matrix {
-            // Read here and carried in the job's configuration, so processes on other hosts
-            // (YARN containers) need no copy of the file.
-            let text =
-                std::fs::read_to_string(p).map_err(|source| ClientError::ReadFile { path: p.clone(), source })?;
-            let m = serde_json::from_str(&text).map_err(|e| {
-                ClientError::Config(ps_runtime::PsError::Config(format!("--wan-matrix {}: {e}", p.display())))
-            })?;
-            geo.wan_matrix = Some(m);
-        }
-        // An app may run under another model than the job-wide default (PageRank: BSP) when
-        // nothing names one: no flag, no key in the file or --conf, no WAN between data centers.
-        let named = |k: &str| v.get(k).is_some();
-        let chosen =
-            self.consistency.is_some() || self.staleness.is_some() || named("consistency") || named("staleness");
-        if !chosen && cfg.geo.datacenters <= 1 && cfg.geo.dc_of.is_empty() {
-            let app = self.app.first().map(String::as_str).unwrap_or("");
-            if let Some(c) = ps_runtime::apps::default_consistency(app, self.app.get(1..).unwrap_or(&[])) {
-                log::info!(
-                    "{app}: consistency {} (the app's default; --consistency chooses another)",
-                    format!("{c:?}").to_lowercase()
-                );
-                cfg.consistency = c;
-            }
-        }
-        if cfg.consistency == Consistency::Bsp {
-            cfg.staleness = 0;
-        }
-        cfg.validate().map_err(ClientError::Config)?;
-        Ok(cfg)
-    }
-}
-
-/// Sets `key` (dotted path into nested sections) of a JSON object to `value`: JSON if it parses
-/// as JSON (numbers, true/false, lists), else the string itself (`--conf consistency=ssp`).
-/// `known` (the defaults) says which keys and sections exist, so errors name the key.
-fn set_key(
-    v: &mut serde_json::Value,
-    mut known: &serde_json::Value,
-    key: &str,
-    value: &str,
-) -> std::result::Result<(), String> {
-    let parsed = serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
-    let mut parts = key.split('.').peekable();
-    let mut at = v;
-    while let Some(part) = parts.next() {
-        let Some(k) = known.get(part) else {
-            let names: Vec<&String> = known.as_object().map(|o| o.keys().collect()).unwrap_or_default();
-            return Err(format!(
-                "no setting '{part}' (known: {})",
-                names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ));
-        };
-        known = k;
-        if parts.peek().is_some() && !known.is_object() {
-            return Err(format!("'{part}' is a setting, not a section"));
-        }
-        let obj = at.as_object_mut().ok_or_else(|| format!("'{part}' is inside a setting that is not a section"))?;
-        if parts.peek().is_none() {
-            obj.insert(part.to_string(), parsed);
-            return Ok(());
-        }
-        at = obj.entry(part).or_insert_with(|| serde_json::json!({}));
-    }
-    Err("an empty key".into())
-}
-
 /// The end of `--help`: the applications and the other commands.
 fn after_help() -> String {
     let apps: String = ps_runtime::apps::DESCRIPTIONS.iter().map(|(n, d)| format!("  {n:<10} {d}\n")).collect();
@@ -471,6 +328,10 @@ fn main() {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Some(code) = check_app(&cli) {
         std::process::exit(code);
+    }
+    if cli.deploy_mode.as_deref() == Some("client") {
+        log::error!("{}", ClientError::DeployModeClient);
+        std::process::exit(2);
     }
     if let Err(code) = kerberos_login(&cli) {
         std::process::exit(code);

@@ -5,6 +5,7 @@
 //! follow the application until it ends (exit 0 only on FINISHED + SUCCEEDED). Also
 //! `yarn-submit status APP_ID` and `yarn-submit kill APP_ID`.
 
+use crate::app_info::AppInfo;
 use crate::console::{Console, Progress};
 use crate::error::{ClientError, Result};
 use crate::local::{next_to_me, report_stats, runtime_bin};
@@ -124,7 +125,7 @@ pub fn run(cli: &Cli, console: &Console) -> i32 {
         Ok(code) => code,
         Err(e) => {
             log::error!("{e}");
-            1
+            e.exit_code()
         }
     }
 }
@@ -132,7 +133,8 @@ pub fn run(cli: &Cli, console: &Console) -> i32 {
 fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let runtime = cli.runtime_config()?;
     let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
-    let locations = crate::app_info::info(cli)?.locations;
+    let info = crate::app_info::info(cli)?;
+    let locations = info.locations.clone();
     paths::refuse_local(&locations)?;
     paths::refuse_local(&cli.checkpoint.iter().map(|c| ("--checkpoint".to_string(), c.clone())).collect::<Vec<_>>())?;
     let n = cli.workers.ok_or(ClientError::WorkersMissing)?;
@@ -148,6 +150,12 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let secure = conf.kerberos().map_err(ClientError::HadoopConf)?;
     let (user, tokens) = if secure { delegation(&conf, &fs, &login)? } else { (user(), Vec::new()) };
     let (runtime, app_args) = qualify_paths(runtime, app_args, &locations, &fs, &user);
+    let qualified = AppInfo {
+        locations: locations.iter().map(|(f, p)| (f.clone(), paths::qualify(p, &fs, &user))).collect(),
+        output_policy: info.output_policy,
+    };
+    let ck = &runtime.checkpoint;
+    crate::preflight::check(app, &qualified, ck.url.as_deref(), ck.resume)?;
     let (am_bin, rt_bin) = (app_master_bin()?, runtime_bin(cli)?);
     // Before the application exists: a bad --dc-hosts file leaves nothing behind.
     let dc_map = crate::placement::dc_map(cli, rm.as_ref())?;
@@ -201,7 +209,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
         "./ps-app-master --staging {staging} --runtime-url {runtime_url} --workers {n} --worker-memory {} \
          --worker-vcores {} --restarts {restarts}{dc_map}{}{} 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr",
         cli.worker_memory,
-        cli.worker_vcores,
+        cli.worker_vcores.or(cli.executor_cores.map(|c| c as i32)).unwrap_or(1),
         if cli.keep_staging { " --keep-staging" } else { "" },
         job.runtime.port_range.map(|r| format!(" --port-range {r}")).unwrap_or_default(),
     );

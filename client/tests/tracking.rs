@@ -7,12 +7,16 @@ mod common;
 
 use common::browser::{clock_of, dom, last_value, points, status, text_of, wait_evaluations};
 use common::{bin, spawn_lines, wait_for, wait_within, JOB_LIMIT};
+use ps_testkit::{needs, Service};
 use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
 
 #[test]
 fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
+    if !needs(&[Service::Browser]) {
+        return;
+    }
     let dir = common::tmpdir("tracking", "local");
     let input = common::gen_ratings(&dir, 20000, 800, 200);
     let stats = dir.join("stats.json");
@@ -62,7 +66,7 @@ fn the_live_page_and_the_report_show_the_jobs_numbers_in_a_browser() {
         log.join("\n")
     );
     // The final page, next to the stats, shows the job's own final numbers.
-    let report = dir.join("report.html");
+    let report = dir.join("stats.report.html");
     let final_page = dom(&format!("file://{}", report.display()));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     let last = v["objective"].as_array().unwrap().last().unwrap().clone();

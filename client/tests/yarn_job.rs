@@ -7,11 +7,15 @@ mod common;
 use common::browser::{clock_of, dom, last_value, points, status, text_of, wait_evaluations};
 use common::yarn::{hdfs, ratings, runtime_pids, s, submit, submit_app, whoami, Submitted, SERIAL};
 use common::{output, wait_for, wait_within, JOB_LIMIT};
+use ps_testkit::{needs, Service};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 #[test]
 fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, input) = ratings("mf");
     let base = input.trim_end_matches("/ratings").to_string();
@@ -76,6 +80,9 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
 
 #[test]
 fn killed_runtime_container_fails_the_application_with_its_status() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, input) = ratings("kill");
     let mut args = s(&["--master", "yarn", "--workers", "3", "--threads", "1", "--worker-memory", "256"]);
@@ -110,6 +117,9 @@ fn killed_runtime_container_fails_the_application_with_its_status() {
 
 #[test]
 fn yarn_submit_kill_stops_a_running_application() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // A 1 MB container: the stand-in does not enforce it, but each runtime process must warn.
     let args = s(&["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "1"]);
@@ -172,6 +182,9 @@ fn yarn_submit_kill_stops_a_running_application() {
 /// the rendezvous connection and the RM's diagnostics name the process and the panic message.
 #[test]
 fn panicking_worker_fails_the_application_naming_process_and_panic() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut args = s(&["--master", "yarn", "--workers", "3", "--threads", "1", "--worker-memory", "256", "demo"]);
     args.extend(s(&["--clocks", "100000", "--delay-ms", "5", "--fail-at-clock", "30", "--fail-worker", "1"]));
@@ -215,6 +228,9 @@ fn standin_failover(query: &str) {
 /// the job ends SUCCEEDED.
 #[test]
 fn job_survives_resourcemanager_failovers() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let name = format!("ps-ha-{}", std::process::id());
     standin_failover(&format!("name={name}"));
@@ -244,6 +260,9 @@ fn job_survives_resourcemanager_failovers() {
 
 #[test]
 fn conf_dir_with_variables_in_site_files_submits() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let from = PathBuf::from(std::env::var("PS_YARN_CONF").expect("PS_YARN_CONF (scripts/test.sh)"));
     let dir = std::env::temp_dir().join(format!("ps-yarnjob-confdir-{}", std::process::id()));
@@ -310,6 +329,9 @@ fn web_proxy() -> String {
 
 #[test]
 fn the_tracking_url_is_the_live_page_and_report_html_outlives_the_am() {
+    if !needs(&[Service::Yarn]) {
+        return;
+    }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, input) = ratings("page");
     let stats = dir.join("stats.json");
@@ -345,7 +367,7 @@ fn the_tracking_url_is_the_live_page_and_report_html_outlives_the_am() {
     assert!(status.success(), "{}", log.join("\n"));
     // yarn-submit's progress display read the AM's status.json (else it logs "progress N%").
     assert!(log.iter().any(|l| l.contains("[submit] progress: ")), "{}", log.join("\n"));
-    let final_page = dom(&format!("file://{}", dir.join("report.html").display()));
+    let final_page = dom(&format!("file://{}", dir.join("stats.report.html").display()));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     let last = v["objective"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(text_of(&final_page, r#"id="job-status""#), Some("succeeded"));

@@ -236,7 +236,12 @@ fn describe(catalog: &AppCatalog, app: &str, args: &[String]) -> i32 {
                 built.locations().into_iter().map(|(flag, url)| [flag.to_string(), url]).collect();
             println!(
                 "{}",
-                serde_json::json!({"app": app, "locations": locations, "total_clocks": built.total_clocks()})
+                serde_json::json!({
+                    "app": app,
+                    "locations": locations,
+                    "output_policy": built.output_policy().name(),
+                    "total_clocks": built.total_clocks(),
+                })
             );
             0
         }

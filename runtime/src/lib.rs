@@ -88,7 +88,7 @@ pub use huge_pages::{enabled_by as huge_pages_enabled_by, HugePageAlloc};
 pub use launch::{run_job_process, run_job_process_with};
 pub use local_cluster::run_local_cluster;
 pub use logging::init as init_logging;
-pub use process::{run_app, App, JobShape, ProcessSpec, PsContext};
+pub use process::{run_app, App, JobShape, OutputPolicy, ProcessSpec, PsContext};
 pub use registry::RowTypeRegistry;
 pub use row::{ColumnAdd, ColumnGet, DenseRow, Element, Row, RowText, RowUpdate, SparseRow};
 pub use stats::ProcessStats;

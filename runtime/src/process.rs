@@ -90,6 +90,45 @@ pub trait App: Send + Sync + 'static {
     fn locations(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+    /// What a fresh job does with its `--output` location, so that a submitter can refuse an
+    /// existing output, or warn that none was named, once and before any process starts.
+    fn output_policy(&self) -> OutputPolicy {
+        OutputPolicy::Unknown
+    }
+}
+
+/// How an app treats its `--output` at the start of a fresh job (a resumed one continues an
+/// output that is not committed yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputPolicy {
+    /// The app does not say; the submitter checks nothing.
+    Unknown,
+    /// The app can write an output, but the job names none: its result is not kept.
+    NotNamed,
+    /// An existing output fails the job (the built-in apps without `--overwrite`).
+    MustNotExist,
+    /// An existing output is replaced (`--overwrite`).
+    Replaced,
+}
+
+impl OutputPolicy {
+    /// The name `describe` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputPolicy::Unknown => "unknown",
+            OutputPolicy::NotNamed => "not_named",
+            OutputPolicy::MustNotExist => "must_not_exist",
+            OutputPolicy::Replaced => "replaced",
+        }
+    }
+
+    /// The policy `describe` named (`unknown` for anything else, such as an older binary's silence).
+    pub fn from_name(s: &str) -> OutputPolicy {
+        [OutputPolicy::NotNamed, OutputPolicy::MustNotExist, OutputPolicy::Replaced]
+            .into_iter()
+            .find(|p| p.name() == s)
+            .unwrap_or(OutputPolicy::Unknown)
+    }
 }
 
 /// What an app may size itself by: the job's processes and worker threads, and the staleness

@@ -9,7 +9,7 @@ use super::options::CommonArgs;
 use super::output::Output;
 use super::state::SavedState;
 use crate::error::Result;
-use crate::{App, PsContext, Worker};
+use crate::{App, OutputPolicy, PsContext, Worker};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -164,6 +164,14 @@ impl<A: Iterative> App for Driver<A> {
     fn locations(&self) -> Vec<(&'static str, String)> {
         let c = self.alg.common();
         std::iter::once(("--input", c.input.clone())).chain(c.output.clone().map(|o| ("--output", o))).collect()
+    }
+    fn output_policy(&self) -> OutputPolicy {
+        let c = self.alg.common();
+        match (&c.output, c.overwrite) {
+            (None, _) => OutputPolicy::NotNamed,
+            (Some(_), false) => OutputPolicy::MustNotExist,
+            (Some(_), true) => OutputPolicy::Replaced,
+        }
     }
 }
 

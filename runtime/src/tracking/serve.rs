@@ -96,10 +96,16 @@ pub async fn answer(
     Ok(())
 }
 
-/// Where the final page goes: `report.html` in the directory of the stats file `stats_url`
-/// (a local path or a URL).
+/// Where the final page goes: beside the stats file `stats_url` (a local path or a URL), named
+/// after it (`mf.json` -> `mf.report.html`), so jobs writing their stats to one folder keep
+/// one page each.
 pub fn report_next_to(stats_url: &str) -> String {
-    next_to(stats_url, "report.html")
+    let name = stats_url.rsplit('/').next().unwrap_or(stats_url);
+    let stem = match name.rsplit_once('.') {
+        Some((s, _)) if !s.is_empty() => s,
+        _ => name,
+    };
+    next_to(stats_url, &format!("{stem}.report.html"))
 }
 
 /// The URL of file `name` in the directory of the `--stats` file (local or `hdfs://`).
@@ -142,9 +148,10 @@ mod tests {
         assert_eq!(respond("HEAD", "/status.json", s).body, s().to_string());
         assert_eq!(respond("GET", "/../etc/passwd", s).code, "404 Not Found");
         assert_eq!(respond("POST", "/", s).code, "405 Method Not Allowed");
-        assert_eq!(report_next_to("out/run1/stats.json"), "out/run1/report.html");
-        assert_eq!(report_next_to("hdfs://nn:8020/jobs/stats.json"), "hdfs://nn:8020/jobs/report.html");
-        assert_eq!(report_next_to("/stats.json"), "/report.html");
-        assert_eq!(report_next_to("stats.json"), "report.html");
+        assert_eq!(report_next_to("out/run1/stats.json"), "out/run1/stats.report.html");
+        assert_eq!(report_next_to("hdfs://nn:8020/jobs/mf.json"), "hdfs://nn:8020/jobs/mf.report.html");
+        assert_eq!(report_next_to("/stats.json"), "/stats.report.html");
+        assert_eq!(report_next_to("stats"), "stats.report.html");
+        assert_eq!(report_next_to("out/.json"), "out/.json.report.html");
     }
 }
