@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Layers of `ps-runtime`, lowest first. Keep in sync with ARCHITECTURE.md ("Module layers").
+/// Layers of `ps-runtime`, lowest first; ARCHITECTURE.md draws them, and a test checks it does.
 const LAYERS: &[&[&str]] = &[
     &["error", "clock", "hash", "huge_pages", "logging", "stats", "restart_log", "report"],
     &["secret", "hostfile", "ports", "gen", "row", "storage", "mailbox", "wan", "live"],
@@ -180,6 +180,35 @@ fn runtime_modules_import_only_lower_layers() {
     }
     assert!(errors.is_empty(), "module layering broken:\n  {}", errors.join("\n  "));
     assert_acyclic("ps-runtime", &graph);
+}
+
+/// The layer table in ARCHITECTURE.md ("Inside `ps_runtime`") names every module of each layer on
+/// that layer's line (a line starts with its number; `row/` and `row` are the same module), so a
+/// module moved to another layer must be moved there too.
+#[test]
+fn architecture_md_draws_these_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let lines: BTreeMap<usize, BTreeSet<String>> = text
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let n: usize = words.next()?.parse().ok()?;
+            let names = words.map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_').to_string());
+            Some((n, names.collect()))
+        })
+        .collect();
+    let mut errors = Vec::new();
+    for (i, layer) in LAYERS.iter().enumerate() {
+        match lines.get(&i) {
+            None => errors.push(format!("no line for layer {i}")),
+            Some(words) => errors.extend(
+                layer.iter().filter(|m| !words.contains(**m)).map(|m| format!("layer {i}'s line does not name {m}")),
+            ),
+        }
+    }
+    assert!(lines.len() == LAYERS.len(), "ARCHITECTURE.md has {} layer lines, LAYERS {}", lines.len(), LAYERS.len());
+    assert!(errors.is_empty(), "ARCHITECTURE.md's layer table drifted:\n  {}", errors.join("\n  "));
 }
 
 #[test]
