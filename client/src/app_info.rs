@@ -5,13 +5,15 @@
 
 use crate::error::{ClientError, Result};
 use crate::Cli;
-use ps_runtime::OutputPolicy;
+use ps_runtime::{Consistency, OutputPolicy};
 use std::process::Command;
 
-/// The application's storage locations (flag, URL), and what it does with an existing output.
+/// The application's storage locations (flag, URL), what it does with an existing output, and
+/// the consistency model it runs under when the job names none.
 pub struct AppInfo {
     pub locations: Vec<(String, String)>,
     pub output_policy: OutputPolicy,
+    pub default_consistency: Option<Consistency>,
 }
 
 /// The answer about the application and its arguments.
@@ -37,6 +39,7 @@ pub fn check(cli: &Cli) -> Result<Check> {
             Ok(built) => Check::Good(AppInfo {
                 locations: built.locations().into_iter().map(|(f, u)| (f.to_string(), u)).collect(),
                 output_policy: built.output_policy(),
+                default_consistency: built.default_consistency(),
             }),
             Err(e) => Check::Bad(e.to_string()),
         });
@@ -70,7 +73,8 @@ fn parse(json: &str) -> Option<Check> {
         .map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
         .collect::<Option<Vec<_>>>()?;
     let output_policy = OutputPolicy::from_name(v["output_policy"].as_str().unwrap_or_default());
-    Some(Check::Good(AppInfo { locations, output_policy }))
+    let default_consistency = v["consistency"].as_str().and_then(|c| c.parse().ok());
+    Some(Check::Good(AppInfo { locations, output_policy, default_consistency }))
 }
 
 /// The application's facts, or its bad arguments as an error.

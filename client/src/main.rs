@@ -17,7 +17,7 @@ mod yarn;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use error::{ClientError, Result};
-use ps_runtime::{Consistency, PrefetchPolicy, SnapshotMode};
+use ps_runtime::{AppCatalog, Consistency, PrefetchPolicy, SnapshotMode};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -254,7 +254,7 @@ fn parse_prefetch(s: &str) -> Result<PrefetchPolicy> {
 
 /// The end of `--help`: the applications and the other commands.
 fn after_help() -> String {
-    let apps: String = ps_runtime::apps::DESCRIPTIONS.iter().map(|(n, d)| format!("  {n:<10} {d}\n")).collect();
+    let apps: String = AppCatalog::builtin().apps().map(|(n, d)| format!("  {n:<10} {d}\n")).collect();
     format!(
         "Applications (`yarn-submit APP --help` for an application's options):\n{apps}\n\
          Commands:\n  yarn-submit status APP_ID   the application's report, as JSON\n  \
@@ -274,7 +274,7 @@ fn check_app(cli: &Cli) -> Option<i32> {
     if name.starts_with('-') {
         log::error!(
             "unknown option '{name}' (yarn-submit's own options come before the application: {}; see --help)",
-            ps_runtime::apps::NAMES.join(", ")
+            AppCatalog::builtin().apps().map(|a| a.0).collect::<Vec<_>>().join(", ")
         );
         return Some(2);
     }
@@ -317,7 +317,8 @@ fn main() {
     let argv: Vec<String> = std::env::args().collect();
     // Logging starts before the arguments are parsed (so parse errors are logged): --verbose is
     // looked for among yarn-submit's own options, before the application's name.
-    let own = argv.iter().skip(1).take_while(|a| !ps_runtime::apps::NAMES.contains(&a.as_str()));
+    let builtin = AppCatalog::builtin();
+    let own = argv.iter().skip(1).take_while(|a| !builtin.apps().any(|(n, _)| n == a.as_str()));
     let verbose = own.into_iter().any(|a| a == "--verbose" || a == "-v");
     local::init_logging(console.clone(), verbose);
     // `yarn-submit status APP_ID`, `kill APP_ID` and `list` (with their own options).

@@ -105,8 +105,10 @@ impl Cli {
         let chosen =
             self.consistency.is_some() || self.staleness.is_some() || named("consistency") || named("staleness");
         if !chosen && cfg.geo.datacenters <= 1 && cfg.geo.dc_of.is_empty() {
-            let app = self.app.first().map(String::as_str).unwrap_or("");
-            if let Some(c) = ps_runtime::apps::default_consistency(app, self.app.get(1..).unwrap_or(&[])) {
+            // The app's own default, as its runtime binary describes it (a user's app too).
+            let default = crate::app_info::info(self).ok().and_then(|i| i.default_consistency);
+            if let Some(c) = default {
+                let app = self.app.first().map(String::as_str).unwrap_or("");
                 log::info!(
                     "{app}: consistency {} (the app's default; --consistency chooses another)",
                     format!("{c:?}").to_lowercase()

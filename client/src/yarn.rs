@@ -153,6 +153,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let qualified = AppInfo {
         locations: locations.iter().map(|(f, p)| (f.clone(), paths::qualify(p, &fs, &user))).collect(),
         output_policy: info.output_policy,
+        default_consistency: info.default_consistency,
     };
     let ck = &runtime.checkpoint;
     crate::preflight::check(app, &qualified, ck.url.as_deref(), ck.resume)?;

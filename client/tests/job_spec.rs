@@ -149,3 +149,33 @@ fn spark_submit_flags_and_properties_files_work() {
     assert_eq!(count(&o, "line 2: spark.executor.memory is a Spark setting"), 1, "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// An app's default consistency model reaches yarn-submit through `describe`, the way a user's
+/// own runtime binary (`--runtime-bin`) is asked: PageRank's BSP, mf's BSP under `--implicit`.
+#[test]
+fn an_apps_default_consistency_is_heard_through_its_runtime_binary() {
+    let describe = |args: &[&str]| -> serde_json::Value {
+        let o = output(Command::new(bin("ps-runtime")).arg("describe").args(args));
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    assert_eq!(describe(&["pagerank", "--input", "g"])["consistency"], "bsp");
+    assert_eq!(describe(&["mf", "--input", "r", "--implicit"])["consistency"], "bsp");
+    assert!(describe(&["mf", "--input", "r"])["consistency"].is_null());
+    assert_eq!(describe(&["mf", "--input", "r", "--output", "o"])["output_policy"], "must_not_exist");
+    let d = tmpdir("spec", "consistency");
+    let ratings = gen_ratings(&d, 2000, 100, 50);
+    let stats = d.join("stats.json");
+    let o = output(
+        submit(&d)
+            .arg("--runtime-bin")
+            .arg(bin("ps-runtime"))
+            .args(["--master", "local[2]", "--threads", "1", "--stats"])
+            .arg(&stats)
+            .args(["mf", "--implicit", "--input", &ratings, "--passes", "1"]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["config"]["runtime"]["consistency"], "bsp");
+    let _ = std::fs::remove_dir_all(&d);
+}

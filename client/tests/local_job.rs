@@ -100,7 +100,7 @@ fn bad_options_fail_fast_with_a_clear_message() {
     let out = output(submit().args(["--master", "yarn", "mf", "--input", "hdfs:///x", "--bogus"]));
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     let help = String::from_utf8_lossy(&output(submit().arg("--help")).stdout).to_string();
-    for app in ps_runtime::apps::NAMES {
+    for (app, _) in ps_runtime::AppCatalog::builtin().apps() {
         assert!(help.lines().any(|l| l.trim_start().starts_with(app) && l.len() > 20), "{app} in:\n{help}");
     }
     assert!(help.contains("yarn-submit status APP_ID") && help.contains("yarn-submit kill APP_ID"));

@@ -3,7 +3,7 @@
 //! submit it with `yarn-submit --runtime-bin .../custom_runtime tally --clocks N`.
 
 use clap::Parser;
-use ps_runtime::{AppCatalog, DenseRow, PsContext, PsError, Result, TableConfig, Worker};
+use ps_runtime::{AppCatalog, DenseRow, PsContext, PsError, Result, TableKey, Worker};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// Every worker adds 1 to its own column each clock; after a global barrier worker 0 checks
@@ -18,6 +18,9 @@ struct Tally {
     total: AtomicI64,
 }
 
+/// The one table: a column per worker thread, counting its clocks.
+const TALLY: TableKey<DenseRow<i64>> = TableKey::new(0);
+
 impl Tally {
     fn build(args: &[String]) -> Result<Box<dyn ps_runtime::App>> {
         let t = Tally::try_parse_from(std::iter::once("tally".to_string()).chain(args.iter().cloned()))
@@ -29,11 +32,11 @@ impl Tally {
 impl ps_runtime::App for Tally {
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
         let workers = ctx.num_processes() * ctx.config().threads;
-        ctx.create_table(TableConfig::new(0, "tally", "dense_i64", workers))
+        ctx.create_table(TALLY.config("tally", workers))
     }
 
     fn run_worker(&self, w: &mut Worker) -> Result<()> {
-        let mut t = w.table::<DenseRow<i64>>(0)?;
+        let mut t = w.open(TALLY)?;
         let gid = w.global_thread_id() as u32;
         for _ in 0..self.clocks {
             t.inc_col(0, gid, 1i64)?;

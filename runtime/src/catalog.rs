@@ -35,12 +35,12 @@ pub struct AppCatalog {
 impl AppCatalog {
     /// The built-in applications (`demo`, `mf`, `lda`, `pagerank`) and row types.
     pub fn builtin() -> Self {
-        let apps = apps::DESCRIPTIONS
+        let apps = apps::BUILTIN
             .iter()
-            .map(|&(name, about)| Entry {
+            .map(|&(name, about, build)| Entry {
                 name: name.to_string(),
                 about: about.to_string(),
-                build: Arc::new(move |args| apps::build(name, args)),
+                build: Arc::new(build),
             })
             .collect();
         AppCatalog { apps, rows: RowTypeRegistry::with_builtins() }

@@ -240,6 +240,7 @@ fn describe(catalog: &AppCatalog, app: &str, args: &[String]) -> i32 {
                     "app": app,
                     "locations": locations,
                     "output_policy": built.output_policy().name(),
+                    "consistency": built.default_consistency(),
                     "total_clocks": built.total_clocks(),
                 })
             );

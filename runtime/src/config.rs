@@ -334,6 +334,52 @@ impl RowInit {
     }
 }
 
+/// A table's id together with its row type, known to the compiler: the configuration made from
+/// it names the row type, and [`Worker::open`](crate::Worker::open) opens the table with it, so
+/// the two cannot disagree (with [`TableConfig::new`] and `Worker::table`, an id and a row-type
+/// name string must be matched by hand). Declare one per table, as a constant:
+///
+/// ```
+/// use ps_runtime::{DenseRow, TableKey};
+/// const WEIGHTS: TableKey<DenseRow<f32>> = TableKey::new(0);
+/// let cfg = WEIGHTS.config("weights", 100);
+/// assert_eq!((cfg.id, cfg.row_type.as_str()), (0, "dense_f32"));
+/// ```
+pub struct TableKey<R> {
+    id: u32,
+    row: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<R> Clone for TableKey<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for TableKey<R> {}
+
+impl<R> std::fmt::Debug for TableKey<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TableKey({}, {})", self.id, std::any::type_name::<R>())
+    }
+}
+
+impl<R: crate::row::Row> TableKey<R> {
+    pub const fn new(id: u32) -> Self {
+        TableKey { id, row: std::marker::PhantomData }
+    }
+
+    pub fn id(self) -> u32 {
+        self.id
+    }
+
+    /// The configuration of this table: `columns` columns of rows of type `R`; the other
+    /// settings as [`TableConfig::new`] leaves them, to be changed with its `with_*` methods.
+    pub fn config(self, name: &str, columns: usize) -> TableConfig {
+        TableConfig::new(self.id, name, R::type_name(), columns)
+    }
+}
+
 impl TableConfig {
     pub fn new(id: u32, name: &str, row_type: impl Into<String>, columns: usize) -> Self {
         TableConfig {

@@ -78,7 +78,7 @@ pub use cli::runtime_main;
 pub use client::{RowMut, RowRef, TableHandle, Worker};
 pub use config::{
     CheckpointConfig, Consistency, FaultConfig, JobConfig, Placement, PrefetchPolicy, RowInit, RuntimeConfig,
-    SnapshotMode, TableConfig,
+    SnapshotMode, TableConfig, TableKey,
 };
 pub use error::{PsError, Result};
 pub use geo::{GeoConfig, InterDc, WanMatrix};

@@ -90,6 +90,12 @@ pub trait App: Send + Sync + 'static {
     fn locations(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+    /// The consistency model this job should run under when the job names none (no flag, no
+    /// setting): PageRank's BSP, for one. `yarn-submit` asks through `describe`, so a user's app
+    /// in its own runtime binary is heard the same way.
+    fn default_consistency(&self) -> Option<crate::config::Consistency> {
+        None
+    }
     /// What a fresh job does with its `--output` location, so that a submitter can refuse an
     /// existing output, or warn that none was named, once and before any process starts.
     fn output_policy(&self) -> OutputPolicy {

@@ -193,9 +193,9 @@ fn apps_read_and_write_hdfs() {
         .map(|l| l.split_whitespace().nth(2).unwrap().parse::<i64>().unwrap())
         .sum();
     let (store, m) = last("lda");
-    let wt = read::read_table::<SparseRow<i32>>(&store, &m, apps::lda::WORD_TOPIC).unwrap();
+    let wt = read::read_table::<SparseRow<i32>>(&store, &m, apps::lda::WORD_TOPIC.id()).unwrap();
     assert_eq!(wt.values().flat_map(|r| r.iter().map(|(_, v)| v as i64)).sum::<i64>(), tokens);
-    let ts = read::read_table::<DenseRow<i64>>(&store, &m, apps::lda::TOPIC_SUM).unwrap();
+    let ts = read::read_table::<DenseRow<i64>>(&store, &m, apps::lda::TOPIC_SUM.id()).unwrap();
     assert_eq!(ts[&0].iter().sum::<i64>(), tokens);
     // MF: one factor row per user that has ratings, and (rotating item slices, the default) one
     // per ITEMS_PER_ROW consecutive item ids that have ratings.
@@ -207,13 +207,13 @@ fn apps_read_and_write_hdfs() {
             .collect::<std::collections::HashSet<_>>()
             .len()
     };
-    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::L).unwrap().len(), rows(0, 1));
-    let items = read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::R).unwrap();
+    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::L.id()).unwrap().len(), rows(0, 1));
+    let items = read::read_table::<DenseRow<f32>>(&store, &m, apps::mf::R.id()).unwrap();
     assert_eq!(items.len(), rows(1, apps::mf::ITEMS_PER_ROW));
     assert!(items.values().all(|r| r.len() == 5 * apps::mf::ITEMS_PER_ROW as usize), "rank 5, 16 items a row");
     // PageRank: 500 nodes in rows of 64.
     let (store, m) = last("pagerank");
-    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::pagerank::RANK).unwrap().len(), 8);
+    assert_eq!(read::read_table::<DenseRow<f32>>(&store, &m, apps::pagerank::RANK.id()).unwrap().len(), 8);
     // PageRank's output: every node once, scores summing to 1.
     let ranks = st.list(&format!("{dir}/out-pr/ranks")).unwrap();
     let mut text = String::new();

@@ -38,8 +38,8 @@ fn all_ok(r: Vec<ps_runtime::Result<ps_runtime::ProcessStats>>) {
 /// that every cell of a clock `< t` is exact in any case.
 fn check_demo_snapshot(store: &CheckpointStore, t: i64, threads: u64, clocks: i64) -> u64 {
     let m = store.read_manifest(t).unwrap();
-    let own = read_table::<DenseRow<i64>>(store, &m, OWN).unwrap();
-    let shared = read_table::<SparseRow<i32>>(store, &m, SHARED).unwrap();
+    let own = read_table::<DenseRow<i64>>(store, &m, OWN.id()).unwrap();
+    let shared = read_table::<SparseRow<i32>>(store, &m, SHARED.id()).unwrap();
     let mut extra = 0;
     for g in 0..threads {
         let row = own.get(&g).unwrap_or_else(|| panic!("snapshot {t}: own row {g} missing"));
@@ -92,7 +92,7 @@ fn pure_snapshots_hold_exactly_the_first_t_clocks_and_approximate_ones_say_so() 
             assert_eq!(m.is_final, t == clocks);
             // The end-of-job snapshot (26) is not a checkpoint clock, so workers saved no state.
             assert_eq!(m.resumable, mode == SnapshotMode::Pure && t != clocks, "{mode:?} snapshot {t}");
-            let (h, _) = store.read_shard(t, 1, OWN).unwrap();
+            let (h, _) = store.read_shard(t, 1, OWN.id()).unwrap();
             assert_eq!(h.is_approx(), mode == SnapshotMode::Approx);
             let e = check_demo_snapshot(&store, t, n, clocks);
             if mode == SnapshotMode::Pure {
@@ -139,7 +139,7 @@ fn resumed_job_ends_with_the_same_tables_as_an_uninterrupted_one() {
     assert_eq!(b.list().unwrap().iter().map(|x| x.0).collect::<Vec<_>>(), vec![4, 8, 12, 14]);
     for t in [12, 14] {
         let (ma, mb) = (a.read_manifest(t).unwrap(), b.read_manifest(t).unwrap());
-        for id in [OWN, SHARED] {
+        for id in [OWN.id(), SHARED.id()] {
             for s in 0..2 {
                 let (ha, pa) = a.read_shard(t, s, id).unwrap();
                 let (hb, pb) = b.read_shard(t, s, id).unwrap();

@@ -16,11 +16,11 @@ use ps_runtime::apps::output::Output;
 use ps_runtime::apps::state::SavedState;
 use ps_runtime::input::{plan_splits, BadRecords, Decoded, LineReader};
 use ps_runtime::storage::{storage_for, Storage};
-use ps_runtime::{DenseRow, PsContext, PsError, Result, TableConfig, TableHandle, Worker};
+use ps_runtime::{DenseRow, PsContext, PsError, Result, TableHandle, TableKey, Worker};
 
-const WEIGHTS: u32 = 0;
+const WEIGHTS: TableKey<DenseRow<f32>> = TableKey::new(0);
 /// Row 0, one column per worker: the largest feature index each worker read.
-const DIMS: u32 = 1;
+const DIMS: TableKey<DenseRow<i64>> = TableKey::new(1);
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "logreg", about = "Sparse logistic regression by SGD (LibSVM input: label index:value ...)")]
@@ -229,22 +229,22 @@ impl Iterative for LogReg {
 
     fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
         let workers = ctx.num_processes() * ctx.config().threads;
-        ctx.create_table(TableConfig::new(WEIGHTS, "weights", "dense_f32", self.args.block))?;
-        ctx.create_table(TableConfig::new(DIMS, "dims", "dense_i64", workers))
+        ctx.create_table(WEIGHTS.config("weights", self.args.block))?;
+        ctx.create_table(DIMS.config("dims", workers))
     }
 
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<LogRegWorker> {
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         let (train, test, maxf) = self.read(gid, nw)?;
         log::info!("worker {gid}: {} training and {} held-out examples", train.len(), test.len());
-        let mut dims = w.table::<DenseRow<i64>>(DIMS)?;
+        let mut dims = w.open(DIMS)?;
         // A resumed job finds the dimensions in the restored table.
         if saved.is_none() {
             dims.inc_col(0, gid as u32, maxf as i64)?;
             w.global_barrier()?;
         }
         let dims = dims.get(0)?.iter().copied().max().unwrap_or(0) as u32;
-        let wt = Weights { t: w.table::<DenseRow<f32>>(WEIGHTS)?, block: self.args.block as u32 };
+        let wt = Weights { t: w.open(WEIGHTS)?, block: self.args.block as u32 };
         let mut sq = vec![0f32; dims as usize + 1];
         if let Some(s) = saved {
             if s.raw.len() != sq.len() * 4 {

@@ -9,7 +9,7 @@
 //! runs (soaks) keep rows, reads and checks bounded; the checks then compare each column against
 //! how many of its clocks must and may be visible, which is the same rule.
 
-use crate::config::TableConfig;
+use crate::config::TableKey;
 use crate::error::{PsError, Result};
 use crate::row::{ColumnGet, DenseRow, SparseRow};
 use crate::{App, PsContext, TableHandle, Worker};
@@ -58,8 +58,8 @@ pub struct DemoArgs {
     pub fail_worker: u64,
 }
 
-pub const OWN: u32 = 0;
-pub const SHARED: u32 = 1;
+pub const OWN: TableKey<DenseRow<i64>> = TableKey::new(0);
+pub const SHARED: TableKey<SparseRow<i32>> = TableKey::new(1);
 
 pub struct Demo {
     args: DemoArgs,
@@ -181,15 +181,15 @@ impl App for Demo {
 
     fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
         let cols = self.width() as usize;
-        ctx.create_table(TableConfig::new(OWN, "own", "dense_i64", cols))?;
-        ctx.create_table(TableConfig::new(SHARED, "shared", "sparse_i32", cols))?;
+        ctx.create_table(OWN.config("own", cols))?;
+        ctx.create_table(SHARED.config("shared", cols))?;
         Ok(())
     }
 
     fn run_worker(&self, w: &mut Worker) -> Result<()> {
         let me = w.global_thread_id() as u64;
-        let mut own = w.table::<DenseRow<i64>>(OWN)?;
-        let mut shared = w.table::<SparseRow<i32>>(SHARED)?;
+        let mut own = w.open(OWN)?;
+        let mut shared = w.open(SHARED)?;
         let mut rng = crate::hash::SeededRng::seed_from_u64(self.args.seed ^ (me + 1).wrapping_mul(0x9e3779b97f4a7c15));
         // A resumed worker continues at its checkpoint's clock; its check count is its state.
         let mut checks = match w.resume_state()? {
@@ -202,7 +202,7 @@ impl App for Demo {
             me,
             n: w.total_threads() as u64,
             // Under ASP another data center's updates may lag (or lead) by DS more clocks.
-            s: w.staleness(OWN)?.map(|s| s + w.mirror_lag()),
+            s: w.staleness(OWN.id())?.map(|s| s + w.mirror_lag()),
             width: self.width(),
             last: self.args.clocks - 1,
             only_barriers: self.args.barrier_checks_only,

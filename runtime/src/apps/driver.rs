@@ -28,11 +28,16 @@ pub trait Iterative: Sized + Send + Sync + 'static {
     /// Whether the objective is also evaluated before any work (recorded as clock 0).
     const INITIAL_OBJECTIVE: bool = true;
     /// The consistency model the app runs under when the job names none (`yarn-submit` applies
-    /// it); `None` keeps the job-wide default.
+    /// it); `None` keeps the job-wide default. [`Iterative::consistency`] may choose by the
+    /// arguments instead.
     const CONSISTENCY: Option<crate::config::Consistency> = None;
     /// A worker's state between clocks.
     type State;
 
+    /// The default consistency model of this job's arguments (`App::default_consistency`).
+    fn consistency(&self) -> Option<crate::config::Consistency> {
+        Self::CONSISTENCY
+    }
     /// Parses and checks the app's command-line arguments.
     fn from_args(args: &[String]) -> Result<Self>;
     /// Sizes the app to the job before it starts (see [`App::shape`]): e.g. the clocks per pass
@@ -164,6 +169,9 @@ impl<A: Iterative> App for Driver<A> {
     fn locations(&self) -> Vec<(&'static str, String)> {
         let c = self.alg.common();
         std::iter::once(("--input", c.input.clone())).chain(c.output.clone().map(|o| ("--output", o))).collect()
+    }
+    fn default_consistency(&self) -> Option<crate::config::Consistency> {
+        self.alg.consistency()
     }
     fn output_policy(&self) -> OutputPolicy {
         let c = self.alg.common();

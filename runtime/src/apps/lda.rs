@@ -19,7 +19,7 @@ use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use super::vocabulary::Limits;
-use crate::config::{mix64, TableConfig};
+use crate::config::{mix64, TableKey};
 use crate::error::{PsError, Result};
 use crate::hash::SeededRng;
 use crate::input::{read_corpus, resolve_format, InputFormat};
@@ -108,8 +108,8 @@ const NAMES: Names = Names { app: "lda", rotate: "words", data: "docs" };
 /// Clocks per pass of the data-parallel schedule (the rotating one runs one per slice).
 const BASE_CPP: i64 = 4;
 
-pub const WORD_TOPIC: u32 = 0;
-pub const TOPIC_SUM: u32 = 1;
+pub const WORD_TOPIC: TableKey<SparseRow<i32>> = TableKey::new(0);
+pub const TOPIC_SUM: TableKey<DenseRow<i64>> = TableKey::new(1);
 
 pub use super::lda_rows::WORDS_PER_ROW;
 
@@ -276,14 +276,12 @@ impl Iterative for Lda {
         // Rotating slices: each clock's word rows are asked for ahead (`begin_clock`), when their
         // turn comes, rather than prefetched or pushed after every change.
         let per_row = self.word_rows().per_row as usize;
-        ctx.create_table(
-            TableConfig::new(WORD_TOPIC, "word_topic", "sparse_i32", k * per_row).with_announced_reads(self.rotates),
-        )?;
+        ctx.create_table(WORD_TOPIC.config("word_topic", k * per_row).with_announced_reads(self.rotates))?;
         // Under ASP the topic totals are mirrored exactly (significance 0): K numbers a clock, and
         // every sampling step divides by them. Filtered like the word rows, each data center's
         // totals drifted from the sum of its word-topic counts (a token moving between topics
         // barely changes a total relative to its size), and the log-likelihood with them.
-        ctx.create_table(TableConfig::new(TOPIC_SUM, "topic_sum", "dense_i64", k).with_significance(0.0))
+        ctx.create_table(TOPIC_SUM.config("topic_sum", k).with_significance(0.0))
     }
 
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<LdaWorker> {
@@ -322,7 +320,7 @@ impl Iterative for Lda {
         if gid == 0 {
             *self.vocab.lock().unwrap_or_else(|e| e.into_inner()) = corpus.vocab;
         }
-        let plan = plan_for_worker(a.schedule.rotation(), NAMES, w, WORD_TOPIC, c)?;
+        let plan = plan_for_worker(a.schedule.rotation(), NAMES, w, WORD_TOPIC.id(), c)?;
         if gid == 0 {
             log::info!("lda: {} document parts x {} word slices per pass", plan.parts, plan.slices);
             if !plan.rotates() && a.schedule == Schedule::Auto && nw > 1 {
@@ -341,8 +339,8 @@ impl Iterative for Lda {
             .collect();
         let mut st = LdaWorker {
             skipped,
-            wt: w.table(WORD_TOPIC)?,
-            ts: w.table(TOPIC_SUM)?,
+            wt: w.open(WORD_TOPIC)?,
+            ts: w.open(TOPIC_SUM)?,
             sampler: Sampler::new(a.topics, a.alpha, a.beta, v, docs.iter().map(|d| d.len() as u32).collect()),
             rng: self.rng_at(gid, -1),
             gid,

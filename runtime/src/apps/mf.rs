@@ -35,7 +35,7 @@ use super::options::{parse, CommonArgs};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan};
 use super::state::SavedState;
-use crate::config::{mix64, RowInit, TableConfig};
+use crate::config::{mix64, RowInit, TableKey};
 use crate::error::{PsError, Result};
 use crate::input::{read_interactions, read_rating_table_keyed, read_ratings, resolve_format, InputFormat};
 use crate::input::{Rating, RatingColumns, RatingTable};
@@ -47,11 +47,11 @@ const NAMES: Names = Names { app: "mf", rotate: "items", data: "ratings" };
 /// Clocks per pass of the data-parallel schedule (the rotating one runs one per slice).
 const BASE_CPP: i64 = 2;
 
-pub const L: u32 = 0;
-pub const R: u32 = 1;
-pub const OWNER: u32 = 2;
+pub const L: TableKey<DenseRow<f32>> = TableKey::new(0);
+pub const R: TableKey<DenseRow<f32>> = TableKey::new(1);
+pub const OWNER: TableKey<DenseRow<i64>> = TableKey::new(2);
 /// Row 0: (sum, count) of the training ratings, for the global mean.
-pub const MEAN: u32 = 3;
+pub const MEAN: TableKey<DenseRow<f64>> = TableKey::new(3);
 /// Most ratings of each set (training, held-out) an intermediate evaluation looks at, per worker.
 pub const EVAL_SAMPLE: usize = 200_000;
 
@@ -194,6 +194,12 @@ impl Iterative for Mf {
     const LOWER_IS_BETTER: bool = true;
     type State = MfWorker;
 
+    /// `--implicit` runs under BSP: it halves the item slices its negatives are drawn from
+    /// (see `mf_implicit`).
+    fn consistency(&self) -> Option<crate::config::Consistency> {
+        self.args.implicit.then_some(crate::config::Consistency::Bsp)
+    }
+
     fn from_args(args: &[String]) -> Result<Self> {
         let mut args: MfArgs = parse("mf", args)?;
         // Two clocks per pass by default: every clock exchanges every item row a worker rated
@@ -251,18 +257,18 @@ impl Iterative for Mf {
     fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
         let k = self.args.rank;
         let RowInit { low, high, seed } = self.init();
-        ctx.create_table(TableConfig::new(L, "users", "dense_f32", k).with_init(low, high, seed))?;
+        ctx.create_table(L.config("users", k).with_init(low, high, seed))?;
         // Rotating slices: each clock's item rows are asked for ahead (`begin_clock`), when their
         // turn comes, rather than prefetched or pushed after every change.
         let announced = self.rotates && self.args.refresh_ahead;
         ctx.create_table(
-            TableConfig::new(R, "items", "dense_f32", k * self.item_rows().per_row as usize)
+            R.config("items", k * self.item_rows().per_row as usize)
                 .with_init(low, high, seed ^ 1)
                 .with_announced_reads(announced),
         )?;
-        ctx.create_table(TableConfig::new(MEAN, "mean", "dense_f64", 2))?;
+        ctx.create_table(MEAN.config("mean", 2))?;
         let workers = ctx.num_processes() * ctx.config().threads;
-        ctx.create_table(TableConfig::new(OWNER, "owner", "dense_i64", workers))
+        ctx.create_table(OWNER.config("owner", workers))
     }
 
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<MfWorker> {
@@ -299,7 +305,7 @@ impl Iterative for Mf {
         log::debug!("worker {gid}: {} training, {} held-out ratings ({} skipped)", train.len(), test.len(), st.skipped);
         // The model predicts mean + L_u . R_i: centring keeps early gradients small, which matters
         // when many workers' stale updates add up on popular items.
-        let mut mean_t = w.table::<DenseRow<f64>>(MEAN)?;
+        let mut mean_t = w.open(MEAN)?;
         // A resumed worker finds the mean in the restored tables. Implicit feedback has none.
         if saved.is_none() && !a.implicit {
             let sum: f64 = train.iter().map(|r| r.value as f64).sum();
@@ -315,7 +321,7 @@ impl Iterative for Mf {
             }
         };
         let items = distinct_sorted(&[&train, &test], |r| r.item);
-        let plan = plan_for_worker(a.schedule.rotation(), NAMES, w, R, c)?;
+        let plan = plan_for_worker(a.schedule.rotation(), NAMES, w, R.id(), c)?;
         let k = a.rank;
         let (users, local) = match a.user_factors {
             UserFactors::Local => {
@@ -355,8 +361,8 @@ impl Iterative for Mf {
             skipped,
             all_items,
             recs: Recs::default(),
-            lt: w.table(L)?,
-            rt: w.table(R)?,
+            lt: w.open(L)?,
+            rt: w.open(R)?,
             ir,
             train,
             test,

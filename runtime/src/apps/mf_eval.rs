@@ -17,9 +17,9 @@ pub fn eval_snapshot(
     test_fraction: f64,
 ) -> Result<(f64, u64, f64, u64)> {
     use crate::snapshot::read::read_table;
-    let lt = read_table::<DenseRow<f32>>(store, m, L)?;
-    let rt = read_table::<DenseRow<f32>>(store, m, R)?;
-    let mean = read_table::<DenseRow<f64>>(store, m, MEAN)?;
+    let lt = read_table::<DenseRow<f32>>(store, m, L.id())?;
+    let rt = read_table::<DenseRow<f32>>(store, m, R.id())?;
+    let mean = read_table::<DenseRow<f64>>(store, m, MEAN.id())?;
     let mu = mean.get(&0).map_or(0.0, |r| r[0] / r[1].max(1.0)) as f32;
     // Items per row: the items table's width over the users table's (the rank).
     let width = |t: &rustc_hash::FxHashMap<u64, DenseRow<f32>>| t.values().next().map(|r| r.len());

@@ -9,7 +9,6 @@ use super::options::OutputFormat;
 use super::output::Output;
 use super::rows_out::RowsPart;
 use crate::error::Result;
-use crate::row::DenseRow;
 use crate::Worker;
 
 /// The row of the mean table that counts the ids too large for an int32 (users, items).
@@ -22,7 +21,7 @@ impl Mf {
     /// and are written in parallel.
     pub(super) fn write_model(&self, st: &mut MfWorker, w: &mut Worker, out: &Output) -> Result<()> {
         let gid = st.gid;
-        let mut owner = w.table::<DenseRow<i64>>(OWNER)?;
+        let mut owner = w.open(OWNER)?;
         // Owner rows: users at 2*id, items at 2*id+1. Local users have one owner already.
         if st.local.is_none() {
             for &u in &st.users {
@@ -33,7 +32,7 @@ impl Mf {
             owner.inc_col(2 * i + 1, gid as u32, 1i64)?;
         }
         // Spark's ALS takes int32 ids: ids are written as such when every one of the job fits.
-        let mut mean = w.table::<DenseRow<f64>>(MEAN)?;
+        let mut mean = w.open(MEAN)?;
         let wide = |ids: &[u64]| ids.iter().filter(|&&id| id > i32::MAX as u64).count() as f64;
         mean.batch_inc(WIDE_IDS, &[(0, wide(&st.users)), (1, wide(&st.items))])?;
         w.global_barrier()?;

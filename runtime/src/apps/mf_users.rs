@@ -215,7 +215,7 @@ impl LocalUsers {
     pub fn new(w: &mut Worker, users: &[u64], rank: usize, init: RowInit, resumed: bool) -> Result<Self> {
         let mut f = vec![0f32; users.len() * rank];
         if resumed {
-            let mut lt: TableHandle<DenseRow<f32>> = w.table(L)?;
+            let mut lt: TableHandle<DenseRow<f32>> = w.open(L)?;
             lt.refresh_rows(users.iter().copied());
             for (j, &u) in users.iter().enumerate() {
                 f[j * rank..(j + 1) * rank].copy_from_slice(&lt.get(u)?);

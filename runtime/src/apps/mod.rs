@@ -12,8 +12,8 @@
 //! stragglers, objective samples, `--target` stop, checkpoints, output commit); an app implements the
 //! `Iterative` trait (tables, per-worker state, one clock of work, objective partial sums, saved state,
 //! output) in one file and adds a line to `apps/mod.rs`; it may name the consistency model it runs
-//! under when the job names none (`Iterative::CONSISTENCY`, read by `yarn-submit` through
-//! `apps::default_consistency`: PageRank's is BSP). Beside it: `options` (common flags),
+//! under when the job names none (`Iterative::CONSISTENCY` or `Iterative::consistency`, which
+//! `yarn-submit` hears through `App::default_consistency`: PageRank's is BSP). Beside it: `options` (common flags),
 //! `straggler`, `objective` (`Tracker`), `state` (`SavedState`), `output` (committed outputs),
 //! `rows_out` (model rows as text or `.npy`). Each worker thread reads its byte range of the input (a line belongs
 //! to the split holding its first byte; docword documents and Netflix movie blocks are kept whole);
@@ -116,15 +116,23 @@ pub mod vocabulary;
 use crate::error::{PsError, Result};
 use crate::App;
 
-/// Names of the built-in applications.
-pub const NAMES: &[&str] = &["demo", "mf", "lda", "pagerank"];
+/// Builds an app from its arguments (as `catalog::BuildApp`, which sits a layer above).
+pub(crate) type Build = fn(&[String]) -> Result<Box<dyn App>>;
 
-/// What each built-in application is, in a line (for `yarn-submit --help`).
-pub const DESCRIPTIONS: &[(&str, &str)] = &[
-    ("demo", "per-worker counters that check the SSP guarantee on every read"),
-    ("mf", "matrix factorization by SGD (ratings: user item rating)"),
-    ("lda", "topic model by collapsed Gibbs sampling (UCI bag of words, lda-c, LibSVM or token lines)"),
-    ("pagerank", "edge-scheduled PageRank (edge lists)"),
+/// The built-in applications: name, what it is in a line (for `yarn-submit --help`), and how it
+/// is built from its arguments. Their only list: `AppCatalog::builtin` serves them, and a user's
+/// runtime binary adds its own apps to that catalog.
+pub(crate) const BUILTIN: &[(&str, &str, Build)] = &[
+    ("demo", "per-worker counters that check the SSP guarantee on every read", |a| {
+        Ok(Box::new(demo::Demo::from_args(a)?))
+    }),
+    ("mf", "matrix factorization by SGD (ratings: user item rating)", driver::build::<mf::Mf>),
+    (
+        "lda",
+        "topic model by collapsed Gibbs sampling (UCI bag of words, lda-c, LibSVM or token lines)",
+        driver::build::<lda::Lda>,
+    ),
+    ("pagerank", "edge-scheduled PageRank (edge lists)", driver::build::<pagerank::PageRank>),
 ];
 
 /// The application's own `--help` text, or `None` for a name that is not built in.
@@ -148,28 +156,13 @@ pub(crate) fn help_of(name: &str, build: impl Fn(&str, &[String]) -> Result<Box<
     help.contains("Usage:").then(|| help.to_string())
 }
 
-/// The consistency model built-in app `name` with arguments `args` runs under when the job names
-/// none (no `--consistency` or `--staleness`, nor those keys in the runtime configuration); `None`
-/// keeps the job-wide default (ESSP).
-pub fn default_consistency(name: &str, args: &[String]) -> Option<crate::config::Consistency> {
-    use driver::Iterative;
-    match name {
-        // BSP halves the item slices `--implicit` draws its negatives from (see `mf_implicit`).
-        "mf" if args.iter().any(|a| a == "--implicit") => Some(crate::config::Consistency::Bsp),
-        "mf" => mf::Mf::CONSISTENCY,
-        "lda" => lda::Lda::CONSISTENCY,
-        "pagerank" => pagerank::PageRank::CONSISTENCY,
-        _ => None,
-    }
-}
-
-/// Builds the application `name` from its command-line arguments.
+/// Builds the built-in application `name` from its command-line arguments.
 pub fn build(name: &str, args: &[String]) -> Result<Box<dyn App>> {
-    match name {
-        "demo" => Ok(Box::new(demo::Demo::from_args(args)?)),
-        "mf" => driver::build::<mf::Mf>(args),
-        "lda" => driver::build::<lda::Lda>(args),
-        "pagerank" => driver::build::<pagerank::PageRank>(args),
-        other => Err(PsError::Config(format!("app: unknown application '{other}' (known: {})", NAMES.join(", ")))),
+    match BUILTIN.iter().find(|(n, _, _)| *n == name) {
+        Some((_, _, build)) => build(args),
+        None => {
+            let known: Vec<&str> = BUILTIN.iter().map(|b| b.0).collect();
+            Err(PsError::Config(format!("app: unknown application '{name}' (known: {})", known.join(", "))))
+        }
     }
 }

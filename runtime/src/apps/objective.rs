@@ -3,7 +3,7 @@
 //! reaching `--target` stops the job at the same clock on every worker.
 
 use super::options::CommonArgs;
-use crate::config::TableConfig;
+use crate::config::TableKey;
 use crate::error::{PsError, Result};
 use crate::report::Report;
 use crate::row::{ColumnGet, DenseRow};
@@ -13,8 +13,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-pub const OBJECTIVE_TABLE: u32 = 100;
-pub const CONTROL_TABLE: u32 = 101;
+pub const OBJECTIVE_TABLE: TableKey<DenseRow<f64>> = TableKey::new(100);
+pub const CONTROL_TABLE: TableKey<DenseRow<i64>> = TableKey::new(101);
 /// Partial sums per evaluation: up to this many numbers, summed over workers.
 pub const OBJECTIVE_FIELDS: usize = 8;
 
@@ -79,10 +79,8 @@ impl Objective {
 
     pub fn create_tables(ctx: &mut PsContext) -> Result<()> {
         // Sums of every worker's part: across data centers (ASP) every change is mirrored.
-        ctx.create_table(
-            TableConfig::new(OBJECTIVE_TABLE, "objective", "dense_f64", OBJECTIVE_FIELDS).with_significance(0.0),
-        )?;
-        ctx.create_table(TableConfig::new(CONTROL_TABLE, "control", "dense_i64", 1).with_significance(0.0))
+        ctx.create_table(OBJECTIVE_TABLE.config("objective", OBJECTIVE_FIELDS).with_significance(0.0))?;
+        ctx.create_table(CONTROL_TABLE.config("control", 1).with_significance(0.0))
     }
 
     pub fn report(&self) -> Map<String, Value> {
@@ -128,13 +126,13 @@ impl Tracker {
     pub fn new(w: &mut Worker, obj: Arc<Objective>, args: &CommonArgs) -> Result<Self> {
         let t0 = *obj.started.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Instant::now);
         Ok(Tracker {
-            table: w.table(OBJECTIVE_TABLE)?,
-            control: w.table(CONTROL_TABLE)?,
+            table: w.open(OBJECTIVE_TABLE)?,
+            control: w.open(CONTROL_TABLE)?,
             reporter: w.global_thread_id() == 0,
             pending: VecDeque::new(),
             next_row: 0,
             // Across data centers (ASP) the other data centers' parts arrive up to DS clocks later.
-            slack: w.staleness(OBJECTIVE_TABLE)?.map(|s| s + w.mirror_lag()),
+            slack: w.staleness(OBJECTIVE_TABLE.id())?.map(|s| s + w.mirror_lag()),
             target: args.target,
             total: args.total_clocks(),
             obj,

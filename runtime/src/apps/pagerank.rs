@@ -21,7 +21,7 @@ use super::pagerank_shares::{share, Place, ProcessShares, ThreadShares};
 use super::pagerank_table::{push_blocks, read_blocks, Mirror};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
-use crate::config::{Placement, TableConfig};
+use crate::config::{Placement, TableKey};
 use crate::error::{PsError, Result};
 use crate::input::{read_edge_table_keyed, read_edges, resolve_format, Edges, InputFormat, KeyColumn, ReadStats};
 use crate::row::{ColumnGet, DenseRow};
@@ -53,10 +53,10 @@ pub struct PageRankArgs {
     pub dst_col: Option<String>,
 }
 
-pub const RANK: u32 = 0;
-pub const DEGREE: u32 = 1;
-pub const META: u32 = 2;
-pub const GLOBAL: u32 = 3;
+pub const RANK: TableKey<DenseRow<f32>> = TableKey::new(0);
+pub const DEGREE: TableKey<DenseRow<i64>> = TableKey::new(1);
+pub const META: TableKey<DenseRow<i64>> = TableKey::new(2);
+pub const GLOBAL: TableKey<DenseRow<f64>> = TableKey::new(3);
 
 /// Sequential PageRank on a CSR built from the edge list (the baseline and the reference).
 /// Returns the ranks after `iters` Jacobi iterations or once the L1 change drops below `tol`.
@@ -222,10 +222,10 @@ impl Iterative for PageRank {
         let b = self.args.block;
         // Block k lives on server k mod processes: its owner (`owner_of_block`) is a thread of
         // that process, so the owner's writes stay in its own process.
-        ctx.create_table(TableConfig::new(RANK, "rank", "dense_f32", b).with_placement(Placement::Modulo))?;
-        ctx.create_table(TableConfig::new(DEGREE, "outdegree", "dense_i64", b))?;
-        ctx.create_table(TableConfig::new(META, "meta", "dense_i64", workers))?;
-        ctx.create_table(TableConfig::new(GLOBAL, "dangling", "dense_f64", 1))
+        ctx.create_table(RANK.config("rank", b).with_placement(Placement::Modulo))?;
+        ctx.create_table(DEGREE.config("outdegree", b))?;
+        ctx.create_table(META.config("meta", workers))?;
+        ctx.create_table(GLOBAL.config("dangling", 1))
     }
 
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<PrWorker> {
@@ -245,8 +245,8 @@ impl Iterative for PageRank {
         if a.reference && dict.is_some() {
             return Err(PsError::Config("pagerank: --reference needs node ids that are integers in 0..2^32".into()));
         }
-        let mut rank = w.table::<DenseRow<f32>>(RANK)?;
-        let mut deg = w.table::<DenseRow<i64>>(DEGREE)?;
+        let mut rank = w.open(RANK)?;
+        let mut deg = w.open(DEGREE)?;
         // A resumed worker finds the node count, degrees and base ranks in the restored tables.
         let fresh = saved.is_none();
         let n = self.node_count(w, &edges, fresh)?;
@@ -301,7 +301,7 @@ impl Iterative for PageRank {
             gid,
             n,
             rank,
-            global: w.table(GLOBAL)?,
+            global: w.open(GLOBAL)?,
             shares,
             pushed_dangling: vec![0f64; dangling.len()],
             mine,
@@ -504,7 +504,7 @@ impl PageRank {
     /// The node count: the largest id + 1 over all workers' edges (published on a fresh start,
     /// checked against the edge count).
     fn node_count(&self, w: &mut Worker, edges: &Edges, fresh: bool) -> Result<usize> {
-        let mut meta = w.table::<DenseRow<i64>>(META)?;
+        let mut meta = w.open(META)?;
         let gid = w.global_thread_id();
         if fresh {
             let local_max = edges.src.iter().chain(&edges.dst).map(|&x| x as i64 + 1).max().unwrap_or(0);

@@ -104,6 +104,12 @@ impl Worker {
         shared.topo.mirror_lag(&shared.cfg.geo)
     }
 
+    /// Opens the table of `key` (made with [`TableKey::config`](crate::TableKey::config)), with
+    /// the row type the key carries.
+    pub fn open<R: Row>(&mut self, key: crate::TableKey<R>) -> Result<TableHandle<R>> {
+        self.table::<R>(key.id())
+    }
+
     /// This thread's handle on table `id` with row type `R` (must match the table's `row_type`).
     pub fn table<R: Row>(&mut self, id: u32) -> Result<TableHandle<R>> {
         if let Some((_, any)) = self.tables.get(&id) {
