@@ -16,7 +16,7 @@ pub(crate) struct Launch<'a> {
 /// Runs the job, restarting it after a process failure while restarts last.
 pub(crate) async fn drive(am: &mut Am, l: &mut Launch<'_>) -> Result<()> {
     loop {
-        let attempt = am.restarts.log.attempts();
+        let attempt = am.restarts.log().attempts();
         let failed = match run_attempt(am, l, attempt).await {
             Err(e @ AmError::ProcessFailed { .. }) => e,
             other => return other,
@@ -26,11 +26,11 @@ pub(crate) async fn drive(am: &mut Am, l: &mut Launch<'_>) -> Result<()> {
             avoid_failing_node(am, *process);
         }
         let reached = lock(&am.shared).view.newest_clock();
-        if !am.restarts.restart(&what, reached).await {
-            if attempt == 0 && !am.restarts.log.can_restart() {
+        if let Err(why) = am.restarts.restart(&what, reached).await {
+            if attempt == 0 && !am.restarts.log().can_restart() {
                 return Err(failed); // no restarts asked for
             }
-            return Err(AmError::GaveUp(am.restarts.log.give_up(&what, &am.restarts.log.used_up())));
+            return Err(AmError::GaveUp(why));
         }
         // A fresh start for the next attempt: new containers, new hellos, a new hostfile.
         am.procs.clear();
@@ -39,7 +39,7 @@ pub(crate) async fn drive(am: &mut Am, l: &mut Launch<'_>) -> Result<()> {
             g.attempt += 1;
             g.expected = None;
             g.registered.clear();
-            g.view.begin_attempt(am.restarts.log.attempts(), am.restarts.log.to_json());
+            g.view.begin_attempt(am.restarts.log().attempts(), am.restarts.log().to_json());
         }
         while l.hello_rx.try_recv().is_ok() {}
         let _ = l.hosts_tx.send(None);

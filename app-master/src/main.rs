@@ -384,10 +384,10 @@ async fn run(args: Args) -> Result<()> {
         Some(url) => Some(DcMap::load(url).await?),
         None => None,
     };
-    let mut restarts = restarts::Restarts::new(args.restarts, &args.staging, job.runtime.checkpoint.url);
+    let mut restarts = restarts::Restarts::new(args.restarts, &args.staging, &job);
     if let Some(k) = ContainerIdProto::attempt_of(&cid).filter(|k| *k > 1) {
         restarts.after_am_attempt(k).await;
-        lock(&shared).view.begin_attempt(restarts.log.attempts(), restarts.log.to_json());
+        lock(&shared).view.begin_attempt(restarts.log().attempts(), restarts.log().to_json());
     }
     let mut am = Am {
         args: args.clone(),
@@ -408,7 +408,7 @@ async fn run(args: Args) -> Result<()> {
         hosts_tx: &hosts_tx,
     };
     let outcome = drive::drive(&mut am, &mut launch).await;
-    if am.restarts.log.attempts() > 0 {
+    if am.restarts.log().attempts() > 0 {
         am.restarts.write().await;
     }
     let (status, diag) = match &outcome {

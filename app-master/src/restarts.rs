@@ -5,16 +5,13 @@
 //! yarn-submit adds to the job's stats.
 
 use crate::error::{AmError, Result};
-use ps_runtime::internal::RestartLog;
-use ps_runtime::snapshot::CheckpointStore;
+use ps_runtime::internal::{RestartLog, RestartPolicy};
 use ps_runtime::storage::{storage_for, write_atomic};
 use ps_runtime::JobConfig;
 
 pub struct Restarts {
-    pub log: RestartLog,
+    policy: RestartPolicy,
     staging: String,
-    /// The job's `checkpoint.url`, if any (from its job.json).
-    checkpoint: Option<String>,
 }
 
 /// The job staged at `staging` (its job.json: the app, and the checkpoint restarts resume from).
@@ -31,55 +28,60 @@ pub async fn read_job(staging: &str) -> Result<JobConfig> {
 }
 
 impl Restarts {
-    /// Up to `max` restarts of the job staged at `staging`, resuming from `checkpoint` if any.
-    pub fn new(max: u32, staging: &str, checkpoint: Option<String>) -> Self {
-        Restarts { log: RestartLog::new(max), staging: staging.to_string(), checkpoint }
+    /// Up to `max` restarts of the job staged at `staging` (its checkpoint and output from its
+    /// job.json), under the one policy the local launcher follows too.
+    pub fn new(max: u32, staging: &str, job: &JobConfig) -> Self {
+        let policy = RestartPolicy::new(max, job.runtime.checkpoint.url.clone(), job.output.clone());
+        Restarts { policy, staging: staging.to_string() }
+    }
+
+    /// The record of restarts so far.
+    pub fn log(&self) -> &RestartLog {
+        &self.policy.log
     }
 
     /// After failure `what` (the newest clock a process had reported: `reached`): records a
-    /// restart and returns true, or returns false when none is left.
-    pub async fn restart(&mut self, what: &str, reached: Option<i64>) -> bool {
-        if !self.log.can_restart() {
-            return false;
+    /// restart, or returns the message that ends the job (no restart left, the output already
+    /// committed, or the checkpoints unreadable), listing every failure.
+    pub async fn restart(&mut self, what: &str, reached: Option<i64>) -> std::result::Result<(), String> {
+        let mut policy = std::mem::replace(&mut self.policy, RestartPolicy::new(0, None, None));
+        let what = what.to_string();
+        let task = tokio::task::spawn_blocking(move || {
+            let r = policy.restart(&what, reached).map(|_| ());
+            (policy, r)
+        });
+        match task.await {
+            Ok((policy, r)) => {
+                self.policy = policy;
+                r
+            }
+            Err(e) => Err(format!("deciding on a restart: {e}")),
         }
-        let from = self.resume_clock().await;
-        self.log.record(what, reached, from);
-        true
     }
 
     /// This AM is YARN's attempt `attempt` > 1 (`--am-attempts`): the previous AM died with the
     /// job running. Recorded as a restart (outside the `--restarts` budget's check): every
-    /// process starts as a restart, from the newest checkpoint.
+    /// process starts as a restart, from the newest checkpoint (they look for it themselves, so
+    /// a failed look here only costs the record its clock).
     pub async fn after_am_attempt(&mut self, attempt: u32) {
-        let from = self.resume_clock().await;
-        self.log.record(&format!("application master attempt {} ended", attempt - 1), None, from);
-    }
-
-    /// The clock of the newest resumable checkpoint (0 without one).
-    async fn resume_clock(&self) -> i64 {
-        match self.checkpoint.clone() {
-            Some(url) => {
-                let latest =
-                    tokio::task::spawn_blocking(move || CheckpointStore::open(&url).and_then(|s| s.latest_resumable()));
-                match latest.await {
-                    Ok(Ok(m)) => m.map_or(0, |m| m.clock),
-                    Ok(Err(e)) => {
-                        log::warn!("looking for a checkpoint: {e} (the restarted processes look again)");
-                        0
-                    }
-                    Err(e) => {
-                        log::warn!("looking for a checkpoint: {e}");
-                        0
-                    }
-                }
-            }
-            None => 0,
+        let mut policy = std::mem::replace(&mut self.policy, RestartPolicy::new(0, None, None));
+        let task = tokio::task::spawn_blocking(move || {
+            let from = policy.resume_clock().unwrap_or_else(|e| {
+                log::warn!("{e} (the restarted processes look again)");
+                0
+            });
+            policy.log.record(&format!("application master attempt {} ended", attempt - 1), None, from);
+            policy
+        });
+        match task.await {
+            Ok(p) => self.policy = p,
+            Err(e) => log::warn!("recording the AM attempt: {e}"),
         }
     }
 
     /// Writes the record for yarn-submit (best effort: the job's outcome does not depend on it).
     pub async fn write(&self) {
-        let (url, body) = (format!("{}/stats/restarts.json", self.staging), self.log.to_json().to_string());
+        let (url, body) = (format!("{}/stats/restarts.json", self.staging), self.policy.log.to_json().to_string());
         let u = url.clone();
         let w = tokio::task::spawn_blocking(move || {
             storage_for(&u).and_then(|st| write_atomic(st.as_ref(), &u, body.as_bytes(), "restart records"))

@@ -5,12 +5,12 @@
 use crate::console::{BarAppender, Console, Progress};
 use crate::error::{ClientError, Result};
 use crate::local_ports::free_ports;
-use crate::restart::Restarts;
 use crate::tracker::Tracker;
 use crate::Cli;
 use log::LevelFilter;
 use log4rs::config::{Appender, Config, Logger};
 use log4rs::encode::pattern::PatternEncoder;
+use ps_runtime::internal::RestartPolicy;
 use ps_runtime::internal::{self, generate_secret, write_secret_file, ProcessSummary};
 use ps_runtime::storage::Storage;
 use ps_runtime::{Hostfile, JobConfig};
@@ -91,6 +91,9 @@ struct Job {
     n: usize,
     /// Where the processes report to; serves the job's page with `--ui`.
     tracker: Tracker,
+    /// What a restart resumes from and must not redo (`RestartPolicy`).
+    checkpoint: Option<String>,
+    output: Option<String>,
 }
 
 fn prepare(cli: &Cli) -> Result<Job> {
@@ -137,11 +140,13 @@ fn prepare(cli: &Cli) -> Result<Job> {
         secret_credential: None,
         stats_dir: dir.clone(),
         tracker: Some(tracker.addr.to_string()),
+        output: output_of(cli),
     };
     let job_file = dir.join("job.json");
     let text = serde_json::to_string_pretty(&job).map_err(ClientError::Encode)?;
     std::fs::write(&job_file, text).map_err(|e| io("writing job config", e))?;
-    Ok(Job { dir, temp, job_file, n, tracker })
+    let (checkpoint, output) = (job.runtime.checkpoint.url.clone(), job.output.clone());
+    Ok(Job { dir, temp, job_file, n, tracker, checkpoint, output })
 }
 
 enum Event {
@@ -194,7 +199,8 @@ pub fn run(cli: &Cli, console: &Arc<Console>) -> i32 {
             return 2;
         }
     };
-    let mut restarts = Restarts::new(cli, 0, output_of(cli));
+    let ck = job.checkpoint.clone();
+    let mut restarts = RestartPolicy::new(cli.restarts.unwrap_or(0), ck, job.output.clone());
     let (tx, rx) = mpsc::channel();
     watch_interrupt(tx.clone());
     if cli.ui {
@@ -271,7 +277,7 @@ fn run_attempts(
     cli: &Cli,
     job: &Job,
     bin: &Path,
-    restarts: &mut Restarts,
+    restarts: &mut RestartPolicy,
     (tx, rx): (&mpsc::Sender<Event>, &mpsc::Receiver<Event>),
 ) -> i32 {
     job.tracker.set_status("running");
@@ -295,7 +301,7 @@ fn run_attempts(
         let reason = format!("{f}{why}");
         // Ctrl-C or SIGTERM stops the job; a failed process restarts it, while restarts last.
         let next = match who {
-            Some(_) => restarts.restart(&reason, job.tracker.newest_clock()),
+            Some(_) => restarts.restart(&reason, job.tracker.newest_clock()).map(|_| ()),
             None => Err(reason),
         };
         let next = next.and_then(|_| rearm(job).map_err(|e| e.to_string()));
@@ -441,7 +447,7 @@ fn supervise(rx: &mpsc::Receiver<Event>, pids: &[u32]) -> Option<(String, Option
     failure
 }
 
-fn finish_stats(cli: &Cli, job: &Job, restarts: &Restarts) -> i32 {
+fn finish_stats(cli: &Cli, job: &Job, restarts: &RestartPolicy) -> i32 {
     report_stats(cli, job.n, &job.dir.to_string_lossy(), Some(restarts.log.to_json()))
 }
 

@@ -9,7 +9,6 @@ mod local_ports;
 mod paths;
 mod placement;
 mod preflight;
-mod restart;
 mod settings;
 mod staging;
 mod tracker;

@@ -177,6 +177,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
         stats_dir: format!("{staging}/stats").into(),
         // The processes report to the AM's rendezvous instead.
         tracker: None,
+        output: qualified.locations.iter().find(|(f, _)| f == "--output").map(|(_, u)| u.clone()),
     };
     // The staging directory is private before anything lands in it (as Spark's .sparkStaging).
     storage_for(&staging).and_then(|st| st.create_private_dir(&staging)).map_err(ClientError::StagingDir)?;

@@ -335,7 +335,7 @@ impl RowInit {
 }
 
 /// A table's id together with its row type, known to the compiler: the configuration made from
-/// it names the row type, and [`Worker::open`](crate::Worker::open) opens the table with it, so
+/// it names the row type, and `Worker::open` opens the table with it, so
 /// the two cannot disagree (with [`TableConfig::new`] and `Worker::table`, an id and a row-type
 /// name string must be matched by hand). Declare one per table, as a constant:
 ///
@@ -458,6 +458,10 @@ pub struct JobConfig {
     /// YARN they report to the application master instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracker: Option<String>,
+    /// The app's `--output` (as the processes see it), which an automatic restart never redoes
+    /// once committed (`RestartPolicy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 impl JobConfig {

@@ -61,6 +61,7 @@ mod registry;
 pub mod rendezvous;
 mod report;
 mod restart_log;
+mod restarts;
 mod row;
 mod secret;
 mod server;

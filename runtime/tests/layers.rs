@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["consistency", "oplog", "state", "input", "rendezvous"],
     &["net", "snapshot", "tracking"],
     &["server", "client"],
-    &["registry"],
+    &["registry", "restarts"],
     &["process"],
     &["local_cluster", "apps", "fuzzing", "internal"],
     &["catalog"],
@@ -86,7 +86,9 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     // A binary crate has no lib.rs and so no re-exports.
     let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap_or_default();
     let mut reexports: BTreeMap<String, String> = BTreeMap::new();
-    for line in lib.lines().filter_map(|l| l.trim().strip_prefix("pub use ")) {
+    // Whole statements, so that a group spread over several lines counts every name in it.
+    for line in lib.split(';').filter_map(|s| s.trim().strip_prefix("pub use ")) {
+        let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
         let (m, rest) = line.split_once("::").unwrap();
         let names = rest.trim_end_matches(';').trim_start_matches('{').trim_end_matches('}');
         for n in names.split(',') {

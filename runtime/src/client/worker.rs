@@ -104,9 +104,9 @@ impl Worker {
         shared.topo.mirror_lag(&shared.cfg.geo)
     }
 
-    /// Opens the table of `key` (made with [`TableKey::config`](crate::TableKey::config)), with
+    /// Opens the table of `key` (made with [`TableKey::config`](crate::config::TableKey::config)), with
     /// the row type the key carries.
-    pub fn open<R: Row>(&mut self, key: crate::TableKey<R>) -> Result<TableHandle<R>> {
+    pub fn open<R: Row>(&mut self, key: crate::config::TableKey<R>) -> Result<TableHandle<R>> {
         self.table::<R>(key.id())
     }
 
