@@ -13,22 +13,22 @@ pub enum AmError {
     NotInContainer(&'static str),
     #[error("CONTAINER_ID '{0}' is malformed")]
     ContainerId(String),
-    #[error("{0}")]
-    HadoopConf(#[source] YarnError),
-    #[error("{0}")]
-    Credentials(#[source] YarnError),
+    #[error(transparent)]
+    HadoopConf(YarnError),
+    #[error(transparent)]
+    Credentials(YarnError),
     #[error("the container's token file has no AMRMToken")]
     NoAmRmToken,
     #[error("the container's credentials hold no job secret (was it submitted by yarn-submit?)")]
     NoSecret,
-    #[error("{0}")]
-    Secret(#[source] PsError),
+    #[error(transparent)]
+    Secret(PsError),
 
     // The HDFS staging directory and the hostfile written to it.
-    #[error("{0}")]
-    StagingUrl(#[source] YarnError),
-    #[error("{0}")]
-    Staging(#[source] PsError),
+    #[error(transparent)]
+    StagingUrl(YarnError),
+    #[error(transparent)]
+    Staging(PsError),
 
     // Automatic restarts (`--restarts`).
     #[error("reading the job's configuration {url}: {source}")]
@@ -46,12 +46,12 @@ pub enum AmError {
     // The rendezvous server.
     #[error("binding the rendezvous port: {0}")]
     BindRendezvous(#[source] PsError),
-    #[error("{0}")]
-    RendezvousAddr(#[source] std::io::Error),
+    #[error(transparent)]
+    RendezvousAddr(std::io::Error),
 
     // The ResourceManager (AMRM protocol).
-    #[error("{0}")]
-    Rm(#[source] YarnError),
+    #[error(transparent)]
+    Rm(YarnError),
     #[error("re-registering: {0}")]
     Reregister(#[source] YarnError),
     #[error("heartbeat: {0}")]
@@ -75,8 +75,8 @@ pub enum AmError {
         #[source]
         source: Box<YarnError>,
     },
-    #[error("{0}")]
-    Task(#[source] tokio::task::JoinError),
+    #[error(transparent)]
+    Task(tokio::task::JoinError),
 
     // The job.
     #[error("a container ended before the job started: {0:?}")]
@@ -91,10 +91,10 @@ pub enum AmError {
 /// not trusted with reasons).
 #[derive(Debug, thiserror::Error)]
 pub enum RendezvousError {
-    #[error("{0}")]
-    Io(#[source] std::io::Error),
-    #[error("{0}")]
-    BadHello(#[source] PsError),
+    #[error(transparent)]
+    Io(std::io::Error),
+    #[error(transparent)]
+    BadHello(PsError),
     #[error("hello for process {0} is not authenticated by the job secret")]
     Unauthenticated(usize),
     #[error("hello before the containers were allocated")]

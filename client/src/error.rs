@@ -55,10 +55,10 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Config(#[source] PsError),
-    #[error("{0}")]
-    App(#[source] PsError),
+    #[error(transparent)]
+    Config(PsError),
+    #[error(transparent)]
+    App(PsError),
 
     // The binaries to launch or stage.
     #[error("locating yarn-submit: {0}")]
@@ -67,8 +67,8 @@ pub enum ClientError {
     BinaryNotFound { name: &'static str, exe: PathBuf, hint: &'static str },
 
     // The local job directory (hostfile, secret, job.json).
-    #[error("{0}")]
-    JobDir(#[source] PsError),
+    #[error(transparent)]
+    JobDir(PsError),
     #[error("{what} in {}: {source}", dir.display())]
     JobFile {
         what: &'static str,
@@ -76,8 +76,8 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Encode(#[source] serde_json::Error),
+    #[error(transparent)]
+    Encode(serde_json::Error),
 
     // HDFS staging of a YARN job.
     #[error("creating the staging directory: {0}")]
@@ -94,8 +94,8 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Storage(#[source] PsError),
+    #[error(transparent)]
+    Storage(PsError),
     #[error("{flag} {url}: {source}")]
     Reach {
         flag: String,
@@ -109,8 +109,8 @@ pub enum ClientError {
     NoHadoopConf,
     #[error("{dir}/yarn-site.xml sets neither {key} nor yarn.resourcemanager.hostname")]
     NoResourceManager { dir: String, key: &'static str },
-    #[error("{0}")]
-    HadoopConf(#[source] YarnError),
+    #[error(transparent)]
+    HadoopConf(YarnError),
     #[error("--submit-via rest: this is a Kerberos cluster, whose REST API needs SPNEGO (not supported); use --submit-via ipc")]
     RestOnKerberos,
     #[error("getting an HDFS delegation token for the job from {nn}: {source}")]
@@ -119,8 +119,8 @@ pub enum ClientError {
         #[source]
         source: YarnError,
     },
-    #[error("{0}")]
-    Rm(#[source] YarnError),
+    #[error(transparent)]
+    Rm(YarnError),
 
     // Running the job.
     #[error("starting {}: {source}", bin.display())]
