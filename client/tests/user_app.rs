@@ -35,7 +35,7 @@ fn generate(path: &Path, n: usize, dims: u32) {
 
 fn logreg_runtime() -> PathBuf {
     let rt = bin("logreg-runtime");
-    assert!(rt.exists(), "{} is missing: cargo build --release --workspace", rt.display());
+    assert!(rt.exists(), "{} is missing: cargo build --workspace (with --release for a release run)", rt.display());
     rt
 }
 
