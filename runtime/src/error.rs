@@ -18,6 +18,11 @@ pub enum PsError {
     /// I/O failure; the message says what was being done.
     #[error("{0}")]
     Io(String),
+    /// An operating-system I/O error, kept as it came (`io_error`, `io_kind`), with what was
+    /// being done. Its text is printed with the message and it is not also a `source()`, so a
+    /// reporter that walks an error's causes prints it once.
+    #[error("{what}: {error}")]
+    Os { what: String, error: std::sync::Arc<std::io::Error> },
     /// The job is shutting down or has failed elsewhere.
     #[error("job aborted: {0}")]
     Aborted(String),
@@ -35,9 +40,25 @@ pub enum PsError {
 pub type Result<T, E = PsError> = std::result::Result<T, E>;
 
 impl PsError {
-    /// Wraps an I/O error with a description of the operation that failed.
-    pub fn io(what: impl fmt::Display, err: impl fmt::Display) -> Self {
+    /// An I/O error of the operating system, kept, with a description of the operation that
+    /// failed.
+    pub fn io(what: impl fmt::Display, err: std::io::Error) -> Self {
+        PsError::Os { what: what.to_string(), error: std::sync::Arc::new(err) }
+    }
+    /// A failure of another kind of I/O (a remote file system's client, a codec), as text.
+    pub fn io_msg(what: impl fmt::Display, err: impl fmt::Display) -> Self {
         PsError::Io(format!("{what}: {err}"))
+    }
+    /// The operating system's error behind this one, if any.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            PsError::Os { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+    /// Its kind (`NotFound`, `PermissionDenied`, ...), for callers that act on it.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.io_error().map(|e| e.kind())
     }
     pub fn codec(what: impl fmt::Display) -> Self {
         PsError::Codec(what.to_string())
@@ -59,4 +80,22 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
         .unwrap_or_else(|p| Err(PsError::Panicked(format!("{what} panicked: {}", panic_message(p.as_ref())))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+
+    /// An OS error keeps its kind for callers and prints once: in the message, not again as a
+    /// source.
+    #[test]
+    fn os_errors_keep_their_kind_and_print_once() {
+        let e = std::fs::read("/no/such/file").map_err(|e| PsError::io("reading /no/such/file", e)).unwrap_err();
+        assert_eq!(e.io_kind(), Some(std::io::ErrorKind::NotFound));
+        assert!(e.to_string().starts_with("reading /no/such/file: No such file"), "{e}");
+        assert!(e.source().is_none());
+        let text = PsError::io_msg("reading hdfs://nn/x", "connection refused");
+        assert_eq!((text.to_string().as_str(), text.io_kind()), ("reading hdfs://nn/x: connection refused", None));
+    }
 }

@@ -153,7 +153,7 @@ fn run_process(
         l.flush();
     }
     let path = format!("{}/stats-{id}.json", stats_url.trim_end_matches('/'));
-    let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io("encoding stats", e))?;
+    let text = serde_json::to_string_pretty(&stats).map_err(|e| PsError::io_msg("encoding stats", e))?;
     let st = storage::storage_for(&path)?;
     storage::write_atomic(st.as_ref(), &path, text.as_bytes(), "process stats")?;
     log::info!(
