@@ -414,7 +414,7 @@ impl Iterative for Lda {
     }
 
     fn run_clock(&self, st: &mut LdaWorker, clock: i64) -> Result<()> {
-        let mut store = PsWordTopics(&mut st.wt, st.rows);
+        let mut store = PsWordTopics::new(&mut st.wt, st.rows);
         // With several passes per clock there is one block, all documents and words.
         for _ in self.args.common.segments(clock, st.docs.len()) {
             let b = &mut st.blocks[st.plan.block_at(st.gid, clock)];

@@ -28,6 +28,10 @@ pub trait WordTopics {
     fn with_row(&mut self, word: u32, f: &mut CountsFn<'_>) -> Result<()>;
     /// Adds the (topic, delta) changes to the word's counts.
     fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()>;
+    /// Makes every change `add`ed so far part of the counts: called at the end of each sweep.
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Per-worker sampler state: topic totals as this worker sees them, its documents' topic counts
@@ -162,7 +166,8 @@ impl Sampler {
             Layout::Dense(counts) => self.sweep_dense(counts, b, store, rng),
         };
         self.docs.layout = layout;
-        r
+        r?;
+        store.flush()
     }
 
     /// Reads word `w`'s counts into `nw` and computes `c` and its sum.
