@@ -3,6 +3,7 @@
 //! diagnostics (tests and operators grep them), so a variant wrapping an underlying error repeats
 //! that error's text as well as returning it from `source()`.
 
+use ps_hadoop::HadoopError;
 use ps_runtime::PsError;
 use ps_yarn::YarnError;
 
@@ -14,9 +15,9 @@ pub enum AmError {
     #[error("CONTAINER_ID '{0}' is malformed")]
     ContainerId(String),
     #[error(transparent)]
-    HadoopConf(YarnError),
+    HadoopConf(HadoopError),
     #[error(transparent)]
-    Credentials(YarnError),
+    Credentials(HadoopError),
     #[error("the container's token file has no AMRMToken")]
     NoAmRmToken,
     #[error("the container's credentials hold no job secret (was it submitted by yarn-submit?)")]

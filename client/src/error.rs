@@ -110,7 +110,7 @@ pub enum ClientError {
     #[error("{dir}/yarn-site.xml sets neither {key} nor yarn.resourcemanager.hostname")]
     NoResourceManager { dir: String, key: &'static str },
     #[error(transparent)]
-    HadoopConf(YarnError),
+    HadoopConf(ps_hadoop::HadoopError),
     #[error("--submit-via rest: this is a Kerberos cluster, whose REST API needs SPNEGO (not supported); use --submit-via ipc")]
     RestOnKerberos,
     #[error("getting an HDFS delegation token for the job from {nn}: {source}")]

@@ -92,7 +92,7 @@ fn run_process(
             let cid = std::env::var("CONTAINER_ID").map_err(|_| {
                 PsError::Config("--rendezvous: CONTAINER_ID is not set (not in a YARN container?)".into())
             })?;
-            let app_id = ps_yarn::proto::ContainerIdProto::application_of(&cid)
+            let app_id = ps_hadoop::container::application_of(&cid)
                 .ok_or_else(|| PsError::Config(format!("CONTAINER_ID '{cid}' is not a YARN container id")))?;
             let timeout = std::time::Duration::from_millis(job.runtime.connect_timeout_ms);
             watch_memory(id);

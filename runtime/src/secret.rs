@@ -82,7 +82,7 @@ pub fn from_container_credentials(alias: &str) -> Result<Vec<u8>> {
     let file = std::env::var("HADOOP_TOKEN_FILE_LOCATION").map_err(|_| {
         PsError::Config("HADOOP_TOKEN_FILE_LOCATION is not set: the job secret comes from YARN credentials".into())
     })?;
-    let creds = ps_yarn::credentials::Credentials::read_file(Path::new(&file))
+    let creds = ps_hadoop::credentials::Credentials::read_file(Path::new(&file))
         .map_err(|e| PsError::Config(format!("reading the container credentials: {e}")))?;
     let s = creds.secrets.iter().find(|(a, _)| a == alias).map(|(_, s)| s.clone()).ok_or_else(|| {
         PsError::Config(format!("the container credentials {file} hold no secret '{alias}' (the job secret)"))

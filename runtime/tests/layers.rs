@@ -216,10 +216,53 @@ fn architecture_md_draws_these_layers() {
 #[test]
 fn other_crates_have_no_import_cycles() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for krate in ["yarn", "client", "app-master"] {
+    for krate in ["hadoop", "yarn", "client", "app-master"] {
         let graph = module_graph(&root.join(krate).join("src"));
         assert_acyclic(krate, &graph);
     }
+}
+
+/// The workspace crates each crate's library and binaries depend on (its
+/// `[dependencies]`; tests may use more). The PS library links `ps-hadoop` (site files, token
+/// files) and not `ps-yarn`, so a user's app does not pull in an HTTP/TLS stack or the GSSAPI
+/// loader. ARCHITECTURE.md's "What may depend on what" says the same.
+const CRATE_DEPS: &[(&str, &[&str])] = &[
+    ("hadoop", &[]),
+    ("testkit", &[]),
+    ("runtime", &["ps-hadoop"]),
+    ("yarn", &["ps-hadoop"]),
+    ("client", &["ps-runtime", "ps-yarn", "ps-hadoop"]),
+    ("app-master", &["ps-runtime", "ps-yarn", "ps-hadoop"]),
+    ("examples/logreg", &["ps-runtime"]),
+];
+
+#[test]
+fn crates_depend_only_on_what_they_may() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let ours: Vec<&str> = vec!["ps-hadoop", "ps-testkit", "ps-runtime", "ps-yarn", "ps-client", "ps-app-master"];
+    let mut errors = Vec::new();
+    for (dir, allowed) in CRATE_DEPS {
+        let toml = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).unwrap();
+        // The `[dependencies]` section: up to the next table header.
+        let deps = toml.split("\n[dependencies]\n").nth(1).unwrap_or("");
+        let deps = deps.split("\n[").next().unwrap_or("");
+        let found: Vec<&str> = deps
+            .lines()
+            .map(|l| l.split(['=', ' ', '.']).next().unwrap_or("").trim())
+            .filter(|n| ours.contains(n))
+            .collect();
+        errors.extend(found.iter().filter(|n| !allowed.contains(n)).map(|n| format!("{dir} depends on {n}")));
+        // Exact, so that the table (and ARCHITECTURE.md) cannot claim a dependency that is gone.
+        errors.extend(allowed.iter().filter(|n| !found.contains(n)).map(|n| format!("{dir} no longer uses {n}")));
+    }
+    let members = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    for m in members.split("members = [").nth(1).unwrap().split(']').next().unwrap().split(',') {
+        let m = m.trim().trim_matches('"');
+        if !m.is_empty() && !CRATE_DEPS.iter().any(|(d, _)| *d == m) {
+            errors.push(format!("workspace member {m} has no line in CRATE_DEPS"));
+        }
+    }
+    assert!(errors.is_empty(), "crate dependencies break the rule:\n  {}", errors.join("\n  "));
 }
 
 #[test]

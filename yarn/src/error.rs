@@ -25,6 +25,17 @@ pub enum YarnError {
 
 pub type Result<T, E = YarnError> = std::result::Result<T, E>;
 
+/// A Hadoop file's error is the YARN client's of the same kind (both name the file or key).
+impl From<ps_hadoop::HadoopError> for YarnError {
+    fn from(e: ps_hadoop::HadoopError) -> Self {
+        match e {
+            ps_hadoop::HadoopError::Io(m) => YarnError::Io(m),
+            ps_hadoop::HadoopError::Codec(m) => YarnError::Codec(m),
+            ps_hadoop::HadoopError::Config(m) => YarnError::Config(m),
+        }
+    }
+}
+
 impl YarnError {
     pub fn io(what: impl std::fmt::Display, e: impl std::fmt::Display) -> Self {
         YarnError::Io(format!("{what}: {e}"))

@@ -56,11 +56,11 @@ fn service_of(addr: &str) -> Result<String> {
 /// then owner, renewer and real user as `Text`...): the principal the NameNode authenticated.
 pub fn owner(t: &Token) -> Result<String> {
     let mut b: &[u8] = &t.identifier;
-    let version = crate::vint::take(&mut b, 1)?;
+    let version = ps_hadoop::vint::take(&mut b, 1)?;
     if version[0] != 0 {
         return Err(YarnError::Codec(format!("delegation token identifier version {}", version[0])));
     }
-    let owner = crate::vint::read_bytes(&mut b, "token owner")?;
+    let owner = ps_hadoop::vint::read_bytes(&mut b, "token owner")?;
     String::from_utf8(owner.to_vec()).map_err(|_| YarnError::Codec("the token owner is not UTF-8".into()))
 }
 

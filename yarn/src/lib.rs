@@ -7,17 +7,15 @@
 //! - [`appclient`]: `ApplicationClientProtocol` over IPC (submission, reports, kill, listing) as
 //!   the submitting user, the default; [`rest`]: the same through the RM's REST API;
 //!   [`submit`]: what both share (the submission, the report, the [`submit::ResourceManager`] trait);
-//! - [`credentials`]: the container token file (`HDTS` versions 0 and 1 read, version 0 written);
+//! - [`credentials`] and [`conf`]: the token file and `*-site.xml` lookup, from `ps-hadoop` (which
+//!   the parameter-server library links without this crate's network stack);
 //! - [`proto`]: the RPC and YARN records needed, hand-written as prost messages with Hadoop's
 //!   field numbers (no generated or copied `.proto` files);
-//! - [`conf`]: `yarn-site.xml` / `core-site.xml` lookup under `HADOOP_CONF_DIR`.
 
 // Public: the clients of YARN's protocols and their records. Private: the IPC/SASL machinery they
 // are built on (reached only through `amrm` and `nm`).
 pub mod amrm;
 pub mod appclient;
-pub mod conf;
-pub mod credentials;
 mod error;
 pub mod failover;
 #[doc(hidden)]
@@ -31,7 +29,7 @@ pub mod rest;
 mod sasl;
 mod sasl_layer;
 pub mod submit;
-mod vint;
 
 pub use credentials::{Credentials, Token};
 pub use error::{Result, YarnError};
+pub use ps_hadoop::{conf, credentials};

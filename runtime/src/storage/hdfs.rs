@@ -73,7 +73,7 @@ impl HdfsFs {
         // hdfs-native reads $HADOOP_CONF_DIR itself; with only $YARN_CONF_DIR set (which
         // Hadoop's and Spark's tools accept too) hand it that directory's configuration.
         if std::env::var_os("HADOOP_CONF_DIR").is_none() && std::env::var_os("YARN_CONF_DIR").is_some() {
-            let conf = ps_yarn::conf::HadoopConf::from_env()
+            let conf = ps_hadoop::conf::HadoopConf::from_env()
                 .and_then(|c| c.all())
                 .map_err(|e| PsError::Config(format!("YARN_CONF_DIR: {e}")))?;
             b = b.with_config(conf);

@@ -1,7 +1,7 @@
 //! Hadoop's `WritableUtils` variable-length integers (zero-compressed, *not* protobuf varints) and
 //! `Text` strings, as used by the `HDTS` version 0 token file.
 
-use crate::error::{Result, YarnError};
+use crate::error::{HadoopError, Result};
 
 /// Appends `i` as a Hadoop vlong.
 pub fn write_vlong(out: &mut Vec<u8>, mut i: i64) {
@@ -51,14 +51,14 @@ pub fn read_vlong(buf: &mut &[u8]) -> Result<i64> {
 pub fn read_len(buf: &mut &[u8], what: &str) -> Result<usize> {
     let n = read_vlong(buf)?;
     if n < 0 || n as usize > buf.len() {
-        return Err(YarnError::Codec(format!("{what}: length {n} with {} bytes left", buf.len())));
+        return Err(HadoopError::Codec(format!("{what}: length {n} with {} bytes left", buf.len())));
     }
     Ok(n as usize)
 }
 
 pub fn take<'a>(buf: &mut &'a [u8], n: usize) -> Result<&'a [u8]> {
     if buf.len() < n {
-        return Err(YarnError::Codec(format!("truncated: wanted {n} bytes, {} left", buf.len())));
+        return Err(HadoopError::Codec(format!("truncated: wanted {n} bytes, {} left", buf.len())));
     }
     let (head, tail) = buf.split_at(n);
     *buf = tail;

@@ -2,8 +2,8 @@
 //! magic `HDTS`, a format byte, then tokens and secrets. Format 0 (Writable: vints and `Text`) is
 //! what Hadoop 2.x writes and what we write; format 1 (protobuf `CredentialsProto`) is read too.
 
-use crate::error::{Result, YarnError};
-use crate::proto::{CredentialsKvProto, CredentialsProto, TokenProto};
+use crate::error::{HadoopError, Result};
+use crate::tokens::{CredentialsKvProto, CredentialsProto, TokenProto};
 use crate::vint::{read_bytes, read_len, take, write_text, write_vlong};
 use prost::Message;
 
@@ -23,25 +23,25 @@ pub struct Credentials {
 
 fn text(buf: &mut &[u8], what: &str) -> Result<String> {
     let b = read_bytes(buf, what)?;
-    String::from_utf8(b.to_vec()).map_err(|_| YarnError::Codec(format!("{what} is not UTF-8")))
+    String::from_utf8(b.to_vec()).map_err(|_| HadoopError::Codec(format!("{what} is not UTF-8")))
 }
 
 impl Credentials {
     pub fn read_file(path: &std::path::Path) -> Result<Self> {
         let bytes =
-            std::fs::read(path).map_err(|e| YarnError::io(format!("reading token file {}", path.display()), e))?;
-        Self::parse(&bytes).map_err(|e| YarnError::Codec(format!("token file {}: {e}", path.display())))
+            std::fs::read(path).map_err(|e| HadoopError::io(format!("reading token file {}", path.display()), e))?;
+        Self::parse(&bytes).map_err(|e| HadoopError::Codec(format!("token file {}: {e}", path.display())))
     }
 
     pub fn parse(bytes: &[u8]) -> Result<Self> {
         let mut s = bytes;
         if take(&mut s, 4).ok() != Some(b"HDTS") {
-            return Err(YarnError::Codec("not a Hadoop token file (no HDTS magic)".into()));
+            return Err(HadoopError::Codec("not a Hadoop token file (no HDTS magic)".into()));
         }
         match take(&mut s, 1)?[0] {
             0 => Self::parse_writable(s),
             1 => Self::parse_proto(s),
-            v => Err(YarnError::Codec(format!("token file format {v} is not supported (0 and 1 are)"))),
+            v => Err(HadoopError::Codec(format!("token file format {v} is not supported (0 and 1 are)"))),
         }
     }
 
@@ -67,7 +67,7 @@ impl Credentials {
     fn parse_proto(s: &[u8]) -> Result<Self> {
         let p = CredentialsProto::decode_length_delimited(s)
             .or_else(|_| CredentialsProto::decode(s))
-            .map_err(|e| YarnError::Codec(format!("CredentialsProto: {e}")))?;
+            .map_err(|e| HadoopError::Codec(format!("CredentialsProto: {e}")))?;
         let mut c = Credentials::default();
         for kv in p.tokens {
             if let Some(t) = kv.token {

@@ -6,7 +6,7 @@
 //! that refers to itself is returned unexpanded; more than 20 expansions is an error. A property
 //! marked `<final>true</final>` is not overridden by a later file.
 
-use crate::error::{Result, YarnError};
+use crate::error::{HadoopError, Result};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -58,9 +58,9 @@ impl HadoopConf {
 
     pub fn add_file(&mut self, path: &Path) -> Result<()> {
         let text =
-            std::fs::read_to_string(path).map_err(|e| YarnError::io(format!("reading {}", path.display()), e))?;
+            std::fs::read_to_string(path).map_err(|e| HadoopError::io(format!("reading {}", path.display()), e))?;
         let doc = roxmltree::Document::parse(&text)
-            .map_err(|e| YarnError::Config(format!("{}: not valid XML: {e}", path.display())))?;
+            .map_err(|e| HadoopError::Config(format!("{}: not valid XML: {e}", path.display())))?;
         for p in doc.descendants().filter(|n| n.has_tag_name("property")) {
             let child = |name: &str| p.children().find(|c| c.has_tag_name(name)).and_then(|c| c.text());
             if let (Some(k), Some(v)) = (child("name"), child("value")) {
@@ -96,7 +96,7 @@ impl HadoopConf {
             }
             eval = format!("{}{val}{}", &eval[..start], &eval[end + 1..]);
         }
-        Err(YarnError::Config(format!("variable substitution depth too large: {MAX_SUBST} {value}")))
+        Err(HadoopError::Config(format!("variable substitution depth too large: {MAX_SUBST} {value}")))
     }
 
     /// What `${name}` stands for: the environment for `env.`, a system property, a property.
@@ -136,7 +136,7 @@ impl HadoopConf {
                 .dir
                 .as_ref()
                 .map_or("(neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set)".into(), |d| d.display().to_string());
-            YarnError::Config(format!("{key} is not set in {dir}"))
+            HadoopError::Config(format!("{key} is not set in {dir}"))
         })
     }
 
@@ -153,7 +153,7 @@ impl HadoopConf {
             None | Some("HTTP_ONLY") | Some("HTTP_AND_HTTPS") => Ok(false),
             Some("HTTPS_ONLY") => Ok(true),
             Some(v) => {
-                Err(YarnError::Config(format!("{KEY} = {v:?}: expected HTTP_ONLY, HTTPS_ONLY or HTTP_AND_HTTPS")))
+                Err(HadoopError::Config(format!("{KEY} = {v:?}: expected HTTP_ONLY, HTTPS_ONLY or HTTP_AND_HTTPS")))
             }
         }
     }
@@ -211,7 +211,7 @@ impl HadoopConf {
                 .trim()
                 .parse::<u64>()
                 .map(std::time::Duration::from_millis)
-                .map_err(|_| YarnError::Config(format!("{key} = {v:?} is not a number of milliseconds"))),
+                .map_err(|_| HadoopError::Config(format!("{key} = {v:?} is not a number of milliseconds"))),
         }
     }
 
@@ -222,14 +222,14 @@ impl HadoopConf {
         let ids = self.require("yarn.resourcemanager.ha.rm-ids")?;
         let ids: Vec<&str> = ids.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
         if ids.is_empty() {
-            return Err(YarnError::Config("yarn.resourcemanager.ha.rm-ids lists no ResourceManager".into()));
+            return Err(HadoopError::Config("yarn.resourcemanager.ha.rm-ids lists no ResourceManager".into()));
         }
         ids.iter()
             .map(|id| match self.get(&format!("{key}.{id}"))? {
                 Some(a) => Ok(a),
                 None => {
                     let host = self.require(&format!("yarn.resourcemanager.hostname.{id}")).map_err(|_| {
-                        YarnError::Config(format!(
+                        HadoopError::Config(format!(
                             "HA: neither {key}.{id} nor yarn.resourcemanager.hostname.{id} is set"
                         ))
                     })?;
