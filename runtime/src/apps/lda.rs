@@ -3,16 +3,18 @@
 //! the parameter server; document-topic counts stay with the worker that owns the document.
 //! Start-up adds the random initial assignments; each clock resamples one `lda_tokens::Block` of
 //! the worker's tokens, reading each of its words' rows once: by default a slice of the
-//! vocabulary that rotates among the workers (`rotation`).
+//! vocabulary that rotates among the processes (`rotation`), whose threads take turns at its
+//! sub-slices (`lda_shared`).
 //! Quality: the collapsed log-likelihood log p(w, z).
 
 use super::dictionary::{check_resumed, fingerprints, keys_for, Dictionary};
 use super::driver::Iterative;
 use super::lda_rows::{PsWordTopics, WordRows};
 use super::lda_sampler::{topic_loglik, Sampler};
+use super::lda_shared::{sub_slice, ProcessSlice, ThreadSlice};
 use super::lda_table::{read_bow_table, BowColumns, TableCorpus};
 use super::lda_text::{read_text_table, write_vocab, TextColumns};
-use super::lda_tokens::Block;
+use super::lda_tokens::{token_offsets, unpack_assignments, Block};
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
@@ -29,7 +31,7 @@ use clap::Parser;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "lda", about = "LDA by collapsed Gibbs sampling")]
@@ -103,7 +105,7 @@ impl Schedule {
     }
 }
 
-const NAMES: Names = Names { app: "lda", rotate: "words", data: "docs" };
+const NAMES: Names = Names { app: "lda", rotate: "words", data: "docs", by_process: true };
 
 /// Clocks per pass of the data-parallel schedule (the rotating one runs one per slice).
 const BASE_CPP: i64 = 4;
@@ -122,6 +124,8 @@ pub struct Lda {
     vocab_counts: Mutex<Option<Vec<u64>>>,
     /// Whether the job rotates vocabulary slices (set by `shape`).
     rotates: bool,
+    /// Rotating: the process's slice, which its threads share (`lda_shared`).
+    slice: OnceLock<Arc<ProcessSlice>>,
 }
 
 /// A worker's documents, their topic assignments and the sampler.
@@ -147,6 +151,19 @@ pub struct LdaWorker {
     sampler: Sampler,
     /// The generator of the current clock (clock -1: the initial assignments).
     rng: SeededRng,
+    /// Rotating: this thread's part in the process's slice, and the rows of its sub-slice of
+    /// each slice.
+    shared: Option<ThreadSlice>,
+    pid: usize,
+    tid: usize,
+    slot_rows: Vec<Vec<u64>>,
+}
+
+impl LdaWorker {
+    /// The block this worker samples at `clock` when it does not share its process's slice.
+    fn block(&self, clock: i64) -> usize {
+        self.plan.block_at(self.gid, clock)
+    }
 }
 
 /// A topic's token total and its best words with their counts.
@@ -255,7 +272,13 @@ impl Iterative for Lda {
         if args.topics == 0 || args.topics > u16::MAX as usize || args.alpha <= 0.0 || args.beta <= 0.0 {
             return Err(PsError::Config("lda: --topics must be in 1..65535, --alpha and --beta positive".into()));
         }
-        Ok(Lda { args, vocab: Mutex::new(None), vocab_counts: Mutex::new(None), rotates: false })
+        Ok(Lda {
+            args,
+            vocab: Mutex::new(None),
+            vocab_counts: Mutex::new(None),
+            rotates: false,
+            slice: OnceLock::new(),
+        })
     }
 
     fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
@@ -287,6 +310,13 @@ impl Iterative for Lda {
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<LdaWorker> {
         let (a, c) = (&self.args, &self.args.common);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
+        // Taken first: should this thread stop, the others are not left waiting at the steps.
+        // One thread a process samples straight from its table cache.
+        let threads = w.threads_per_process();
+        let shared = (self.rotates && threads > 1).then(|| {
+            let slice = self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone();
+            ThreadSlice::new(slice, w.thread_id(), self.word_rows())
+        });
         let named = a.id_col.is_some() || a.word_col.is_some() || a.count_col.is_some() || a.text_col.is_some();
         let t = match resolve_format(&c.input, c.input_format, named)? {
             InputFormat::Text | InputFormat::Auto => {
@@ -330,13 +360,31 @@ impl Iterative for Lda {
                 );
             }
         }
+        if plan.rotates() != self.rotates {
+            return Err(PsError::Usage("lda: the job's shape and this worker's table disagree on rotating".into()));
+        }
         let n = docs.len();
         let rows = self.word_rows();
-        // A slice is made of whole rows.
-        let slice_of = |w: u32| plan.hashed_slice(rows.row(w as u64) as u32);
-        let blocks = (0..plan.blocks())
-            .map(|b| Block::new(&docs, plan.part_range(b / plan.slices, n), v, |w| slice_of(w) == b % plan.slices))
+        // A slice is made of whole rows; rotating, a slice of `threads` sub-slices, and a
+        // block per (part, slice, sub-slice).
+        let subs = if shared.is_some() { threads } else { 1 };
+        let place = |row: u64| (plan.hashed_slice(row as u32), sub_slice(row, subs));
+        let blocks = (0..plan.blocks() * subs)
+            .map(|i| {
+                let (b, u) = (i / subs, i % subs);
+                let part = plan.part_range(b / plan.slices, n);
+                Block::new(&docs, part, v, |w| place(rows.row(w as u64)) == (b % plan.slices, u))
+            })
             .collect();
+        let mut slot_rows = vec![Vec::new(); plan.slices];
+        if shared.is_some() {
+            for r in 0..v.div_ceil(rows.per_row as usize) as u64 {
+                let (s, u) = place(r);
+                if u == w.thread_id() {
+                    slot_rows[s].push(r);
+                }
+            }
+        }
         let mut st = LdaWorker {
             skipped,
             wt: w.open(WORD_TOPIC)?,
@@ -353,6 +401,10 @@ impl Iterative for Lda {
             blocks,
             plan,
             rows,
+            shared,
+            pid: w.process_id(),
+            tid: w.thread_id(),
+            slot_rows,
         };
         let z: Vec<u32> = match saved {
             Some(s) => unpack_assignments(&s.raw, st.tokens, a.topics)?,
@@ -394,8 +446,11 @@ impl Iterative for Lda {
         // clock); rotating, also the next clock's, which arrive while this one samples.
         let ahead = if st.plan.rotates() { 1 } else { 0 };
         for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
-            let rows =
-                st.rows.rows_of(st.blocks[st.plan.block_at(st.gid, clock + ahead)].words.iter().map(|&w| w as u64));
+            let rows = match st.shared {
+                // This thread loads its sub-slice for the whole process.
+                Some(_) => st.slot_rows[st.plan.block_at(st.pid, clock + ahead) % st.plan.slices].clone(),
+                None => st.rows.rows_of(st.blocks[st.block(clock + ahead)].words.iter().map(|&w| w as u64)),
+            };
             if st.plan.rotates() {
                 // What the previous clock asked for ahead is not asked for again.
                 st.wt.fetch_ahead_rows(rows, ahead);
@@ -414,10 +469,15 @@ impl Iterative for Lda {
     }
 
     fn run_clock(&self, st: &mut LdaWorker, clock: i64) -> Result<()> {
+        if st.shared.is_some() {
+            Self::run_steps(st, clock)?;
+            return flush_totals(&mut st.ts, &mut st.sampler);
+        }
+        let b = st.block(clock);
         let mut store = PsWordTopics::new(&mut st.wt, st.rows);
         // With several passes per clock there is one block, all documents and words.
         for _ in self.args.common.segments(clock, st.docs.len()) {
-            let b = &mut st.blocks[st.plan.block_at(st.gid, clock)];
+            let b = &mut st.blocks[b];
             st.sampler.sweep_block(b, &mut store, &mut st.rng)?;
         }
         flush_totals(&mut st.ts, &mut st.sampler)
@@ -502,29 +562,20 @@ impl Iterative for Lda {
     }
 }
 
-/// Index of each document's first token among all tokens of `docs` (and the total at the end).
-fn token_offsets(docs: &[Vec<u32>]) -> Vec<usize> {
-    let mut first = Vec::with_capacity(docs.len() + 1);
-    first.push(0);
-    for d in docs {
-        first.push(first.last().copied().unwrap_or(0) + d.len());
+impl Lda {
+    /// A rotating clock: load this thread's sub-slice, sample one sub-slice a step (the
+    /// process's threads in step), send this thread's sub-slice's changes.
+    fn run_steps(st: &mut LdaWorker, clock: i64) -> Result<()> {
+        let Some(sh) = st.shared.as_mut() else { return Ok(()) };
+        let (t, tid) = (sh.threads(), st.tid);
+        let base = st.plan.block_at(st.pid, clock);
+        sh.load(&st.slot_rows[base % st.plan.slices], &mut st.wt, clock)?;
+        for sub in (0..t).map(|u| (tid + u) % t) {
+            let mut counts = sh.take(sub, clock)?;
+            st.sampler.sweep_block(&mut st.blocks[base * t + sub], &mut counts, &mut st.rng)?;
+        }
+        sh.flush(&mut st.wt)
     }
-    first
-}
-
-/// Reads topic assignments from a saved state (one u32 per token, documents in order).
-fn unpack_assignments(raw: &[u8], tokens: usize, k: usize) -> Result<Vec<u32>> {
-    if raw.len() != tokens * 4 {
-        return Err(PsError::codec(format!(
-            "lda: saved state has {} assignments, this worker's documents have {tokens} tokens",
-            raw.len() / 4
-        )));
-    }
-    let z: Vec<u32> = raw.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();
-    if z.iter().any(|&t| t as usize >= k) {
-        return Err(PsError::codec(format!("lda: saved state has a topic >= {k}")));
-    }
-    Ok(z)
 }
 
 /// Ships this worker's topic-total changes to the topic-sum row.

@@ -63,13 +63,12 @@ impl WordRows {
     }
 }
 
-/// The sampler's view of the table. A word's changes are held until the sampler leaves its row
-/// (or reads that word again) and then applied as one update of the row: one merge into the
-/// thread's copy per row instead of a sorted insert per changed topic, which was most of the
-/// cost of a worker's visit to a row once several workers share a pass.
-pub struct PsWordTopics<'a> {
-    table: &'a mut TableHandle<SparseRow<i32>>,
-    rows: WordRows,
+/// A word's changes, held until the sampler leaves its row (or reads that word again) and then
+/// applied as one update of the row: one merge per row instead of a sorted insert per changed
+/// topic, which was most of the cost of a worker's visit to a row once several workers share a
+/// pass. Where the update goes is the caller's (`apply`).
+#[derive(Default)]
+pub struct RowChanges {
     /// The row whose changes `pairs` holds: `(column, delta)`, columns unique per word; and
     /// the words they are of (a word's columns are its own, so only a read of one of these
     /// must see them applied first).
@@ -79,42 +78,78 @@ pub struct PsWordTopics<'a> {
     delta: SparseRow<i32>,
 }
 
+impl RowChanges {
+    /// The row whose changes are held.
+    pub fn row(&self) -> Option<u64> {
+        self.row
+    }
+
+    /// Whether a read of `word` must first apply the held changes.
+    pub fn holds(&self, word: u32) -> bool {
+        self.row.is_some() && self.words.contains(&word)
+    }
+
+    /// Holds `changes` of `word`, first applying those of another row.
+    pub fn add(
+        &mut self,
+        layout: WordRows,
+        word: u32,
+        changes: &[(u32, i32)],
+        apply: impl FnOnce(u64, &SparseRow<i32>),
+    ) {
+        let row = layout.row(word as u64);
+        if self.row != Some(row) {
+            self.flush(apply);
+            self.row = Some(row);
+        }
+        let first = layout.first(word as u64);
+        self.words.push(word);
+        self.pairs.extend(changes.iter().map(|&(topic, d)| (first + topic, d)));
+    }
+
+    /// Applies the held changes, if any, as one update of their row.
+    pub fn flush(&mut self, apply: impl FnOnce(u64, &SparseRow<i32>)) {
+        if let Some(row) = self.row.take() {
+            self.delta.assign_pairs(&mut self.pairs);
+            self.pairs.clear();
+            self.words.clear();
+            apply(row, &self.delta);
+        }
+    }
+}
+
+/// The sampler's view of the table (the data-parallel schedule).
+pub struct PsWordTopics<'a> {
+    table: &'a mut TableHandle<SparseRow<i32>>,
+    rows: WordRows,
+    held: RowChanges,
+}
+
 impl<'a> PsWordTopics<'a> {
     pub fn new(table: &'a mut TableHandle<SparseRow<i32>>, rows: WordRows) -> Self {
-        PsWordTopics { table, rows, row: None, pairs: Vec::new(), words: Vec::new(), delta: SparseRow::new() }
+        PsWordTopics { table, rows, held: RowChanges::default() }
     }
 }
 
 impl WordTopics for PsWordTopics<'_> {
     fn with_row(&mut self, word: u32, f: &mut CountsFn<'_>) -> Result<()> {
-        let (rows, row) = (self.rows, self.rows.row(word as u64));
-        if self.row == Some(row) && self.words.contains(&word) {
+        if self.held.holds(word) {
             self.flush()?;
         }
-        let counts = self.table.get(row)?;
-        f(&mut rows.counts(&counts, word as u64));
+        let counts = self.table.get(self.rows.row(word as u64))?;
+        f(&mut self.rows.counts(&counts, word as u64));
         Ok(())
     }
 
     fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
-        let row = self.rows.row(word as u64);
-        if self.row != Some(row) {
-            self.flush()?;
-            self.row = Some(row);
-        }
-        let first = self.rows.first(word as u64);
-        self.words.push(word);
-        self.pairs.extend(changes.iter().map(|&(topic, d)| (first + topic, d)));
+        let table = &mut *self.table;
+        self.held.add(self.rows, word, changes, |r, d| table.inc(r, d));
         Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
-        if let Some(row) = self.row.take() {
-            self.delta.assign_pairs(&mut self.pairs);
-            self.pairs.clear();
-            self.words.clear();
-            self.table.inc(row, &self.delta);
-        }
+        let table = &mut *self.table;
+        self.held.flush(|r, d| table.inc(r, d));
         Ok(())
     }
 }

@@ -5,7 +5,8 @@
 //! once per block (one parameter-server `get`, one cache-resident row) instead of once per token,
 //! and its updates leave as one batch per word. Documents are then visited out of order, so their
 //! topic counts must be compact: a list of (topic, count) per document, at most min(K, length)
-//! long, in one flat array; or, for small K and long documents, a u16 count per topic.
+//! long, in one flat array; or, for small K and long documents, a u16 count per topic. Also the
+//! layout of the topic assignments a checkpoint saves (`token_offsets`, `unpack_assignments`).
 
 use crate::error::{PsError, Result};
 use crate::row::prefetch;
@@ -292,6 +293,31 @@ impl TopicLists {
             self.len[d] -= 1;
         }
     }
+}
+
+/// Index of each document's first token among all tokens of `docs` (and the total at the end).
+pub fn token_offsets(docs: &[Vec<u32>]) -> Vec<usize> {
+    let mut first = Vec::with_capacity(docs.len() + 1);
+    first.push(0);
+    for d in docs {
+        first.push(first.last().copied().unwrap_or(0) + d.len());
+    }
+    first
+}
+
+/// Reads topic assignments from a saved state (one u32 per token, documents in order).
+pub fn unpack_assignments(raw: &[u8], tokens: usize, k: usize) -> Result<Vec<u32>> {
+    if raw.len() != tokens * 4 {
+        return Err(PsError::codec(format!(
+            "lda: saved state has {} assignments, this worker's documents have {tokens} tokens",
+            raw.len() / 4
+        )));
+    }
+    let z: Vec<u32> = raw.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();
+    if z.iter().any(|&t| t as usize >= k) {
+        return Err(PsError::codec(format!("lda: saved state has a topic >= {k}")));
+    }
+    Ok(z)
 }
 
 #[cfg(test)]

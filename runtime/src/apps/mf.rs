@@ -42,7 +42,7 @@ use crate::input::{Rating, RatingColumns, RatingTable};
 use crate::row::DenseRow;
 use crate::{PsContext, TableHandle, Worker};
 
-const NAMES: Names = Names { app: "mf", rotate: "items", data: "ratings" };
+const NAMES: Names = Names { app: "mf", rotate: "items", data: "ratings", by_process: false };
 
 /// Clocks per pass of the data-parallel schedule (the rotating one runs one per slice).
 const BASE_CPP: i64 = 2;

@@ -55,11 +55,13 @@
 //!   Word-major collapsed Gibbs sampler (`lda_sampler.rs`) shared with the baseline through the
 //!   `WordTopics` trait: each clock samples one `Block` (`lda_tokens.rs`: a document part x a
 //!   vocabulary slice, tokens grouped by word), so a word's row is read once per clock into a dense
-//!   working array and its changes go out as one `batch_inc`. `rotation.rs` picks the block:
-//!   by default (`--schedule auto`) vocabulary slices rotate among the workers so no two workers
-//!   change a word within the staleness window (exact word counts, each row changes once per pass);
-//!   with `docs` (or async) document parts with all their words. The word table has
-//!   `announced_reads`: a block's words are fetched one clock ahead (`fetch_ahead`). Per-document
+//!   working array and a row's changes go out as one update (`lda_rows.rs`). `rotation.rs` picks
+//!   the block: by default (`--schedule auto`) vocabulary slices rotate among the processes so no
+//!   two processes change a word within the staleness window (exact word counts, each row changes
+//!   once per pass), and the threads of a process take turns at the sub-slices of its slice,
+//!   changing one copy of the rows in place (`lda_shared.rs`); with `docs` (or async) document
+//!   parts with all their words. The word table has `announced_reads`: a slice's rows are fetched
+//!   one clock ahead (`fetch_ahead`). Per-document
 //!   topic counts (`DocTopics`), prefetched a few tokens ahead because documents are visited out of
 //!   order, are either short sorted lists (a draw walks the document's topics plus a smoothing
 //!   bucket) or, for K <= 256 and documents of at least K/4 tokens on average, a u16 count per
@@ -70,7 +72,7 @@
 //!   exchanged to its destination's owner, which then alone computes and writes its nodes' ranks
 //!   (reads of other workers' ranks are the only rank traffic between processes). The threads of a
 //!   process fill one array of their sources' shares together, each its own blocks and a 1/T part
-//!   of the other processes' blocks, and meet at a process barrier before summing
+//!   of the other processes' blocks, and meet at a process barrier (`gate.rs`) before summing
 //!   (`pagerank_shares.rs`). Ranks are f32 in the table, f64 in the owner, which mirrors what the
 //!   table holds so that it reads its own blocks as the others do (`pagerank_table.rs`).
 //! - Quality: every worker adds partial sums to an `objective` table row at sampled clocks; worker 0
@@ -83,10 +85,12 @@ pub mod baseline;
 pub mod demo;
 pub mod dictionary;
 pub mod driver;
+mod gate;
 pub mod lda;
 pub(crate) mod lda_dense;
 mod lda_rows;
 pub(crate) mod lda_sampler;
+mod lda_shared;
 mod lda_table;
 pub mod lda_text;
 pub(crate) mod lda_tokens;

@@ -11,12 +11,13 @@
 //! read this one; it cannot get two iterations ahead, because it would have to pass the next
 //! barrier first.
 
+use super::gate::Gate;
 use super::pagerank_edges::owner_of_block;
 use crate::error::{PsError, Result};
 use crate::row::DenseRow;
 use crate::TableHandle;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// What the threads of one process share.
 pub(super) struct ProcessShares {
@@ -34,7 +35,7 @@ impl ProcessShares {
     pub(super) fn new(threads: usize) -> Self {
         ProcessShares {
             threads,
-            gate: Gate { state: Mutex::new(GateState::default()), cv: Condvar::new(), threads },
+            gate: Gate::new(threads, "pagerank"),
             deposits: Mutex::new(vec![Vec::new(); threads]),
             union: OnceLock::new(),
             bufs: OnceLock::new(),
@@ -200,76 +201,9 @@ fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
     m.lock().map_err(|_| PsError::Aborted("pagerank: a thread of this process panicked".into()))
 }
 
-/// A barrier for the threads of one process that can be opened for good. It blocks (no
-/// spinning); a generation count tells a thread that its own round completed, even when the
-/// gate was opened for good just after.
-struct Gate {
-    state: Mutex<GateState>,
-    cv: Condvar,
-    threads: usize,
-}
-
-#[derive(Default)]
-struct GateState {
-    arrived: usize,
-    generation: u64,
-    open: bool,
-}
-
-impl Gate {
-    fn wait(&self) -> Result<()> {
-        let stopped = || PsError::Aborted("pagerank: another thread of this process stopped".into());
-        let mut s = lock(&self.state)?;
-        if s.open {
-            return Err(stopped());
-        }
-        let generation = s.generation;
-        s.arrived += 1;
-        if s.arrived == self.threads {
-            s.arrived = 0;
-            s.generation += 1;
-            self.cv.notify_all();
-            return Ok(());
-        }
-        while s.generation == generation {
-            if s.open {
-                return Err(stopped());
-            }
-            s = self.cv.wait(s).map_err(|_| stopped())?;
-        }
-        Ok(())
-    }
-
-    fn open_for_good(&self) {
-        if let Ok(mut s) = self.state.lock() {
-            s.open = true;
-        }
-        self.cv.notify_all();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_gate_lets_a_round_through_and_then_tells_waiters_a_thread_stopped() {
-        let g = Arc::new(Gate { state: Mutex::new(GateState::default()), cv: Condvar::new(), threads: 2 });
-        let other = {
-            let g = g.clone();
-            std::thread::spawn(move || g.wait())
-        };
-        g.wait().unwrap();
-        other.join().unwrap().unwrap();
-        // One thread waits for a second round; the other stops instead of arriving.
-        let waiting = {
-            let g = g.clone();
-            std::thread::spawn(move || g.wait())
-        };
-        g.open_for_good();
-        assert!(waiting.join().unwrap().is_err());
-        assert!(g.wait().is_err());
-    }
 
     #[test]
     fn threads_fill_disjoint_blocks_covering_the_union() {

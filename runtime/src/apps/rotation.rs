@@ -10,7 +10,8 @@
 //! overshoots by up to W times (MF diverged from 3-4 workers on skewed data, under BSP too).
 //!
 //! The rotating schedule cuts the model into `S = workers x (s + 1)` slices and worker `w`, at
-//! clock `c`, works only on its data of slice `(w (s + 1) + c) mod S`. The previous worker to
+//! clock `c`, works only on its data of slice `(w (s + 1) + c) mod S`. (With `Names::by_process`
+//! the units are processes, whose threads split their process's slice among themselves: LDA.) The previous worker to
 //! hold that slice had it `s + 1` clocks earlier, so under a staleness bound `s` every read of
 //! the slice holds every other worker's changes: each row is changed by one worker at a time,
 //! as in serial SGD or sampling, whatever the number of workers. A slice's rows are fetched and
@@ -33,6 +34,20 @@ pub struct Names {
     pub rotate: &'static str,
     /// `--schedule` value of the data-parallel schedule (`ratings`, `docs`).
     pub data: &'static str,
+    /// Whether slices rotate among processes, whose threads split a slice among themselves
+    /// (LDA), instead of among all worker threads (MF).
+    pub by_process: bool,
+}
+
+impl Names {
+    /// What a slice rotates among, for messages.
+    fn unit(&self) -> &'static str {
+        if self.by_process {
+            "processes"
+        } else {
+            "workers"
+        }
+    }
 }
 
 /// Which schedule a job asked for.
@@ -92,7 +107,8 @@ impl Plan {
         cpp: i64,
         multi_pass: bool,
     ) -> Result<Plan> {
-        let Names { app, rotate, data } = names;
+        let Names { app, rotate, data, .. } = names;
+        let unit = names.unit();
         let cpp = cpp.max(1) as usize;
         let flat = Plan { slices: 1, group: 1, parts: cpp, cpp };
         if rotation == Rotation::Data {
@@ -112,9 +128,9 @@ impl Plan {
             return Ok(Plan { slices, group, parts: cpp / slices, cpp });
         }
         Err(PsError::Config(format!(
-            "{app}: the rotating schedule (--schedule {rotate}) needs --clocks-per-pass to be a multiple of workers x \
+            "{app}: the rotating schedule (--schedule {rotate}) needs --clocks-per-pass to be a multiple of {unit} x \
              (staleness + 1) = {workers} x {} = {slices} (it is {cpp}): leave --clocks-per-pass out to have it sized \
-             from the workers, give a multiple of {slices}, or choose --schedule {data} (every worker changes every row \
+             from the {unit}, give a multiple of {slices}, or choose --schedule {data} (every worker changes every row \
              it touches in every clock)",
             slices / workers.max(1)
         )))
@@ -153,13 +169,16 @@ impl Plan {
 /// user left them to the app (`base`: the app's data-parallel default) and refuses, before
 /// anything starts, what does not fit. Returns whether the job rotates.
 pub fn size_for_job(rotation: Rotation, names: Names, base: i64, job: &JobShape, c: &mut CommonArgs) -> Result<bool> {
-    c.size_clocks(Plan::default_cpp(rotation, job.workers(), job.staleness, c.multi_pass(), base));
-    Ok(Plan::new(rotation, names, job.workers(), job.staleness, c.cpp(), c.multi_pass())?.rotates())
+    let units = if names.by_process { job.processes } else { job.workers() };
+    c.size_clocks(Plan::default_cpp(rotation, units, job.staleness, c.multi_pass(), base));
+    Ok(Plan::new(rotation, names, units, job.staleness, c.cpp(), c.multi_pass())?.rotates())
 }
 
-/// The plan of worker `w`, whose rotating table is `table` (its own staleness bound).
+/// The plan of worker `w`, whose rotating table is `table` (its own staleness bound). With
+/// `by_process`, [`Plan::block_at`] takes the process id.
 pub fn plan_for_worker(rotation: Rotation, names: Names, w: &Worker, table: u32, c: &CommonArgs) -> Result<Plan> {
-    Plan::new(rotation, names, w.total_threads(), w.staleness(table)?, c.cpp(), c.multi_pass())
+    let units = if names.by_process { w.num_processes() } else { w.total_threads() };
+    Plan::new(rotation, names, units, w.staleness(table)?, c.cpp(), c.multi_pass())
 }
 
 /// The table rows of `ids` (ascending) when a row holds `per_row` consecutive ids (MF's items,
@@ -205,7 +224,7 @@ pub fn balance(load: &[(u32, u64)], slices: usize) -> (rustc_hash::FxHashMap<u32
 mod tests {
     use super::*;
 
-    const LDA: Names = Names { app: "lda", rotate: "words", data: "docs" };
+    const LDA: Names = Names { app: "lda", rotate: "words", data: "docs", by_process: false };
 
     /// The two properties the rotating schedule rests on, for several job shapes: in a pass each
     /// worker works on each of its blocks once, and no other worker had a worker's slice within
