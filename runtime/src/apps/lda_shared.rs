@@ -252,3 +252,29 @@ impl WordTopics for SlotCounts<'_> {
         self.apply()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread that stops before loading its sub-slice is told to the one waiting for it, which
+    /// fails instead of waiting forever.
+    #[test]
+    fn waiting_for_a_stopped_threads_slot_fails() {
+        let shared = Arc::new(ProcessSlice::new(2));
+        let layout = WordRows { per_row: 16, topics: 4 };
+        let me = ThreadSlice::new(shared.clone(), 0, layout);
+        let other = ThreadSlice::new(shared, 1, layout);
+        let waiter = std::thread::spawn(move || me.take(1, 0).map(|_| ()));
+        drop(other);
+        assert!(waiter.join().unwrap().is_err());
+    }
+
+    #[test]
+    fn sub_slices_spread_rows_over_every_thread() {
+        let mut per = [0usize; 3];
+        (0..3000u64).for_each(|r| per[sub_slice(r, 3)] += 1);
+        assert!(per.iter().all(|&n| (900..1100).contains(&n)), "{per:?}");
+        assert!((0..100u64).all(|r| sub_slice(r, 1) == 0));
+    }
+}
