@@ -7,7 +7,9 @@
 //! in turn, as serial sampling would. A thread waits only for the thread before it in the cycle
 //! to be done with the sub-slice it wants next, not at a barrier after every step. (Taking any
 //! free sub-slice instead, in no fixed order, ran as fast but ended 0.2-0.4% lower in
-//! log-likelihood per token at 1 x 3 to 1 x 8 on 2 cores; the cause was not found.)
+//! log-likelihood per token at 1 x 3 to 1 x 8 on 2 cores. Likely why, not verified: a thread
+//! could then finish a clock well ahead of the others, and the topic totals it reads at its next
+//! clock miss their whole last clock; the cycle keeps the threads within a step of each other.)
 //!
 //! When each thread rotated on its own (slices = workers x (staleness + 1)), every thread
 //! fetched, copied, diffed and sent every word row once a pass, so the row work of a pass grew
