@@ -10,7 +10,7 @@
 use super::dictionary::{check_resumed, fingerprints, keys_for, Dictionary};
 use super::driver::Iterative;
 use super::lda_rows::{PsWordTopics, WordRows};
-use super::lda_sampler::{topic_loglik, Sampler};
+use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
 use super::lda_shared::{sub_slice, ProcessSlice, ThreadSlice};
 use super::lda_table::{read_bow_table, BowColumns, TableCorpus};
 use super::lda_text::{read_text_table, write_vocab, TextColumns};
@@ -422,8 +422,9 @@ impl Iterative for Lda {
             // Resumed: the tables hold the counts of the saved assignments.
             return Ok(st);
         }
-        // Add the random initial assignments, one batch per word of each block.
+        // Add the random initial assignments: a word's tokens one batch, a row's words one update.
         let mut changes = Vec::new();
+        let mut store = PsWordTopics::new(&mut st.wt, st.rows);
         for b in &st.blocks {
             for (i, &word) in b.words.iter().enumerate() {
                 changes.clear();
@@ -431,9 +432,10 @@ impl Iterative for Lda {
                     changes.push((t, 1));
                     st.sampler.nk_delta[t as usize] += 1;
                 }
-                st.rows.add(&mut st.wt, word as u64, &changes);
+                store.add(word, &changes)?;
             }
         }
+        store.flush()?;
         flush_totals(&mut st.ts, &mut st.sampler)?;
         // Every sweep starts from the complete initial counts.
         w.global_barrier()?;
@@ -566,7 +568,7 @@ impl Lda {
     /// A rotating clock: load this thread's sub-slice, sample one sub-slice a step (the
     /// process's threads in step), send this thread's sub-slice's changes.
     fn run_steps(st: &mut LdaWorker, clock: i64) -> Result<()> {
-        let Some(sh) = st.shared.as_mut() else { return Ok(()) };
+        let Some(sh) = st.shared.as_ref() else { return Ok(()) };
         let (t, tid) = (sh.threads(), st.tid);
         let base = st.plan.block_at(st.pid, clock);
         sh.load(&st.slot_rows[base % st.plan.slices], &mut st.wt, clock)?;

@@ -7,7 +7,7 @@
 
 use super::lda_sampler::{CountsFn, WordTopics};
 use crate::error::Result;
-use crate::row::{ColumnAdd, SparseRow};
+use crate::row::SparseRow;
 use crate::TableHandle;
 
 pub const WORDS_PER_ROW: u64 = 16;
@@ -51,16 +51,6 @@ impl WordRows {
     pub fn words_of(&self, row: u64, v: u64) -> std::ops::Range<u64> {
         (row * self.per_row).min(v)..((row + 1) * self.per_row).min(v)
     }
-
-    /// Adds `(topic, delta)` changes to the word's counts, as one sparse update of its row.
-    pub fn add(&self, t: &mut TableHandle<SparseRow<i32>>, word: u64, changes: &[(u32, i32)]) {
-        let first = self.first(word);
-        let mut delta = SparseRow::new();
-        for &(topic, d) in changes {
-            delta.add(first + topic, d);
-        }
-        t.inc(self.row(word), &delta);
-    }
 }
 
 /// A word's changes, held until the sampler leaves its row (or reads that word again) and then
@@ -69,7 +59,8 @@ impl WordRows {
 /// pass. Where the update goes is the caller's (`apply`).
 #[derive(Default)]
 pub struct RowChanges {
-    /// The row whose changes `pairs` holds: `(column, delta)`, columns unique per word; and
+    /// The row whose changes `pairs` holds: `(column, delta)`, a column's repeats summed when
+    /// applied; and
     /// the words they are of (a word's columns are its own, so only a read of one of these
     /// must see them applied first).
     row: Option<u64>,
@@ -157,6 +148,7 @@ impl WordTopics for PsWordTopics<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::row::ColumnAdd;
 
     #[test]
     fn a_word_reads_its_own_columns_only() {

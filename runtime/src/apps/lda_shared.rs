@@ -109,6 +109,15 @@ impl ThreadSlice {
         self.shared.turns.lock().map_err(|_| stopped())
     }
 
+    /// Waits until `ready` says so (or fails), holding the turns' lock when it returns.
+    fn wait_until(&self, mut ready: impl FnMut(&Turns) -> Result<bool>) -> Result<MutexGuard<'_, Turns>> {
+        let mut turns = self.turns()?;
+        while !ready(&turns)? {
+            turns = self.shared.cv.wait(turns).map_err(|_| stopped())?;
+        }
+        Ok(turns)
+    }
+
     fn slot(&self, sub: usize) -> Result<MutexGuard<'_, Slot>> {
         self.shared.slots[sub].lock().map_err(|_| stopped())
     }
@@ -135,18 +144,15 @@ impl ThreadSlice {
     /// in the cycle is done with it). The counts are given back when the returned value is
     /// dropped.
     pub(super) fn take(&self, sub: usize, clock: i64) -> Result<SlotCounts<'_>> {
-        let mut turns = self.turns()?;
-        loop {
-            let t = &turns.slots[sub];
-            if t.clock == Some(clock) && !t.busy {
-                break;
-            }
+        let mut turns = self.wait_until(|t| {
+            let s = &t.slots[sub];
             // A slot whose owner has stopped before loading it will never be loaded.
-            if t.clock != Some(clock) && turns.gone[sub] {
-                return Err(stopped());
+            match (s.clock == Some(clock), s.busy) {
+                (true, false) => Ok(true),
+                (false, _) if t.gone[sub] => Err(stopped()),
+                _ => Ok(false),
             }
-            turns = self.shared.cv.wait(turns).map_err(|_| stopped())?;
-        }
+        })?;
         turns.slots[sub].busy = true;
         drop(turns);
         Ok(SlotCounts {
@@ -160,18 +166,16 @@ impl ThreadSlice {
 
     /// Sends this thread's sub-slice's changes of the clock to the table, once every thread has
     /// sampled it: each row's counts less the row as loaded.
-    pub(super) fn flush(&mut self, wt: &mut TableHandle<SparseRow<i32>>) -> Result<()> {
-        let mut turns = self.turns()?;
-        loop {
-            let t = &turns.slots[self.tid];
-            if t.visited.iter().all(|&v| v) {
-                break;
+    pub(super) fn flush(&self, wt: &mut TableHandle<SparseRow<i32>>) -> Result<()> {
+        let turns = self.wait_until(|t| {
+            let s = &t.slots[self.tid];
+            match s.visited.iter().all(|&v| v) {
+                true => Ok(true),
+                // A thread that stopped without sampling it never will.
+                false if s.visited.iter().zip(&t.gone).any(|(&v, &g)| !v && g) => Err(stopped()),
+                false => Ok(false),
             }
-            if t.visited.iter().zip(&turns.gone).any(|(&v, &g)| !v && g) {
-                return Err(stopped());
-            }
-            turns = self.shared.cv.wait(turns).map_err(|_| stopped())?;
-        }
+        })?;
         drop(turns);
         let slot = self.slot(self.tid)?;
         for (&r, now) in slot.rows.iter().zip(&slot.counts) {
