@@ -49,7 +49,7 @@ fn job(input: &str, dir: &Path, run: &str, restarts: &str) -> (Vec<String>, Path
         "--passes",
         "8",
         "--clocks-per-pass",
-        // 2 x 2 workers at staleness 1: a multiple of 8 rotating item slices.
+        // 2 processes at staleness 1: a multiple of 4 rotating item slices (each shared by 2 threads).
         "8",
         "--rank",
         "8",

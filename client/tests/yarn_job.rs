@@ -37,7 +37,7 @@ fn mf_on_yarn_reads_hdfs_and_writes_output_and_checkpoints_there() {
         "--passes",
         "6",
         "--clocks-per-pass",
-        // 2 x 2 workers at staleness 1: a multiple of 8 rotating item slices.
+        // 2 processes at staleness 1: a multiple of 4 rotating item slices (each shared by 2 threads).
         "8",
         "--rank",
         "6",

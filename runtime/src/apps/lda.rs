@@ -125,7 +125,7 @@ pub struct Lda {
     /// Whether the job rotates vocabulary slices (set by `shape`).
     rotates: bool,
     /// Rotating: the process's slice, which its threads share (`lda_shared`).
-    slice: OnceLock<Arc<ProcessSlice>>,
+    slice: OnceLock<Arc<ProcessSlice<SparseRow<i32>>>>,
 }
 
 /// A worker's documents, their topic assignments and the sampler.

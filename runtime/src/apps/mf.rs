@@ -6,10 +6,11 @@
 //! `--test-fraction` (a fixed hash of (user, item, seed) picks the held-out ratings, so the split
 //! does not depend on the number of workers).
 //!
-//! By default slices of the items rotate among the workers (`rotation`, `mf_blocks`): at each
-//! clock a worker trains on its ratings of one slice, which no other worker touches within the
-//! staleness window, so every item row is changed by one worker at a time and the result does
-//! not depend on the number of workers (data-parallel SGD, `--schedule ratings`, adds W workers'
+//! By default slices of the items rotate among the processes (`rotation`, `mf_blocks`): at each
+//! clock a process trains on its ratings of one slice, which no other process touches within the
+//! staleness window, its threads taking turns at the slice's sub-slices (`mf_shared`), so every
+//! item row is changed by one worker at a time and the result does not depend on the number of
+//! workers (data-parallel SGD, `--schedule ratings`, adds W workers'
 //! changes of each popular item together and diverged from 3-4 workers on skewed data).
 //!
 //! The training RMSE is LIBMF's `tr_rmse`: the errors the SGD steps saw since the previous
@@ -29,11 +30,13 @@ pub use super::mf_blocks::{ItemRows, ITEMS_PER_ROW};
 pub use super::mf_eval::eval_snapshot;
 use super::mf_implicit::Implicit;
 pub use super::mf_kernel::{dot, sgd_step_fn, sgd_update, SgdStep};
-use super::mf_recommend::{all_items, recommend, Recs};
+use super::mf_recommend::{all_items, Recs};
+use super::mf_shared::SharedItems;
 use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
 use super::options::{parse, CommonArgs};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan};
+use super::shared_slice::{ProcessSlice, ThreadSlice};
 use super::state::SavedState;
 use crate::config::{mix64, RowInit, TableKey};
 use crate::error::{PsError, Result};
@@ -41,8 +44,9 @@ use crate::input::{read_interactions, read_rating_table_keyed, read_ratings, res
 use crate::input::{Rating, RatingColumns, RatingTable};
 use crate::row::DenseRow;
 use crate::{PsContext, TableHandle, Worker};
+use std::sync::{Arc, OnceLock};
 
-const NAMES: Names = Names { app: "mf", rotate: "items", data: "ratings", by_process: false };
+const NAMES: Names = Names { app: "mf", rotate: "items", data: "ratings", by_process: true };
 
 /// Clocks per pass of the data-parallel schedule (the rotating one runs one per slice).
 const BASE_CPP: i64 = 2;
@@ -60,7 +64,7 @@ pub const EVAL_SAMPLE: usize = 200_000;
 /// item rows are visited in no order the hardware prefetcher can follow, and waiting for them
 /// was about half of a step (5M ratings, 3 interleaved rounds: 0.45-0.48 s/pass without hints,
 /// 0.29-0.37 at 6 ahead, 0.29-0.42 at 12).
-const HINT_AHEAD: usize = 8;
+pub(super) const HINT_AHEAD: usize = 8;
 
 /// Whether a rating is held out (independent of how the input is split).
 pub fn held_out(r: &Rating, seed: u64, fraction: f64) -> bool {
@@ -80,26 +84,12 @@ pub struct Mf {
     pub(super) args: MfArgs,
     /// Whether the job rotates item slices (set by `shape`).
     rotates: bool,
+    /// Rotating with local user factors: the process's item slice, which its threads share
+    /// (`mf_shared`).
+    slice: OnceLock<Arc<ProcessSlice<DenseRow<f32>>>>,
 }
 
 impl Mf {
-    /// Ranks every item of the job for each of this worker's users, keeps the lists for the
-    /// output (`--recommend`), and returns the sums of precision@k, recall@k, their users and
-    /// NDCG@k.
-    pub(super) fn recommend_for(&self, st: &mut MfWorker, k: usize) -> Result<[f64; 4]> {
-        let Some(local) = st.local.as_ref() else { return Ok([0.0; 4]) };
-        st.rt.refresh_rows(st.ir.rows_of(&st.all_items));
-        let mut factors = Vec::with_capacity(st.all_items.len() * self.args.rank);
-        for &i in &st.all_items {
-            factors.extend_from_slice(&st.rt.get(st.ir.row(i as u32))?[st.ir.cols(i as u32)]);
-        }
-        let user = |j: usize| local.row(j as u32).to_vec();
-        let (recs, sums) = recommend(k, st.mu, &st.users, user, &st.all_items, &factors, &st.train, &st.test);
-        // Without --recommend (an implicit job's measures) the lists are not kept.
-        st.recs = if self.args.recommend.is_some() { recs } else { Recs::default() };
-        Ok(sums)
-    }
-
     /// Worker `gid`'s share (of `nw`) of the ratings: a table's columns (CSV, Parquet) or the
     /// text formats.
     fn read(&self, gid: usize, nw: usize) -> Result<RatingTable> {
@@ -138,6 +128,14 @@ impl Mf {
             segs.iter_mut().for_each(|(_, r)| *r = st.blocks[st.plan.block_at(st.gid, clock)].clone());
         }
         segs
+    }
+
+    /// Item slices rotate among processes, whose threads share a slice (`mf_shared`), when each
+    /// thread keeps its own users' factors; among all threads otherwise (implicit feedback
+    /// draws its negatives per thread, table users are read through the table).
+    fn names(&self) -> Names {
+        let by_process = self.args.user_factors == UserFactors::Local && !self.args.implicit;
+        Names { by_process, ..NAMES }
     }
 
     fn item_rows(&self) -> ItemRows {
@@ -183,6 +181,8 @@ pub struct MfWorker {
     /// Which block of the ratings each clock trains on, and (rotating) the blocks' ranges.
     pub(super) plan: Plan,
     pub(super) blocks: Vec<std::ops::Range<usize>>,
+    /// Rotating among processes: this thread's part in its process's item slice.
+    pub(super) shared: Option<SharedItems>,
     /// `--implicit`: the negatives' pools.
     pub(super) implicit: Option<Implicit>,
 }
@@ -216,11 +216,11 @@ impl Iterative for Mf {
             return Err(PsError::Config("mf: --recommend needs --user-factors local (the default)".into()));
         }
         super::mf_implicit::check_args(&args)?;
-        Ok(Mf { args, rotates: false })
+        Ok(Mf { args, rotates: false, slice: OnceLock::new() })
     }
 
     fn shape(&mut self, job: &crate::JobShape) -> Result<()> {
-        self.rotates = size_for_job(self.args.schedule.rotation(), NAMES, BASE_CPP, job, &mut self.args.common)?;
+        self.rotates = size_for_job(self.args.schedule.rotation(), self.names(), BASE_CPP, job, &mut self.args.common)?;
         // One worker needs no rotation: its negatives come from every item.
         if self.args.implicit && !self.rotates && (job.workers() > 1 || self.args.common.multi_pass()) {
             return Err(PsError::Config(
@@ -274,6 +274,11 @@ impl Iterative for Mf {
     fn start(&self, w: &mut Worker, saved: Option<&SavedState>) -> Result<MfWorker> {
         let (a, c) = (&self.args, &self.args.common);
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
+        // Taken first: should this thread stop, the others are not left waiting at the steps.
+        let threads = w.threads_per_process();
+        let subs = if self.rotates && self.names().by_process { threads } else { 1 };
+        let slice = (subs > 1).then(|| self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone());
+        let slice = slice.map(|s| ThreadSlice::new(s, w.thread_id()));
         let t0 = std::time::Instant::now();
         let RatingTable { mut ratings, stats: st, users: user_keys, items: item_keys } = self.read(gid, nw)?;
         let skipped = super::bad_rows::settle(w, c, "mf", &st)?;
@@ -321,7 +326,10 @@ impl Iterative for Mf {
             }
         };
         let items = distinct_sorted(&[&train, &test], |r| r.item);
-        let plan = plan_for_worker(a.schedule.rotation(), NAMES, w, R.id(), c)?;
+        let plan = plan_for_worker(a.schedule.rotation(), self.names(), w, R.id(), c)?;
+        if plan.rotates() != self.rotates {
+            return Err(PsError::Usage("mf: the job's shape and this worker's table disagree on rotating".into()));
+        }
         let k = a.rank;
         let (users, local) = match a.user_factors {
             UserFactors::Local => {
@@ -340,7 +348,8 @@ impl Iterative for Mf {
         let ir = self.item_rows();
         // Implicit feedback draws from its block's slice, a single one when one worker does not rotate.
         let blocked = plan.rotates() || a.implicit;
-        let blocks = if blocked { into_blocks(w, &plan, ir.per_row, &mut train)? } else { Blocks::default() };
+        let blocks = if blocked { into_blocks(w, &plan, ir.per_row, subs, &mut train)? } else { Blocks::default() };
+        let shared = slice.map(|s| SharedItems::new(s, w.process_id(), w.thread_id(), threads, &blocks.fine_rows));
         phases.push(("blocks", t0.elapsed().as_secs_f64()));
         log::info!(
             "worker {gid}: {} ratings of {} users and {} items loaded in {:.1}s",
@@ -377,6 +386,7 @@ impl Iterative for Mf {
             },
             plan,
             blocks: blocks.ranges,
+            shared,
             implicit: a.implicit.then(|| Implicit::new(blocks.slice_items, ir, gid == 0)),
             dicts,
         })
@@ -397,6 +407,11 @@ impl Iterative for Mf {
         for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
             if let Some(imp) = &st.implicit {
                 imp.fetch_block(&mut st.rt, &st.plan, &st.blocks, st.gid, clock + ahead, ahead);
+                continue;
+            }
+            if let Some(sh) = &st.shared {
+                // This thread loads its sub-slice for the whole process.
+                st.rt.fetch_ahead_rows(sh.rows_at(&st.plan, clock + ahead).iter().copied(), ahead);
                 continue;
             }
             let ranges = self.ranges(st, clock + ahead);
@@ -441,6 +456,11 @@ impl Iterative for Mf {
         let ranges = self.ranges(st, clock);
         if st.implicit.is_some() {
             return self.run_implicit_clock(st, clock, ranges);
+        }
+        if st.shared.is_some() {
+            // One segment: the clock's slice.
+            let pass = ranges.first().map_or(0, |(p, _)| *p);
+            return super::mf_shared::run_steps(st, clock, a.lr() * a.lr_decay.powi(pass as i32), a.lambda());
         }
         let MfWorker { train, mu, lt, rt, local, seen, ir, .. } = st;
         let step = sgd_step_fn();

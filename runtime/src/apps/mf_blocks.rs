@@ -134,26 +134,34 @@ fn sparse_ids_warning(items: usize, rows: usize, per_row: u64) -> Option<String>
     })
 }
 
-/// The training ratings' blocks: each block's range of `train`, and the job's items of each
-/// slice (sorted), from which `mf --implicit` draws a block's negatives.
+/// The training ratings' blocks: each block's range of `train`, the job's items of each slice
+/// (sorted), from which `mf --implicit` draws a block's negatives, and the table rows of each
+/// fine slice (sorted; see [`into_blocks`]).
 #[derive(Default)]
 pub struct Blocks {
     pub ranges: Vec<Range<usize>>,
     pub slice_items: Vec<Vec<u32>>,
+    pub fine_rows: Vec<Vec<u64>>,
 }
 
-/// Puts `train` in block order (block `part * slices + slice`; within a block the ratings keep
-/// their order, users one after the other) and returns each block's range. Items are assigned
-/// to slices by table row (`per_row` consecutive ids a row), so that no row holds items of two
-/// slices. Collective: every worker of the job calls it at the same point.
-pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Rating>) -> Result<Blocks> {
+/// Puts `train` in block order and returns each block's range. Each slice of the plan is cut
+/// into `subs` fine slices (the sub-slices of a process's threads, `mf_shared`; 1 otherwise),
+/// fine slice `slice * subs + sub`, and block `part * slices * subs + fine` holds the part's
+/// ratings of that fine slice (in their order, users one after the other). Items are assigned to
+/// fine slices by table row (`per_row` consecutive ids a row), so that no row holds items of two,
+/// balanced by the job's ratings per row. Collective: every worker of the job calls it at the
+/// same point.
+pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, subs: usize, train: &mut Vec<Rating>) -> Result<Blocks> {
     let items = job_item_counts(w, train)?;
     let counts = counts_by_row(&items, per_row);
-    let (slice_of, imbalance) = balance(&counts, plan.slices);
+    let fine = plan.slices * subs.max(1);
+    let (slice_of, imbalance) = balance(&counts, fine);
     if w.global_thread_id() == 0 && plan.rotates() {
         log::info!(
-            "mf: {} item slices rotating among the workers, {} rating parts a pass; largest slice {:.2}x the mean",
+            "mf: {} item slices rotating among the {}, {} rating parts a pass, {subs} sub-slices a slice; largest \
+             sub-slice {:.2}x the mean",
             plan.slices,
+            if subs > 1 { "processes (their threads sharing a slice)" } else { "workers" },
             plan.parts,
             imbalance
         );
@@ -161,14 +169,13 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Ra
             log::warn!("{msg}");
         }
     }
-    let slice = |item: u32| {
-        let row = (item as u64 / per_row) as u32;
-        slice_of.get(&row).map_or_else(|| plan.hashed_slice(row), |&s| s as usize)
-    };
+    // Rows with no training rating (held-out items only) are never trained: any slice will do.
+    let fine_of = |row: u32| slice_of.get(&row).map_or_else(|| mix64(row as u64) as usize % fine, |&s| s as usize);
+    let slice = |item: u32| fine_of((item as u64 / per_row) as u32);
     let parts = plan.parts as u64;
     let part = |user: u32| (((mix64(user as u64 ^ 0x7061_7274) >> 32) * parts) >> 32) as usize;
-    let keys: Vec<u32> = train.iter().map(|r| (part(r.user) * plan.slices + slice(r.item)) as u32).collect();
-    let mut start = vec![0usize; plan.blocks() + 1];
+    let keys: Vec<u32> = train.iter().map(|r| (part(r.user) * fine + slice(r.item)) as u32).collect();
+    let mut start = vec![0usize; plan.parts * fine + 1];
     keys.iter().for_each(|&k| start[k as usize + 1] += 1);
     for b in 1..start.len() {
         start[b] += start[b - 1];
@@ -181,8 +188,10 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, train: &mut Vec<Ra
     }
     *train = sorted;
     let mut slice_items = vec![Vec::new(); plan.slices];
-    items.iter().for_each(|&(item, _)| slice_items[slice(item)].push(item));
-    Ok(Blocks { ranges: start.windows(2).map(|b| b[0]..b[1]).collect(), slice_items })
+    items.iter().for_each(|&(item, _)| slice_items[slice(item) / subs.max(1)].push(item));
+    let mut fine_rows = vec![Vec::new(); fine];
+    counts.iter().for_each(|&(row, _)| fine_rows[fine_of(row)].push(row as u64));
+    Ok(Blocks { ranges: start.windows(2).map(|b| b[0]..b[1]).collect(), slice_items, fine_rows })
 }
 
 #[cfg(test)]

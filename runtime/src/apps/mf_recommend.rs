@@ -4,12 +4,32 @@
 //! measures precision@K, recall@K and NDCG@K (a held-out item of the user counts as relevant,
 //! with binary gains).
 
+use super::mf::{Mf, MfWorker};
 use super::output::Output;
 use super::rows_out::RowKeys;
 use super::rows_parquet::IdColumn;
 use crate::client::Worker;
 use crate::error::{PsError, Result};
 use crate::input::Rating;
+
+impl Mf {
+    /// Ranks every item of the job for each of this worker's users, keeps the lists for the
+    /// output (`--recommend`), and returns the sums of precision@k, recall@k, their users and
+    /// NDCG@k.
+    pub(super) fn recommend_for(&self, st: &mut MfWorker, k: usize) -> Result<[f64; 4]> {
+        let Some(local) = st.local.as_ref() else { return Ok([0.0; 4]) };
+        st.rt.refresh_rows(st.ir.rows_of(&st.all_items));
+        let mut factors = Vec::with_capacity(st.all_items.len() * self.args.rank);
+        for &i in &st.all_items {
+            factors.extend_from_slice(&st.rt.get(st.ir.row(i as u32))?[st.ir.cols(i as u32)]);
+        }
+        let user = |j: usize| local.row(j as u32).to_vec();
+        let (recs, sums) = recommend(k, st.mu, &st.users, user, &st.all_items, &factors, &st.train, &st.test);
+        // Without --recommend (an implicit job's measures) the lists are not kept.
+        st.recs = if self.args.recommend.is_some() { recs } else { Recs::default() };
+        Ok(sums)
+    }
+}
 
 /// The recommendations of one worker's users: `k` items per user, best first.
 #[derive(Default)]

@@ -43,11 +43,13 @@
 //!   ratings are in visiting order (users by a seeded hash, each user's ratings shuffled), held-out
 //!   ones by item, so an evaluation reads each item row once per run and prefetches user rows.
 //!   `--user-factors table`: per rating `get` both rows and `inc` both (the papers' setup).
-//!   By default (`--schedule auto`) item slices rotate among the workers (`rotation.rs`, the DSGD /
-//!   FPSGD block schedule): `mf_blocks.rs` sums the job's ratings per item through two exchanges,
-//!   assigns items to slices by load (largest first to the least loaded, the same in every worker)
-//!   and puts the training ratings in block order (part x slice), so a clock trains one contiguous
-//!   range; the items table has `announced_reads` and `begin_clock` fetches the next clock's rows
+//!   By default (`--schedule auto`) item slices rotate among the processes (`rotation.rs`, the
+//!   DSGD / FPSGD block schedule) and the threads of a process take turns at the sub-slices of its
+//!   slice, changing one copy of the item rows in place (`mf_shared.rs` over `shared_slice.rs`,
+//!   which LDA uses too): `mf_blocks.rs` sums the job's ratings per item through two exchanges,
+//!   assigns items to sub-slices by load (largest first to the least loaded, the same in every
+//!   worker) and puts the training ratings in block order (part x slice x sub-slice), so a step
+//!   trains one contiguous range; the items table has `announced_reads` and `begin_clock` fetches the next clock's rows
 //!   ahead (`TableHandle::fetch_ahead`). The SGD step (`mf_kernel.rs`, shared with the plain
 //!   baseline, and its BPR twin for `--implicit`) has an AVX2 build picked at run time, with the
 //!   baseline build's results.
@@ -59,7 +61,7 @@
 //!   the block: by default (`--schedule auto`) vocabulary slices rotate among the processes so no
 //!   two processes change a word within the staleness window (exact word counts, each row changes
 //!   once per pass), and the threads of a process take turns at the sub-slices of its slice,
-//!   changing one copy of the rows in place (`lda_shared.rs`); with `docs` (or async) document
+//!   changing one copy of the rows in place (`lda_shared.rs`, `shared_slice.rs`); with `docs` (or async) document
 //!   parts with all their words. The word table has `announced_reads`: a slice's rows are fetched
 //!   one clock ahead (`fetch_ahead`). Per-document
 //!   topic counts (`DocTopics`), prefetched a few tokens ahead because documents are visited out of
@@ -102,6 +104,7 @@ mod mf_implicit;
 mod mf_kernel;
 mod mf_output;
 mod mf_recommend;
+mod mf_shared;
 mod mf_users;
 pub(crate) mod objective;
 pub mod options;
@@ -113,6 +116,7 @@ mod pagerank_table;
 pub(crate) mod rotation;
 pub(crate) mod rows_out;
 mod rows_parquet;
+mod shared_slice;
 pub mod state;
 pub(crate) mod straggler;
 pub mod vocabulary;

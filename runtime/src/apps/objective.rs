@@ -197,8 +197,13 @@ impl Tracker {
         if let Some(target) = self.target {
             let reached = if self.obj.lower_is_better { value <= target } else { value >= target };
             if reached && self.control.get(0)?.col(0) == 0 {
-                log::info!("target {target} reached at clock {done}: stopping");
-                self.control.inc_col(0, 0, c + 1)?;
+                // Every worker stops at clock c + slack + 1, the first clock at which each is
+                // sure to read the stop clock (set in clock c): workers that stopped at
+                // different clocks left threads that share a model slice waiting for a turn
+                // that never came, and stopped the job at a clock that depended on timing.
+                let stop = c + 1 + self.slack.map_or(0, |s| s + 1);
+                log::info!("target {target} reached at clock {done}: stopping at clock {}", stop - 1);
+                self.control.inc_col(0, 0, stop)?;
             }
         }
         Ok(())
