@@ -14,6 +14,7 @@ and a plot (.png) when matplotlib is there.
 
     bench_scale_out.py [--max-workers N] [--bin target/release] [--data DIR] [--results DIR]
                        [--size small|full] [--apps mf,lda,pagerank] [--libmf PATH] [--machine TEXT]
+    bench_scale_out.py --plot-only --results DIR
 """
 import argparse
 import json
@@ -37,9 +38,12 @@ ap.add_argument("--libmf", help="the LIBMF driver binary (scripts/bench-scale-ou
 ap.add_argument("--no-peers", action="store_true")
 ap.add_argument("--machine", default="", help="what to call this machine in the results")
 ap.add_argument("--timeout", type=int, default=240, help="seconds before one run is given up")
+ap.add_argument("--plot-only", action="store_true",
+                help="only draw the plot of the runs in <results>/bench-scale-out.json (e.g. from another machine)")
 ap.add_argument("--comm-threads", type=int, default=0,
                 help="also run the many-thread shapes with this many communication threads per process")
 a = ap.parse_args()
+a.cores = None
 BIN, DATA, RES = Path(a.bin), Path(a.data), Path(a.results)
 RES.mkdir(parents=True, exist_ok=True)
 DATA.mkdir(parents=True, exist_ok=True)
@@ -314,13 +318,23 @@ def plot():
         bx.set_title(f"{app}: CPU s per pass / 1 x 1's")
         bx.set_xlabel("workers")
         bx.legend(fontsize=7)
-    fig.suptitle(f"yarn-submit local[P] --threads T, {a.machine or os.uname().nodename} ({os.cpu_count()} cores)")
+    import textwrap
+
+    title = f"yarn-submit local[P] --threads T, {a.machine or os.uname().nodename} ({a.cores or os.cpu_count()} cores)"
+    fig.suptitle("\n".join(textwrap.wrap(title, 150)), fontsize=10)
     fig.tight_layout()
     fig.savefig(RES / "bench-scale-out.png", dpi=90)
     log("wrote", RES / "bench-scale-out.png")
 
 
 def main():
+    if a.plot_only:
+        run = json.loads((RES / "bench-scale-out.json").read_text())
+        ROWS.extend(run["runs"])
+        a.machine, a.cores = run["meta"].get("machine", ""), run["meta"].get("cores")
+        a.apps = ",".join(dict.fromkeys(r["app"] for r in ROWS))
+        plot()
+        return
     apps = a.apps.split(",")
     generate()
     work = Path(tempfile.mkdtemp(prefix="bench-scale-out-"))
