@@ -216,7 +216,7 @@ fn architecture_md_draws_these_layers() {
 #[test]
 fn other_crates_have_no_import_cycles() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for krate in ["hadoop", "yarn", "client", "app-master"] {
+    for krate in ["hadoop", "yarn", "client", "app-master", "bench"] {
         let graph = module_graph(&root.join(krate).join("src"));
         assert_acyclic(krate, &graph);
     }
@@ -233,13 +233,15 @@ const CRATE_DEPS: &[(&str, &[&str])] = &[
     ("yarn", &["ps-hadoop"]),
     ("client", &["ps-runtime", "ps-yarn", "ps-hadoop"]),
     ("app-master", &["ps-runtime", "ps-yarn", "ps-hadoop"]),
+    ("bench", &["ps-runtime"]),
     ("examples/logreg", &["ps-runtime"]),
 ];
 
 #[test]
 fn crates_depend_only_on_what_they_may() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let ours: Vec<&str> = vec!["ps-hadoop", "ps-testkit", "ps-runtime", "ps-yarn", "ps-client", "ps-app-master"];
+    let ours: Vec<&str> =
+        vec!["ps-hadoop", "ps-testkit", "ps-runtime", "ps-yarn", "ps-client", "ps-app-master", "ps-bench"];
     let mut errors = Vec::new();
     for (dir, allowed) in CRATE_DEPS {
         let toml = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).unwrap();
