@@ -22,8 +22,9 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "yarn-submit", version, about = "Submit a parameter-server job")]
 pub struct Cli {
-    /// Where to run: local, local[N] (N processes on this machine), local[*] (one per core), or
-    /// yarn (the cluster of HADOOP_CONF_DIR).
+    /// Where to run: local, local[N] (N processes on this machine), local[*] (one worker per
+    /// core: one process with a thread per core, or cores / --threads processes), or yarn (the
+    /// cluster of HADOOP_CONF_DIR).
     #[arg(long, default_value = "local[2]")]
     pub master: String,
     /// Worker threads per process.

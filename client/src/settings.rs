@@ -8,6 +8,21 @@ use ps_runtime::{Consistency, RuntimeConfig};
 use std::path::{Path, PathBuf};
 
 impl Cli {
+    /// Whether the user chose the threads per process: `--threads`, `--executor-cores`, `--conf
+    /// threads=N` or a `threads` key in `--properties-file`.
+    pub fn threads_chosen(&self) -> Result<bool> {
+        if self.threads.is_some() || self.executor_cores.is_some() {
+            return Ok(true);
+        }
+        if self.conf.iter().any(|c| c.split_once('=').is_some_and(|(k, _)| k.trim() == "threads")) {
+            return Ok(true);
+        }
+        let legacy = self.conf.iter().find(|c| !c.contains('=')).map(PathBuf::from);
+        let Some(p) = self.properties_file.as_ref().or(legacy.as_ref()) else { return Ok(false) };
+        let known = serde_json::to_value(RuntimeConfig::default()).unwrap_or_default();
+        Ok(properties(p, &known)?.get("threads").is_some())
+    }
+
     /// The runtime configuration: defaults, then `--properties-file`, then `--conf`, then flags.
     pub fn runtime_config(&self) -> Result<RuntimeConfig> {
         let bad = |m: String| ClientError::Config(ps_runtime::PsError::Config(m));

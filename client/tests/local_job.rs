@@ -146,6 +146,30 @@ fn conf_settings_layer_over_the_properties_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `local[*]` is one worker per core: one process with a thread per core unless the user chose
+/// the threads, then cores / threads processes.
+#[test]
+fn local_star_is_one_worker_per_core() {
+    let dir = tmpdir("local-star");
+    let stats = dir.join("stats.json");
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let shape = |args: &[&str]| {
+        let out = output(
+            submit().args(["--master", "local[*]", "--stats"]).arg(&stats).args(args).args(["demo", "--clocks", "3"]),
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        (
+            v["config"]["processes"].as_u64().unwrap() as usize,
+            v["config"]["runtime"]["threads"].as_u64().unwrap() as usize,
+        )
+    };
+    assert_eq!(shape(&[]), (1, cores), "no thread count: one process, a thread per core");
+    assert_eq!(shape(&["--threads", "1"]), (cores, 1));
+    assert_eq!(shape(&["--conf", "threads=2"]), ((cores / 2).max(1), 2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn geo_flags_place_processes_in_data_centers_and_count_wan_bytes() {
     let dir = tmpdir("geo");
