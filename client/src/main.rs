@@ -111,7 +111,8 @@ pub struct Cli {
     /// from `peak_rss_bytes` of a smaller run plus headroom.
     #[arg(long, visible_alias = "executor-memory", default_value = "1024", value_name = "SIZE", value_parser = parse_mb)]
     pub worker_memory: i64,
-    /// YARN: virtual cores per runtime container (default 1, or --executor-cores).
+    /// YARN: virtual cores per runtime container (default 1, or --executor-cores); also its
+    /// worker threads, unless the threads are given (--threads, --conf threads=N).
     #[arg(long)]
     pub worker_vcores: Option<i32>,
     /// YARN: memory of the application master's container, e.g. 512m or 1g (a plain number is MB).
@@ -374,6 +375,26 @@ mod tests {
         assert_eq!(consistency(&["--conf", "consistency=ssp", "pagerank"]), (Consistency::Ssp, 1));
         assert_eq!(consistency(&["--conf", "staleness=3", "pagerank"]), (essp, 3));
         assert_eq!(consistency(&["--datacenters", "2", "pagerank"]).0, essp);
+    }
+
+    /// A container's vcores are its worker threads unless the threads are given.
+    #[test]
+    fn worker_vcores_are_the_threads_unless_they_are_given() {
+        let threads = |args: &[&str]| {
+            let cli =
+                Cli::try_parse_from([&["yarn-submit", "--master", "yarn", "--workers", "2"], args, &["demo"]].concat())
+                    .unwrap();
+            let mut cfg = cli.runtime_config().unwrap();
+            cli.container_threads(&mut cfg).unwrap();
+            cfg.threads
+        };
+        let default = ps_runtime::RuntimeConfig::default().threads;
+        assert_eq!(threads(&[]), default);
+        assert_eq!(threads(&["--worker-vcores", "8"]), 8);
+        assert_eq!(threads(&["--worker-vcores", "8", "--threads", "3"]), 3);
+        assert_eq!(threads(&["--worker-vcores", "8", "--conf", "threads=4"]), 4);
+        assert_eq!(threads(&["--executor-cores", "6"]), 6, "sets both");
+        assert_eq!(threads(&["--executor-cores", "6", "--worker-vcores", "8"]), 6, "--executor-cores sets the threads");
     }
 
     #[test]

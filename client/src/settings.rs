@@ -23,6 +23,18 @@ impl Cli {
         Ok(properties(p, &known)?.get("threads").is_some())
     }
 
+    /// YARN: a container of `--worker-vcores V` runs V worker threads unless the user chose the
+    /// threads: they share one copy of the model, which scales better than more containers of
+    /// fewer threads (docs/SCALE-OUT.md).
+    pub fn container_threads(&self, runtime: &mut RuntimeConfig) -> Result<()> {
+        if let Some(v) = self.worker_vcores.filter(|&v| v > 0) {
+            if !self.threads_chosen()? {
+                runtime.threads = v as usize;
+            }
+        }
+        Ok(())
+    }
+
     /// The runtime configuration: defaults, then `--properties-file`, then `--conf`, then flags.
     pub fn runtime_config(&self) -> Result<RuntimeConfig> {
         let bad = |m: String| ClientError::Config(ps_runtime::PsError::Config(m));

@@ -131,7 +131,8 @@ pub fn run(cli: &Cli, console: &Console) -> i32 {
 }
 
 fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
-    let runtime = cli.runtime_config()?;
+    let mut runtime = cli.runtime_config()?;
+    cli.container_threads(&mut runtime)?;
     let (app, app_args) = cli.app.split_first().ok_or(ClientError::NoApplication)?;
     let info = crate::app_info::info(cli)?;
     let locations = info.locations.clone();
