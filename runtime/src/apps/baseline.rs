@@ -81,12 +81,21 @@ pub fn mf(ratings: &[Rating], p: &MfParams) -> BaselineRun {
     BaselineRun { pass_s: secs / passes.max(1) as f64, objective }
 }
 
-/// Word-topic counts in local rows (the baseline's store; also the sampler's unit tests').
-pub(crate) struct LocalCounts(pub(crate) Vec<SparseRow<i32>>);
+/// Word-topic counts in local rows (the baseline's store; also the sampler's unit tests'), and
+/// the word being read as pairs.
+pub(crate) struct LocalCounts(pub(crate) Vec<SparseRow<i32>>, Vec<(u32, i32)>);
+
+impl LocalCounts {
+    pub(crate) fn new(vocab: usize) -> Self {
+        LocalCounts(vec![SparseRow::new(); vocab], Vec::new())
+    }
+}
 
 impl WordTopics for LocalCounts {
     fn with_row(&mut self, word: u32, f: &mut super::lda_sampler::CountsFn<'_>) -> Result<()> {
-        f(&mut self.0[word as usize].iter());
+        self.1.clear();
+        self.1.extend(self.0[word as usize].iter());
+        f(&self.1);
         Ok(())
     }
     fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
@@ -106,7 +115,7 @@ pub fn lda(
     seed: u64,
 ) -> Result<BaselineRun> {
     let mut rng = crate::hash::SeededRng::seed_from_u64(seed);
-    let mut counts = LocalCounts(vec![SparseRow::new(); vocab]);
+    let mut counts = LocalCounts::new(vocab);
     let mut s = Sampler::new(k, alpha, beta, vocab, docs.iter().map(|d| d.len() as u32).collect());
     let mut block = Block::new(docs, 0..docs.len(), vocab, |_| true);
     let z: Vec<u32> = docs.iter().flatten().map(|_| rng.gen_range(0..k as u32)).collect();

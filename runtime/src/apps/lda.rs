@@ -11,7 +11,7 @@ use super::dictionary::{check_resumed, fingerprints, keys_for, Dictionary};
 use super::driver::Iterative;
 use super::lda_rows::{PsWordTopics, WordRows};
 use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
-use super::lda_shared::{sub_slice, ProcessSlice, ThreadSlice};
+use super::lda_shared::{sub_slice, ProcessSlice, RowWords, ThreadSlice};
 use super::lda_table::{read_bow_table, BowColumns, TableCorpus};
 use super::lda_text::{read_text_table, write_vocab, TextColumns};
 use super::lda_tokens::{token_offsets, unpack_assignments, Block};
@@ -125,7 +125,7 @@ pub struct Lda {
     /// Whether the job rotates vocabulary slices (set by `shape`).
     rotates: bool,
     /// Rotating: the process's slice, which its threads share (`lda_shared`).
-    slice: OnceLock<Arc<ProcessSlice<SparseRow<i32>>>>,
+    slice: OnceLock<Arc<ProcessSlice<RowWords>>>,
 }
 
 /// A worker's documents, their topic assignments and the sampler.

@@ -70,11 +70,6 @@ pub struct RowChanges {
 }
 
 impl RowChanges {
-    /// The row whose changes are held.
-    pub fn row(&self) -> Option<u64> {
-        self.row
-    }
-
     /// Whether a read of `word` must first apply the held changes.
     pub fn holds(&self, word: u32) -> bool {
         self.row.is_some() && self.words.contains(&word)
@@ -114,11 +109,13 @@ pub struct PsWordTopics<'a> {
     table: &'a mut TableHandle<SparseRow<i32>>,
     rows: WordRows,
     held: RowChanges,
+    /// The word being read, as pairs.
+    pairs: Vec<(u32, i32)>,
 }
 
 impl<'a> PsWordTopics<'a> {
     pub fn new(table: &'a mut TableHandle<SparseRow<i32>>, rows: WordRows) -> Self {
-        PsWordTopics { table, rows, held: RowChanges::default() }
+        PsWordTopics { table, rows, held: RowChanges::default(), pairs: Vec::new() }
     }
 }
 
@@ -128,7 +125,9 @@ impl WordTopics for PsWordTopics<'_> {
             self.flush()?;
         }
         let counts = self.table.get(self.rows.row(word as u64))?;
-        f(&mut self.rows.counts(&counts, word as u64));
+        self.pairs.clear();
+        self.pairs.extend(self.rows.counts(&counts, word as u64));
+        f(&self.pairs);
         Ok(())
     }
 

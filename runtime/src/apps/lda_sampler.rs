@@ -19,8 +19,9 @@ use rand::Rng;
 /// How many tokens ahead the sweep prefetches a document's topic list.
 const PREFETCH_AHEAD: usize = 8;
 
-/// A word's `(topic, count)` pairs, handed to a reader.
-pub type CountsFn<'a> = dyn FnMut(&mut dyn Iterator<Item = (u32, i32)>) + 'a;
+/// A word's `(topic, count)` pairs, handed to a reader as a slice: through an iterator trait
+/// object every pair cost a virtual call (8% of LDA's CPU at 1 x 16 on 2 cores).
+pub type CountsFn<'a> = dyn FnMut(&[(u32, i32)]) + 'a;
 
 /// Where word-topic counts live: the parameter server, or local arrays for the baseline.
 pub trait WordTopics {
@@ -174,10 +175,10 @@ impl Sampler {
     fn load_word(&mut self, w: u32, store: &mut dyn WordTopics) -> Result<()> {
         let (nw, loaded) = (&mut self.nw, &mut self.loaded);
         store.with_row(w, &mut |counts| {
-            counts.for_each(|(t, n)| {
+            for &(t, n) in counts {
                 nw[t as usize] = n;
                 loaded.push(t);
-            })
+            }
         })?;
         let mut sum = self.base_sum;
         for &t in &self.loaded {
@@ -420,7 +421,7 @@ mod tests {
             let z: Vec<u32> = docs.iter().flatten().map(|_| rng.gen_range(0..k as u32)).collect();
             let mut block = Block::new(&docs, 0..docs.len(), v, |_| true);
             block.set_doc_order(&docs, v, &z).unwrap();
-            let mut store = LocalCounts(vec![crate::row::SparseRow::new(); v]);
+            let mut store = LocalCounts::new(v);
             let mut nk = vec![0i64; k];
             for (w, &t) in docs.iter().flatten().zip(&z) {
                 store.0[*w as usize].add(t, 1);
@@ -463,7 +464,7 @@ mod tests {
         let trials = 20_000;
         let mut seen = [0usize; 3];
         for _ in 0..trials {
-            let mut store = LocalCounts(vec![crate::row::SparseRow::new(); v]);
+            let mut store = LocalCounts::new(v);
             let mut nk = vec![0i64; k];
             for (w, row) in others.iter().enumerate() {
                 for (t, &n) in row.iter().enumerate() {

@@ -86,7 +86,7 @@ pub struct Mf {
     rotates: bool,
     /// Rotating with local user factors: the process's item slice, which its threads share
     /// (`mf_shared`).
-    slice: OnceLock<Arc<ProcessSlice<DenseRow<f32>>>>,
+    slice: OnceLock<Arc<ProcessSlice<Vec<f32>>>>,
 }
 
 impl Mf {

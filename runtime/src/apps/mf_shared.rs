@@ -14,10 +14,9 @@ use super::mf_kernel::sgd_step_fn;
 use super::rotation::Plan;
 use super::shared_slice::ThreadSlice;
 use crate::error::Result;
-use crate::row::DenseRow;
-use crate::TableHandle;
 
-type Items = DenseRow<f32>;
+/// An item row's factors as the threads change them (16 items' factors a row).
+type Items = Vec<f32>;
 
 /// A thread's part in its process's item slice.
 pub(super) struct SharedItems {
@@ -55,7 +54,13 @@ pub(super) fn run_steps(st: &mut MfWorker, clock: i64, lr: f32, lambda: f32) -> 
 fn train_steps(st: &mut MfWorker, sh: &SharedItems, clock: i64, lr: f32, lambda: f32) -> Result<()> {
     let (t, tid) = (sh.slice.threads(), sh.tid);
     let base = st.plan.block_at(sh.pid, clock);
-    sh.slice.load(sh.rows_at(&st.plan, clock), &mut st.rt, clock)?;
+    let rt = &mut st.rt;
+    sh.slice.load(sh.rows_at(&st.plan, clock), clock, |r, v| {
+        let row = rt.get(r)?;
+        v.clear();
+        v.extend_from_slice(&row);
+        Ok(())
+    })?;
     let MfWorker { train, mu, local, seen, ir, blocks, .. } = st;
     let Some(local) = local.as_mut() else { return Ok(()) };
     let step = sgd_step_fn();
@@ -80,12 +85,12 @@ fn train_steps(st: &mut MfWorker, sh: &SharedItems, clock: i64, lr: f32, lambda:
         let mut sse = 0f64;
         for (n, r) in seg.iter().enumerate() {
             if let (Some(next), Some(&j)) = (seg.get(n + HINT_AHEAD), at.get(n + HINT_AHEAD)) {
-                crate::row::prefetch(&items.values[j as usize].0[ir.cols(next.item)]);
+                crate::row::prefetch(&items.values[j as usize][ir.cols(next.item)]);
                 // Users are visited in order but sparsely, which the hardware prefetcher does
                 // not follow either.
                 crate::row::prefetch(local.row(next.user));
             }
-            let item = &mut items.values[at[n] as usize].0[ir.cols(r.item)];
+            let item = &mut items.values[at[n] as usize][ir.cols(r.item)];
             let e = step(local.row_mut(r.user), item, r.value - *mu, lr, lambda);
             sse += (e * e) as f64;
         }
@@ -94,7 +99,8 @@ fn train_steps(st: &mut MfWorker, sh: &SharedItems, clock: i64, lr: f32, lambda:
     }
     // The table's copy is the row as loaded: overwriting it makes the clock's change the
     // difference the runtime computes for dense rows anyway.
-    sh.slice.flush(&mut st.rt, |rt: &mut TableHandle<Items>, row, now| {
+    let rt = &mut st.rt;
+    sh.slice.flush(|row, now| {
         rt.get_mut(row)?.copy_from_slice(now);
         Ok(())
     })

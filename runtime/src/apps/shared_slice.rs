@@ -22,19 +22,17 @@
 
 use crate::error::{PsError, Result};
 use crate::hash::mix64;
-use crate::row::Row;
-use crate::TableHandle;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// What the threads of one process share: a slot per sub-slice (slot `t` loaded and sent by
 /// thread `t`) and whose turn each is.
-pub(super) struct ProcessSlice<R> {
+pub(super) struct ProcessSlice<V> {
     turns: Mutex<Turns>,
     cv: Condvar,
-    slots: Vec<Mutex<Slot<R>>>,
+    slots: Vec<Mutex<Slot<V>>>,
 }
 
-impl<R> ProcessSlice<R> {
+impl<V> ProcessSlice<V> {
     pub(super) fn new(threads: usize) -> Self {
         let turns = Turns { slots: vec![Turn::default(); threads], gone: vec![false; threads] };
         let slots = (0..threads).map(|_| Mutex::new(Slot { rows: Vec::new(), values: Vec::new() })).collect();
@@ -58,14 +56,15 @@ struct Turn {
 }
 
 /// One sub-slice's rows during a clock: the table rows (ascending) and their values as the
-/// threads change them. The rows as loaded stay in the owner's thread cache, unchanged until it
-/// sends the clock's changes, and are read there again to compute them.
-pub(super) struct Slot<R> {
+/// threads change them, in whatever form the app works on them (`V`). The rows as loaded stay in
+/// the owner's thread cache, unchanged until it sends the clock's changes, and are read there
+/// again to compute them.
+pub(super) struct Slot<V> {
     rows: Vec<u64>,
-    pub(super) values: Vec<R>,
+    pub(super) values: Vec<V>,
 }
 
-impl<R> Slot<R> {
+impl<V> Slot<V> {
     /// Where table row `row` is in `values`.
     pub(super) fn index(&self, row: u64) -> Result<usize> {
         self.rows.binary_search(&row).map_err(|_| {
@@ -86,12 +85,12 @@ fn stopped() -> PsError {
 
 /// A thread's part in [`ProcessSlice`]. Dropping it (the thread failed, or is done) is told to
 /// the others: one that waits for this thread's slot or visit stops instead of waiting forever.
-pub(super) struct ThreadSlice<R> {
-    shared: Arc<ProcessSlice<R>>,
+pub(super) struct ThreadSlice<V> {
+    shared: Arc<ProcessSlice<V>>,
     tid: usize,
 }
 
-impl<R> Drop for ThreadSlice<R> {
+impl<V> Drop for ThreadSlice<V> {
     fn drop(&mut self) {
         if let Ok(mut t) = self.shared.turns.lock() {
             t.gone[self.tid] = true;
@@ -100,8 +99,8 @@ impl<R> Drop for ThreadSlice<R> {
     }
 }
 
-impl<R: Row> ThreadSlice<R> {
-    pub(super) fn new(shared: Arc<ProcessSlice<R>>, tid: usize) -> Self {
+impl<V: Default> ThreadSlice<V> {
+    pub(super) fn new(shared: Arc<ProcessSlice<V>>, tid: usize) -> Self {
         ThreadSlice { shared, tid }
     }
 
@@ -122,24 +121,22 @@ impl<R: Row> ThreadSlice<R> {
         Ok(turns)
     }
 
-    fn slot(&self, sub: usize) -> Result<MutexGuard<'_, Slot<R>>> {
+    fn slot(&self, sub: usize) -> Result<MutexGuard<'_, Slot<V>>> {
         self.shared.slots[sub].lock().map_err(|_| stopped())
     }
 
-    /// Loads this thread's sub-slice for `clock`: `rows` (ascending) as the table has them.
-    pub(super) fn load(&self, rows: &[u64], table: &mut TableHandle<R>, clock: i64) -> Result<()> {
+    /// Loads this thread's sub-slice for `clock`: `rows` (ascending), each value made by
+    /// `fill(row, value)` from the table (the value is the one of a previous clock, to reuse).
+    pub(super) fn load(&self, rows: &[u64], clock: i64, mut fill: impl FnMut(u64, &mut V) -> Result<()>) -> Result<()> {
         {
             let mut slot = self.slot(self.tid)?;
             let Slot { rows: held, values } = &mut *slot;
             held.clear();
             held.extend_from_slice(rows);
             values.truncate(rows.len());
-            for (i, &r) in rows.iter().enumerate() {
-                let now = table.get(r)?;
-                match values.get_mut(i) {
-                    Some(v) => v.copy_from(&now),
-                    None => values.push(now.clone()),
-                }
+            values.resize_with(rows.len(), V::default);
+            for (&r, v) in rows.iter().zip(values.iter_mut()) {
+                fill(r, v)?;
             }
         }
         let n = self.threads();
@@ -150,7 +147,7 @@ impl<R: Row> ThreadSlice<R> {
 
     /// Takes sub-slice `sub` once it is loaded for `clock` and free (the thread before this one
     /// in the cycle is done with it). It is given back when the returned value is dropped.
-    pub(super) fn take(&self, sub: usize, clock: i64) -> Result<Held<'_, R>> {
+    pub(super) fn take(&self, sub: usize, clock: i64) -> Result<Held<'_, V>> {
         let mut turns = self.wait_until(|t| {
             let s = &t.slots[sub];
             // A slot whose owner has stopped before loading it will never be loaded.
@@ -165,14 +162,9 @@ impl<R: Row> ThreadSlice<R> {
         Ok(Held { slot: self.slot(sub)?, shared: &self.shared, sub, tid: self.tid })
     }
 
-    /// Sends this thread's sub-slice's changes of the clock to the table once every thread has
-    /// worked on it: `write(table, row, now)` for each row, where the table's copy is the row
-    /// as loaded.
-    pub(super) fn flush(
-        &self,
-        table: &mut TableHandle<R>,
-        mut write: impl FnMut(&mut TableHandle<R>, u64, &R) -> Result<()>,
-    ) -> Result<()> {
+    /// Sends this thread's sub-slice's changes of the clock once every thread has worked on it:
+    /// `write(row, now)` for each row (the table's copy is still the row as loaded).
+    pub(super) fn flush(&self, mut write: impl FnMut(u64, &V) -> Result<()>) -> Result<()> {
         let turns = self.wait_until(|t| {
             let s = &t.slots[self.tid];
             match s.visited.iter().all(|&v| v) {
@@ -185,34 +177,34 @@ impl<R: Row> ThreadSlice<R> {
         drop(turns);
         let slot = self.slot(self.tid)?;
         for (&r, now) in slot.rows.iter().zip(&slot.values) {
-            write(table, r, now)?;
+            write(r, now)?;
         }
         Ok(())
     }
 }
 
 /// A sub-slice held by one thread for a step; given back (and the step counted) when dropped.
-pub(super) struct Held<'a, R> {
-    slot: MutexGuard<'a, Slot<R>>,
-    shared: &'a Arc<ProcessSlice<R>>,
+pub(super) struct Held<'a, V> {
+    slot: MutexGuard<'a, Slot<V>>,
+    shared: &'a Arc<ProcessSlice<V>>,
     sub: usize,
     tid: usize,
 }
 
-impl<R> std::ops::Deref for Held<'_, R> {
-    type Target = Slot<R>;
-    fn deref(&self) -> &Slot<R> {
+impl<V> std::ops::Deref for Held<'_, V> {
+    type Target = Slot<V>;
+    fn deref(&self) -> &Slot<V> {
         &self.slot
     }
 }
 
-impl<R> std::ops::DerefMut for Held<'_, R> {
-    fn deref_mut(&mut self) -> &mut Slot<R> {
+impl<V> std::ops::DerefMut for Held<'_, V> {
+    fn deref_mut(&mut self) -> &mut Slot<V> {
         &mut self.slot
     }
 }
 
-impl<R> Drop for Held<'_, R> {
+impl<V> Drop for Held<'_, V> {
     fn drop(&mut self) {
         if let Ok(mut t) = self.shared.turns.lock() {
             t.slots[self.sub].busy = false;
@@ -227,13 +219,12 @@ impl<R> Drop for Held<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::row::SparseRow;
 
     /// A thread that stops before loading its sub-slice is told to the one waiting for it, which
     /// fails instead of waiting forever.
     #[test]
     fn waiting_for_a_stopped_threads_slot_fails() {
-        let shared = Arc::new(ProcessSlice::<SparseRow<i32>>::new(2));
+        let shared = Arc::new(ProcessSlice::<Vec<f32>>::new(2));
         let me = ThreadSlice::new(shared.clone(), 0);
         let other = ThreadSlice::new(shared, 1);
         let waiter = std::thread::spawn(move || me.take(1, 0).map(|_| ()));
