@@ -260,7 +260,7 @@ fn lda_answer_does_not_depend_on_processes_or_threads() {
     gen::corpus(&spec, &d, "t").unwrap();
     let out = d.join("out");
     let mut finals = Vec::new();
-    for (procs, threads) in [(1, 1), (1, 3), (3, 1), (2, 2)] {
+    for (procs, threads) in [(1, 1), (1, 3), (3, 1), (2, 2), (1, 8)] {
         let _ = std::fs::remove_dir_all(&out);
         let a = args(format!(
             "--input {} --output {} --topics 20 --passes 20 --samples 1",
