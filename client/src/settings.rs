@@ -17,10 +17,15 @@ impl Cli {
         if self.conf.iter().any(|c| c.split_once('=').is_some_and(|(k, _)| k.trim() == "threads")) {
             return Ok(true);
         }
-        let legacy = self.conf.iter().find(|c| !c.contains('=')).map(PathBuf::from);
-        let Some(p) = self.properties_file.as_ref().or(legacy.as_ref()) else { return Ok(false) };
+        let Some(p) = self.properties_path() else { return Ok(false) };
         let known = serde_json::to_value(RuntimeConfig::default()).unwrap_or_default();
-        Ok(properties(p, &known)?.get("threads").is_some())
+        Ok(properties(&p, &known)?.get("threads").is_some())
+    }
+
+    /// `--properties-file`, or the file `--conf FILE` named before --conf took settings.
+    fn properties_path(&self) -> Option<PathBuf> {
+        let legacy = self.conf.iter().find(|c| !c.contains('=')).map(PathBuf::from);
+        self.properties_file.clone().or(legacy)
     }
 
     /// YARN: a container of `--worker-vcores V` runs V worker threads unless the user chose the
@@ -39,13 +44,12 @@ impl Cli {
     pub fn runtime_config(&self) -> Result<RuntimeConfig> {
         let bad = |m: String| ClientError::Config(ps_runtime::PsError::Config(m));
         // `--conf FILE` named the JSON file before --conf took settings; still accepted.
-        let legacy = self.conf.iter().find(|c| !c.contains('=')).map(PathBuf::from);
-        if let Some(p) = &legacy {
-            log::warn!("--conf {}: a file goes to --properties-file now (--conf takes KEY=VALUE)", p.display());
+        if let Some(p) = self.conf.iter().find(|c| !c.contains('=')) {
+            log::warn!("--conf {p}: a file goes to --properties-file now (--conf takes KEY=VALUE)");
         }
         let known = serde_json::to_value(RuntimeConfig::default()).unwrap_or_default();
-        let (mut v, mut source) = match self.properties_file.as_ref().or(legacy.as_ref()) {
-            Some(p) => (properties(p, &known)?, p.display().to_string()),
+        let (mut v, mut source) = match self.properties_path() {
+            Some(p) => (properties(&p, &known)?, p.display().to_string()),
             None => (serde_json::json!({}), "--conf".to_string()),
         };
         let settings: Vec<&String> = self.conf.iter().filter(|c| c.contains('=')).collect();

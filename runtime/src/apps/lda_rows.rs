@@ -60,9 +60,8 @@ impl WordRows {
 #[derive(Default)]
 pub struct RowChanges {
     /// The row whose changes `pairs` holds: `(column, delta)`, a column's repeats summed when
-    /// applied; and
-    /// the words they are of (a word's columns are its own, so only a read of one of these
-    /// must see them applied first).
+    /// applied; and the words they are of (a word's columns are its own, so only a read of one
+    /// of these must see them applied first).
     row: Option<u64>,
     pairs: Vec<(u32, i32)>,
     words: Vec<u32>,

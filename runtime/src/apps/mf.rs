@@ -349,7 +349,7 @@ impl Iterative for Mf {
         // Implicit feedback draws from its block's slice, a single one when one worker does not rotate.
         let blocked = plan.rotates() || a.implicit;
         let blocks = if blocked { into_blocks(w, &plan, ir.per_row, subs, &mut train)? } else { Blocks::default() };
-        let shared = slice.map(|s| SharedItems::new(s, w.process_id(), w.thread_id(), threads, &blocks.fine_rows));
+        let shared = slice.map(|s| SharedItems::new(s, w.process_id(), &blocks.fine_rows));
         phases.push(("blocks", t0.elapsed().as_secs_f64()));
         log::info!(
             "worker {gid}: {} ratings of {} users and {} items loaded in {:.1}s",

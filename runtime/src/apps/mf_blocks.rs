@@ -170,7 +170,8 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, subs: usize, train
         }
     }
     // Rows with no training rating (held-out items only) are never trained: any slice will do.
-    let fine_of = |row: u32| slice_of.get(&row).map_or_else(|| mix64(row as u64) as usize % fine, |&s| s as usize);
+    let fine_of =
+        |row: u32| slice_of.get(&row).map_or_else(|| (mix64(row as u64) % fine as u64) as usize, |&s| s as usize);
     let slice = |item: u32| fine_of((item as u64 / per_row) as u32);
     let parts = plan.parts as u64;
     let part = |user: u32| (((mix64(user as u64 ^ 0x7061_7274) >> 32) * parts) >> 32) as usize;

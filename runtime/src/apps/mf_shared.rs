@@ -22,17 +22,16 @@ type Items = Vec<f32>;
 pub(super) struct SharedItems {
     slice: ThreadSlice<Items>,
     pid: usize,
-    tid: usize,
     /// The table rows of this thread's sub-slice of each slice (ascending).
     rows: Vec<Vec<u64>>,
 }
 
 impl SharedItems {
-    /// Thread `tid` of `threads` of process `pid`; `rows[f]`: the rows of fine slice `f` (slice x threads +
+    /// A thread of process `pid`; `rows[f]`: the rows of fine slice `f` (slice x threads +
     /// sub-slice).
-    pub(super) fn new(slice: ThreadSlice<Items>, pid: usize, tid: usize, threads: usize, rows: &[Vec<u64>]) -> Self {
-        let mine = rows.iter().skip(tid).step_by(threads).cloned().collect();
-        SharedItems { slice, pid, tid, rows: mine }
+    pub(super) fn new(slice: ThreadSlice<Items>, pid: usize, rows: &[Vec<u64>]) -> Self {
+        let mine = rows.iter().skip(slice.tid()).step_by(slice.threads()).cloned().collect();
+        SharedItems { slice, pid, rows: mine }
     }
 
     /// The rows this thread loads for the process at `clock`.
@@ -52,7 +51,7 @@ pub(super) fn run_steps(st: &mut MfWorker, clock: i64, lr: f32, lambda: f32) -> 
 }
 
 fn train_steps(st: &mut MfWorker, sh: &SharedItems, clock: i64, lr: f32, lambda: f32) -> Result<()> {
-    let (t, tid) = (sh.slice.threads(), sh.tid);
+    let (t, tid) = (sh.slice.threads(), sh.slice.tid());
     let base = st.plan.block_at(sh.pid, clock);
     let rt = &mut st.rt;
     sh.slice.load(sh.rows_at(&st.plan, clock), clock, |r, v| {

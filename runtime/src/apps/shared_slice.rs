@@ -108,6 +108,11 @@ impl<V: Default> ThreadSlice<V> {
         self.shared.slots.len()
     }
 
+    /// This thread's place among its process's threads (the sub-slice it loads and sends).
+    pub(super) fn tid(&self) -> usize {
+        self.tid
+    }
+
     fn turns(&self) -> Result<MutexGuard<'_, Turns>> {
         self.shared.turns.lock().map_err(|_| stopped())
     }
