@@ -23,16 +23,58 @@ const PREFETCH_AHEAD: usize = 8;
 /// object every pair cost a virtual call (8% of LDA's CPU at 1 x 16 on 2 cores).
 pub type CountsFn<'a> = dyn FnMut(&[(u32, i32)]) + 'a;
 
+/// A word's changes of one visit, dense: `dw[t]` for the topics in `touched` (which may repeat
+/// and whose changes may have come back to zero). Taking a change zeroes it, so each is taken
+/// once and `dw` is all zeros again once all are.
+pub struct DenseChanges<'a> {
+    touched: &'a [u32],
+    dw: &'a mut [i32],
+}
+
+impl<'a> DenseChanges<'a> {
+    pub fn new(touched: &'a [u32], dw: &'a mut [i32]) -> Self {
+        DenseChanges { touched, dw }
+    }
+
+    /// Takes topic `t`'s change.
+    #[inline]
+    pub fn take(&mut self, t: u32) -> i32 {
+        std::mem::take(&mut self.dw[t as usize])
+    }
+
+    /// Takes the changes not taken yet, as `(topic, delta)` pairs without zeros, into `out`.
+    pub fn take_rest(&mut self, out: &mut Vec<(u32, i32)>) {
+        out.clear();
+        for &t in self.touched {
+            let d = std::mem::take(&mut self.dw[t as usize]);
+            if d != 0 {
+                out.push((t, d));
+            }
+        }
+    }
+}
+
 /// Where word-topic counts live: the parameter server, or local arrays for the baseline.
 pub trait WordTopics {
     /// Calls `f` with the word's `(topic, count)` pairs (including this worker's own updates).
     fn with_row(&mut self, word: u32, f: &mut CountsFn<'_>) -> Result<()>;
     /// Adds the (topic, delta) changes to the word's counts.
     fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()>;
+    /// Adds a visit's changes, taking all of them (`scratch`: room for pairs). As pairs unless a
+    /// store can do better with the dense form.
+    fn add_dense(&mut self, word: u32, changes: &mut DenseChanges<'_>, scratch: &mut Vec<(u32, i32)>) -> Result<()> {
+        changes.take_rest(scratch);
+        if scratch.is_empty() {
+            return Ok(());
+        }
+        self.add(word, scratch)
+    }
     /// Makes every change `add`ed so far part of the counts: called at the end of each sweep.
     fn flush(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Starts bringing the counts of the words read next (`ahead`, in order) into the cache.
+    fn prefetch(&mut self, _ahead: &[u32]) {}
 }
 
 /// Per-worker sampler state: topic totals as this worker sees them, its documents' topic counts
@@ -193,13 +235,8 @@ impl Sampler {
 
     /// Sends word `w`'s changes of this block as one batch.
     fn flush_word(&mut self, w: u32, store: &mut dyn WordTopics) -> Result<()> {
-        self.changes.clear();
-        for &t in &self.touched {
-            let d = std::mem::take(&mut self.dw[t as usize]);
-            if d != 0 {
-                self.changes.push((t, d));
-            }
-        }
+        let mut changes = DenseChanges::new(&self.touched, &mut self.dw);
+        let sent = store.add_dense(w, &mut changes, &mut self.changes);
         // Back to no word: the word's topics and those its tokens moved to.
         for &t in self.touched.iter().chain(&self.loaded) {
             let t = t as usize;
@@ -208,10 +245,7 @@ impl Sampler {
         }
         self.loaded.clear();
         self.touched.clear();
-        if self.changes.is_empty() {
-            return Ok(());
-        }
-        store.add(w, &self.changes)
+        sent
     }
 
     /// The sweep over topic lists: a document bucket over the document's topics and a smoothing
@@ -224,6 +258,7 @@ impl Sampler {
         rng: &mut impl Rng,
     ) -> Result<()> {
         for (i, &w) in b.words.iter().enumerate() {
+            store.prefetch(b.words.get(i + 1..).unwrap_or_default());
             self.load_word(w, store)?;
             for j in b.of_word(i) {
                 let (d, old) = (b.doc[j] as usize, b.z[j]);
@@ -291,6 +326,7 @@ impl Sampler {
     ) -> Result<()> {
         let draw = dense_draw_fn();
         for (i, &w) in b.words.iter().enumerate() {
+            store.prefetch(b.words.get(i + 1..).unwrap_or_default());
             self.load_word(w, store)?;
             for j in b.of_word(i) {
                 let (d, old) = (b.doc[j] as usize, b.z[j] as usize);

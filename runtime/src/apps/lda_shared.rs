@@ -11,7 +11,7 @@
 //! CPU of 1 x 16 over 1 x 1 on 2 cores). A change now goes straight into the word's list.
 
 use super::lda_rows::WordRows;
-use super::lda_sampler::{CountsFn, WordTopics};
+use super::lda_sampler::{CountsFn, DenseChanges, WordTopics};
 use super::shared_slice::{self, Held};
 pub(super) use super::shared_slice::{sub_slice, ProcessSlice};
 use crate::error::Result;
@@ -49,6 +49,42 @@ impl RowWords {
         let mut row = Counts::new();
         row.assign_pairs(out);
         row
+    }
+
+    /// Adds a visit's `changes` to word `i`'s counts in one pass over its list: those of its
+    /// topics first, in place, then the other topics' (few, sorted) merged in from the back; a
+    /// binary search and a shift per change was 5% of LDA's CPU at 1 x 16 on 2 cores.
+    fn add_dense(&mut self, i: usize, changes: &mut DenseChanges<'_>, new: &mut Vec<(u32, i32)>) {
+        let Some(w) = self.words.get_mut(i) else {
+            changes.take_rest(new);
+            return;
+        };
+        let mut zero = false;
+        for e in w.iter_mut() {
+            e.1 += changes.take(e.0);
+            zero |= e.1 == 0;
+        }
+        changes.take_rest(new);
+        if !new.is_empty() {
+            new.sort_unstable_by_key(|&(t, _)| t);
+            let (mut i, mut j) = (w.len(), new.len());
+            w.resize(i + j, (0, 0));
+            for out in (0..w.len()).rev() {
+                if j == 0 {
+                    break;
+                }
+                if i > 0 && w[i - 1].0 > new[j - 1].0 {
+                    w[out] = w[i - 1];
+                    i -= 1;
+                } else {
+                    w[out] = new[j - 1];
+                    j -= 1;
+                }
+            }
+        }
+        if zero {
+            w.retain(|e| e.1 != 0);
+        }
     }
 
     /// Adds `changes` (topic, delta) to word `i`'s counts.
@@ -147,11 +183,69 @@ impl WordTopics for SlotCounts<'_> {
         self.slot.values[i].add(k, changes);
         Ok(())
     }
+
+    fn add_dense(&mut self, word: u32, changes: &mut DenseChanges<'_>, scratch: &mut Vec<(u32, i32)>) -> Result<()> {
+        let (i, k) = self.place(word)?;
+        self.slot.values[i].add_dense(k, changes, scratch);
+        Ok(())
+    }
+
+    fn prefetch(&mut self, ahead: &[u32]) {
+        // A list was last written by another thread, likely on another core, and is reached
+        // through its header: the header two words ahead, the list of the next word (whose
+        // header the previous call fetched).
+        if let Some(Ok((i, k))) = ahead.get(1).map(|&w| self.place(w)) {
+            if let Some(h) = self.slot.values[i].words.get(k..k + 1) {
+                crate::row::prefetch(h);
+            }
+        }
+        if let Some(Ok((i, k))) = ahead.first().map(|&w| self.place(w)) {
+            if let Some(w) = self.slot.values[i].words.get(k) {
+                crate::row::prefetch(w.as_slice());
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A visit's dense changes, merged into a word's list, give the list that adding them
+        /// one by one gives, and take every change.
+        #[test]
+        fn dense_changes_add_like_pairs(
+            counts in proptest::collection::btree_map(0u32..24, 1i32..5, 0..16),
+            moves in proptest::collection::vec((0u32..24, -3i32..4), 0..40),
+        ) {
+            let list: Vec<(u32, i32)> = counts.into_iter().collect();
+            let (mut dw, mut touched) = (vec![0i32; 24], Vec::new());
+            for &(t, d) in &moves {
+                // As the sampler moves tokens: never below the word's count.
+                let have = list.iter().find(|e| e.0 == t).map_or(0, |e| e.1) + dw[t as usize];
+                let d = d.max(-have);
+                if dw[t as usize] == 0 {
+                    touched.push(t);
+                }
+                dw[t as usize] += d;
+            }
+            // The pairs as the sampler made them: each topic's change taken once.
+            let mut left = dw.clone();
+            let pairs: Vec<(u32, i32)> = touched
+                .iter()
+                .map(|&t| (t, std::mem::take(&mut left[t as usize])))
+                .filter(|p| p.1 != 0)
+                .collect();
+            let mut one_by_one = RowWords { words: vec![list.clone()] };
+            one_by_one.add(0, &pairs);
+            let mut dense = RowWords { words: vec![list] };
+            dense.add_dense(0, &mut DenseChanges::new(&touched, &mut dw), &mut Vec::new());
+            prop_assert_eq!(&dense.words, &one_by_one.words);
+            prop_assert!(dw.iter().all(|&d| d == 0));
+        }
+    }
 
     /// A row split into words, changed and put back together is the row with the changes.
     #[test]
