@@ -9,9 +9,9 @@
 
 use super::dictionary::{check_resumed, fingerprints, keys_for, Dictionary};
 use super::driver::Iterative;
-use super::lda_rows::{PsWordTopics, WordRows};
+use super::lda_rows::{balanced_slices, PsWordTopics, WordRows};
 use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
-use super::lda_shared::{sub_slice, ProcessSlice, RowWords, ThreadSlice};
+use super::lda_shared::{ProcessSlice, RowWords, ThreadSlice};
 use super::lda_table::{read_bow_table, BowColumns, TableCorpus};
 use super::lda_text::{read_text_table, write_vocab, TextColumns};
 use super::lda_tokens::{token_offsets, unpack_assignments, Block};
@@ -368,7 +368,8 @@ impl Iterative for Lda {
         // A slice is made of whole rows; rotating, a slice of `threads` sub-slices, and a
         // block per (part, slice, sub-slice).
         let subs = if shared.is_some() { threads } else { 1 };
-        let place = |row: u64| (plan.hashed_slice(row as u32), sub_slice(row, subs));
+        let fine = if plan.rotates() { Some(balanced_slices(w, rows, &docs, &plan, subs)?) } else { None };
+        let place = |row: u64| fine.as_ref().map_or((0, 0), |f| f.place(row));
         let blocks = (0..plan.blocks() * subs)
             .map(|i| {
                 let (b, u) = (i / subs, i % subs);

@@ -12,10 +12,10 @@
 
 use super::lda_rows::WordRows;
 use super::lda_sampler::{CountsFn, DenseChanges, WordTopics};
+pub(super) use super::shared_slice::ProcessSlice;
 use super::shared_slice::{self, Held};
-pub(super) use super::shared_slice::{sub_slice, ProcessSlice};
 use crate::error::Result;
-use crate::row::{Row, SparseRow};
+use crate::row::SparseRow;
 use crate::TableHandle;
 use std::sync::Arc;
 
@@ -40,15 +40,43 @@ impl RowWords {
         }
     }
 
-    /// The table row these lists make.
-    fn to_row(&self, layout: WordRows, out: &mut Vec<(u32, i32)>) -> Counts {
+    /// The changes from `base` (the row as loaded) to these lists, as `(column, delta)` pairs in
+    /// column order into `out`: one merge of two sorted sequences, allocating nothing once `out`
+    /// has grown (the threads of a process send their sub-slices at the same moment, and a row
+    /// built and compared per table row had them queue on the allocator's lock).
+    fn delta_into(&self, layout: WordRows, base: &Counts, out: &mut Vec<(u32, i32)>) {
         out.clear();
-        for (i, w) in self.words.iter().enumerate() {
-            out.extend(w.iter().map(|&(t, n)| (i as u32 * layout.topics + t, n)));
+        let now = self
+            .words
+            .iter()
+            .enumerate()
+            .flat_map(|(i, w)| w.iter().map(move |&(t, n)| (i as u32 * layout.topics + t, n)));
+        let (mut now, mut base) = (now.peekable(), base.iter().peekable());
+        loop {
+            let (c, d) = match (now.peek().copied(), base.peek().copied()) {
+                (None, None) => break,
+                (Some((a, n)), Some((b, m))) if a == b => {
+                    now.next();
+                    base.next();
+                    (a, n - m)
+                }
+                (Some((a, n)), Some((b, _))) if a < b => {
+                    now.next();
+                    (a, n)
+                }
+                (Some((a, n)), None) => {
+                    now.next();
+                    (a, n)
+                }
+                (_, Some((b, m))) => {
+                    base.next();
+                    (b, -m)
+                }
+            };
+            if d != 0 {
+                out.push((c, d));
+            }
         }
-        let mut row = Counts::new();
-        row.assign_pairs(out);
-        row
     }
 
     /// Adds a visit's `changes` to word `i`'s counts in one pass over its list: those of its
@@ -137,11 +165,12 @@ impl ThreadSlice {
     /// Sends this thread's sub-slice's changes of the clock, once every thread has sampled it:
     /// each row's counts less the row as loaded, where they differ.
     pub(super) fn flush(&self, wt: &mut TableHandle<Counts>) -> Result<()> {
-        let (layout, mut pairs) = (self.layout, Vec::new());
+        let (layout, mut pairs, mut delta) = (self.layout, Vec::new(), Counts::new());
         self.inner.flush(|r, now| {
-            let delta = now.to_row(layout, &mut pairs).difference(&*wt.get(r)?);
-            if let Some(d) = delta.filter(|d| d.nnz() > 0) {
-                wt.inc(r, &d);
+            now.delta_into(layout, &*wt.get(r)?, &mut pairs);
+            if !pairs.is_empty() {
+                delta.assign_pairs(&mut pairs);
+                wt.inc(r, &delta);
             }
             Ok(())
         })
@@ -258,10 +287,13 @@ mod tests {
         assert_eq!(w.words, vec![vec![(0, 2), (2, 1)], vec![(1, 5)], vec![], vec![(2, 7)]]);
         w.add(0, &[(2, -1), (1, 3)]);
         w.add(2, &[(0, 4), (0, -4), (1, 1)]);
-        let back = w.to_row(layout, &mut Vec::new());
+        let mut back = Vec::new();
+        w.delta_into(layout, &row, &mut back);
+        assert_eq!(back, vec![(1, 3), (2, -1), (7, 1)], "the changes from the row as loaded");
+        w.delta_into(layout, &Counts::new(), &mut back);
+        assert_eq!(back, vec![(0, 2), (1, 3), (4, 5), (7, 1), (11, 7)], "from nothing: the row");
         let mut want = Counts::new();
-        want.assign_pairs(&mut [(0, 2), (1, 3), (4, 5), (7, 1), (11, 7)]);
-        assert_eq!(back.iter().collect::<Vec<_>>(), want.iter().collect::<Vec<_>>());
+        want.assign_pairs(&mut back);
         w.fill(&want, layout);
         assert_eq!(w.words[2], vec![(1, 1)], "a refill reuses the lists and clears the old counts");
     }

@@ -4,22 +4,19 @@
 //! Items are assigned to slices by their number of training ratings over the whole job, largest
 //! first to the least loaded slice, so that the slices cost about the same: a clock lasts as long
 //! as the largest block any worker has in it. Every worker computes the same assignment from the
-//! same totals, summed through two all-to-all exchanges (each worker totals the items it is
-//! responsible for, then sends its totals to all), so no process ever holds more than the item
-//! totals themselves.
+//! same totals (`job_totals`).
 //!
 //! Also where an item's factors are in the items table (`ItemRows`): 16 items a row under the
 //! rotating schedule, one otherwise.
 
-use super::rotation::{balance, Plan};
+use super::job_totals::job_totals;
+use super::rotation::{FineSlices, Plan};
 use crate::config::mix64;
-use crate::error::{PsError, Result};
+use crate::error::Result;
 use crate::input::Rating;
 use crate::Worker;
 use rustc_hash::FxHashMap;
 use std::ops::Range;
-
-const PAIR: usize = 12;
 
 /// Item factors of the rotating schedules are kept this many items to a table row (item `i` in
 /// row `i / 16`, columns `(i % 16) k ..`): every worker moves every item row once a pass, and a
@@ -52,58 +49,6 @@ impl ItemRows {
     pub fn rows_of(&self, items: &[u64]) -> Vec<u64> {
         super::rotation::rows_of_ids(items.iter().copied(), self.per_row)
     }
-}
-
-/// Ratings per item of `ratings`.
-fn count_items(ratings: &[Rating]) -> FxHashMap<u32, u64> {
-    let mut n: FxHashMap<u32, u64> = FxHashMap::default();
-    for r in ratings {
-        *n.entry(r.item).or_insert(0) += 1;
-    }
-    n
-}
-
-fn encode(pairs: impl Iterator<Item = (u32, u64)>) -> Vec<u8> {
-    let mut b = Vec::new();
-    for (item, n) in pairs {
-        b.extend_from_slice(&item.to_le_bytes());
-        b.extend_from_slice(&n.to_le_bytes());
-    }
-    b
-}
-
-fn decode(from: usize, b: &[u8], mut f: impl FnMut(u32, u64)) -> Result<()> {
-    if !b.len().is_multiple_of(PAIR) {
-        return Err(PsError::codec(format!("mf: worker {from} sent {} bytes of item counts", b.len())));
-    }
-    for c in b.chunks_exact(PAIR) {
-        let item = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
-        f(item, u64::from_le_bytes(c[4..].try_into().expect("8 bytes")));
-    }
-    Ok(())
-}
-
-/// The job's training ratings per item, the same list (sorted by item) in every worker.
-fn job_item_counts(w: &mut Worker, train: &[Rating]) -> Result<Vec<(u32, u64)>> {
-    let n = w.total_threads();
-    let owner = |item: u32| (((mix64(item as u64 ^ 0x6974_656d) >> 32) * n as u64) >> 32) as usize;
-    let mut mine: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
-    for (item, c) in count_items(train) {
-        mine[owner(item)].push((item, c));
-    }
-    let got = w.exchange(mine.into_iter().map(|v| encode(v.into_iter())).collect())?;
-    let mut total: FxHashMap<u32, u64> = FxHashMap::default();
-    for (from, b) in got.iter().enumerate() {
-        decode(from, b, |item, c| *total.entry(item).or_insert(0) += c)?;
-    }
-    let summed = encode(total.into_iter());
-    let got = w.exchange(vec![summed; n])?;
-    let mut all = Vec::new();
-    for (from, b) in got.iter().enumerate() {
-        decode(from, b, |item, c| all.push((item, c)))?;
-    }
-    all.sort_unstable();
-    Ok(all)
 }
 
 /// Ratings per table row of `per_row` consecutive items, from ratings per item (sorted by item).
@@ -152,10 +97,12 @@ pub struct Blocks {
 /// balanced by the job's ratings per row. Collective: every worker of the job calls it at the
 /// same point.
 pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, subs: usize, train: &mut Vec<Rating>) -> Result<Blocks> {
-    let items = job_item_counts(w, train)?;
+    let mut local: FxHashMap<u32, u64> = FxHashMap::default();
+    train.iter().for_each(|r| *local.entry(r.item).or_insert(0) += 1);
+    let items = job_totals(w, "mf item counts", local)?;
     let counts = counts_by_row(&items, per_row);
     let fine = plan.slices * subs.max(1);
-    let (slice_of, imbalance) = balance(&counts, fine);
+    let slices = FineSlices::new(&counts, plan.slices, subs);
     if w.global_thread_id() == 0 && plan.rotates() {
         log::info!(
             "mf: {} item slices rotating among the {}, {} rating parts a pass, {subs} sub-slices a slice; largest \
@@ -163,15 +110,13 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, subs: usize, train
             plan.slices,
             if subs > 1 { "processes (their threads sharing a slice)" } else { "workers" },
             plan.parts,
-            imbalance
+            slices.imbalance
         );
         if let Some(msg) = sparse_ids_warning(items.len(), counts.len(), per_row) {
             log::warn!("{msg}");
         }
     }
-    // Rows with no training rating (held-out items only) are never trained: any slice will do.
-    let fine_of =
-        |row: u32| slice_of.get(&row).map_or_else(|| (mix64(row as u64) % fine as u64) as usize, |&s| s as usize);
+    let fine_of = |row: u32| slices.fine(row as u64);
     let slice = |item: u32| fine_of((item as u64 / per_row) as u32);
     let parts = plan.parts as u64;
     let part = |user: u32| (((mix64(user as u64 ^ 0x7061_7274) >> 32) * parts) >> 32) as usize;

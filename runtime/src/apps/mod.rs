@@ -88,6 +88,7 @@ pub mod demo;
 pub mod dictionary;
 pub mod driver;
 mod gate;
+mod job_totals;
 pub mod lda;
 pub(crate) mod lda_dense;
 mod lda_rows;

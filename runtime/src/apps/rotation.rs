@@ -22,7 +22,6 @@
 
 use super::options::CommonArgs;
 use crate::error::{PsError, Result};
-use crate::hash::mix64;
 use crate::{JobShape, Worker};
 use std::ops::Range;
 
@@ -140,12 +139,6 @@ impl Plan {
         self.slices > 1
     }
 
-    /// The slice of model row `row` when rows are spread by hash (so that frequent rows do not
-    /// gather in one slice).
-    pub fn hashed_slice(&self, row: u32) -> usize {
-        (mix64(row as u64) % self.slices as u64) as usize
-    }
-
     /// Number of blocks: parts x slices; block `part * slices + slice`.
     pub fn blocks(&self) -> usize {
         self.parts * self.slices
@@ -192,6 +185,42 @@ pub fn rows_of_ids(ids: impl IntoIterator<Item = u64>, per_row: u64) -> Vec<u64>
 /// The rows `0..rows` worker `gid` of `workers` takes for whole-table work (evaluation, output).
 pub fn rows_of_worker(gid: usize, workers: usize, rows: usize) -> Vec<u64> {
     (gid as u64..rows as u64).step_by(workers.max(1)).collect()
+}
+
+/// Where each model row is under a rotating schedule whose slices are cut into `subs` sub-slices
+/// (a process's threads' share of its slice; 1 where workers rotate alone): fine slice
+/// `slice x subs + sub`, balanced by the job's load per row (`balance`, from `job_totals`), so
+/// that every worker, and every thread in each step, has about the same work. Rows with no load
+/// anywhere in the job are never worked on and go by row number.
+pub struct FineSlices {
+    of: rustc_hash::FxHashMap<u32, u32>,
+    slices: usize,
+    subs: usize,
+    /// The largest fine slice's load over the mean.
+    pub imbalance: f64,
+}
+
+impl FineSlices {
+    pub fn new(load: &[(u32, u64)], slices: usize, subs: usize) -> Self {
+        let (slices, subs) = (slices.max(1), subs.max(1));
+        let (of, imbalance) = balance(load, slices * subs);
+        FineSlices { of, slices, subs, imbalance }
+    }
+
+    /// The slice and the sub-slice of table row `row`. `balance` fills its bins in order where
+    /// loads tie (rows fewer than bins), so bin `b` is slice `b mod slices`: a small model is
+    /// spread over the clocks of a pass rather than gathered in the first slice.
+    pub fn place(&self, row: u64) -> (usize, usize) {
+        let bins = (self.slices * self.subs) as u64;
+        let b = self.of.get(&(row as u32)).map_or(row % bins, |&b| b as u64) as usize;
+        (b % self.slices, b / self.slices)
+    }
+
+    /// The fine slice of table row `row`: `slice x subs + sub`.
+    pub fn fine(&self, row: u64) -> usize {
+        let (slice, sub) = self.place(row);
+        slice * self.subs + sub
+    }
 }
 
 /// Assigns rows to `slices` slices so that the slices' loads (`load` per row, e.g. ratings per
@@ -283,6 +312,27 @@ mod tests {
         assert!(!Plan::new(Rotation::Auto, LDA, 2, Some(1), 1, true).unwrap().rotates());
         let docs = Plan::new(Rotation::Data, LDA, 4, Some(1), 4, false).unwrap();
         assert_eq!((docs.blocks(), docs.block_at(3, 6), docs.part_range(3, 10)), (4, 2, 9..10));
+    }
+
+    #[test]
+    fn fine_slices_spread_few_rows_over_the_slices_and_agree_with_their_numbering() {
+        // Two rows, 4 slices of 2 sub-slices: one row a slice, not both in the first.
+        let f = FineSlices::new(&[(0, 5707), (1, 1613)], 4, 2);
+        assert_eq!((f.place(0), f.place(1)), ((0, 0), (1, 0)));
+        // Zipf-like loads over 3 x 4: every fine slice within 5% of the mean, and `fine` is
+        // `slice x subs + sub` of `place`, for rows with load and without.
+        let load: Vec<(u32, u64)> = (0..600u32).map(|r| (r, 1_000_000 / (r as u64 + 10))).collect();
+        let f = FineSlices::new(&load, 3, 4);
+        let mut per = [0u64; 12];
+        load.iter().for_each(|&(r, l)| per[f.fine(r as u64)] += l);
+        let mean = per.iter().sum::<u64>() as f64 / 12.0;
+        assert!(per.iter().all(|&p| (p as f64 - mean).abs() < 0.05 * mean), "{per:?}");
+        assert!(f.imbalance < 1.05);
+        for r in [0u64, 7, 599, 600, 12345] {
+            let (slice, sub) = f.place(r);
+            assert!(slice < 3 && sub < 4);
+            assert_eq!(f.fine(r), slice * 4 + sub);
+        }
     }
 
     #[test]
