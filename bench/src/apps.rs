@@ -167,6 +167,7 @@ fn lda_input(a: &Args) -> String {
                 alpha: 0.1,
                 beta: 0.01,
                 seed: 1,
+                word_skew: 0.0,
             };
             ensure(&dir.join("docword.synth.txt"), || gen::corpus(&spec, &dir, "synth"));
             dir.join("docword.synth.txt").display().to_string()

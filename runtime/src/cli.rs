@@ -187,6 +187,9 @@ enum GenCmd {
         beta: f64,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Zipf exponent of the words' overall frequencies (about 1 in English text); 0: flat.
+        #[arg(long, default_value_t = 0.0)]
+        word_skew: f64,
     },
     /// Power-law directed graph (SNAP edge list).
     Graph {
@@ -213,8 +216,8 @@ fn gen(cmd: GenCmd) -> Result<(), PsError> {
                 None => gen::ratings(&spec, &out),
             }
         }
-        GenCmd::Corpus { out, name, docs, vocab, topics, doc_len, alpha, beta, seed } => {
-            gen::corpus(&gen::CorpusSpec { docs, vocab, topics, doc_len, alpha, beta, seed }, &out, &name)
+        GenCmd::Corpus { out, name, docs, vocab, topics, doc_len, alpha, beta, seed, word_skew } => {
+            gen::corpus(&gen::CorpusSpec { docs, vocab, topics, doc_len, alpha, beta, seed, word_skew }, &out, &name)
         }
         GenCmd::Graph { out, nodes, degree, skew, seed } => {
             gen::graph(&gen::GraphSpec { nodes, degree, skew, seed }, &out)

@@ -236,7 +236,16 @@ fn mf_answer_does_not_depend_on_processes_or_threads() {
 #[test]
 fn lda_likelihood_rises_and_topics_are_written() {
     let d = tmp("lda");
-    let spec = gen::CorpusSpec { docs: 300, vocab: 400, topics: 5, doc_len: 60, alpha: 0.1, beta: 0.05, seed: 2 };
+    let spec = gen::CorpusSpec {
+        docs: 300,
+        vocab: 400,
+        topics: 5,
+        doc_len: 60,
+        alpha: 0.1,
+        beta: 0.05,
+        seed: 2,
+        word_skew: 0.0,
+    };
     gen::corpus(&spec, &d, "t").unwrap();
     let out = d.join("out");
     // 2 processes x 2 threads, staleness 1: the docs schedule takes 4 clocks a pass as asked;
@@ -256,7 +265,16 @@ fn lda_likelihood_rises_and_topics_are_written() {
 #[test]
 fn lda_answer_does_not_depend_on_processes_or_threads() {
     let d = tmp("lda-shapes");
-    let spec = gen::CorpusSpec { docs: 2000, vocab: 3000, topics: 20, doc_len: 100, alpha: 0.1, beta: 0.05, seed: 3 };
+    let spec = gen::CorpusSpec {
+        docs: 2000,
+        vocab: 3000,
+        topics: 20,
+        doc_len: 100,
+        alpha: 0.1,
+        beta: 0.05,
+        seed: 3,
+        word_skew: 0.0,
+    };
     gen::corpus(&spec, &d, "t").unwrap();
     let out = d.join("out");
     let mut finals = Vec::new();

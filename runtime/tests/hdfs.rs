@@ -123,7 +123,16 @@ fn apps_read_and_write_hdfs() {
     gen::ratings(&spec, &r).unwrap();
     put(st.as_ref(), &format!("{dir}/ratings/part-00000"), &std::fs::read(&r).unwrap());
     gen::corpus(
-        &gen::CorpusSpec { docs: 100, vocab: 200, topics: 4, doc_len: 40, alpha: 0.1, beta: 0.05, seed: 1 },
+        &gen::CorpusSpec {
+            docs: 100,
+            vocab: 200,
+            topics: 4,
+            doc_len: 40,
+            alpha: 0.1,
+            beta: 0.05,
+            seed: 1,
+            word_skew: 0.0,
+        },
         &local,
         "t",
     )

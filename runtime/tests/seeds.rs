@@ -49,7 +49,16 @@ fn generated_inputs_match_their_golden_checksums() {
     };
     gen::ratings(&spec, &d.join("r.tsv")).unwrap();
     gen::graph(&gen::GraphSpec { nodes: 1000, degree: 5, skew: 0.8, seed: 9 }, &d.join("g.tsv")).unwrap();
-    let c = gen::CorpusSpec { docs: 50, vocab: 300, topics: 5, doc_len: 40, alpha: 0.1, beta: 0.01, seed: 9 };
+    let c = gen::CorpusSpec {
+        docs: 50,
+        vocab: 300,
+        topics: 5,
+        doc_len: 40,
+        alpha: 0.1,
+        beta: 0.01,
+        seed: 9,
+        word_skew: 0.0,
+    };
     std::fs::create_dir_all(d.join("c")).unwrap();
     gen::corpus(&c, &d.join("c"), "g").unwrap();
     let got = [checksum(&d.join("r.tsv")), checksum(&d.join("g.tsv")), checksum(&d.join("c"))];

@@ -254,7 +254,16 @@ fn app_inputs(tag: &str) -> (PathBuf, String, String, String) {
         seed: 4,
     };
     gen::ratings(&spec, &r).unwrap();
-    let cs = gen::CorpusSpec { docs: 150, vocab: 300, topics: 5, doc_len: 40, alpha: 0.1, beta: 0.05, seed: 2 };
+    let cs = gen::CorpusSpec {
+        docs: 150,
+        vocab: 300,
+        topics: 5,
+        doc_len: 40,
+        alpha: 0.1,
+        beta: 0.05,
+        seed: 2,
+        word_skew: 0.0,
+    };
     gen::corpus(&cs, &dir, "t").unwrap();
     let g = dir.join("g.tsv");
     gen::graph(&gen::GraphSpec { nodes: 800, degree: 5, skew: 0.8, seed: 3 }, &g).unwrap();

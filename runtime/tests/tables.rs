@@ -225,8 +225,16 @@ fn damaged_parquet_gives_an_error_naming_the_file() {
 #[test]
 fn lda_on_a_bag_of_words_table_matches_the_docword_file() {
     let d = tmp("bow");
-    let spec =
-        ps_runtime::gen::CorpusSpec { docs: 60, vocab: 40, topics: 3, doc_len: 30, alpha: 0.5, beta: 0.1, seed: 4 };
+    let spec = ps_runtime::gen::CorpusSpec {
+        docs: 60,
+        vocab: 40,
+        topics: 3,
+        doc_len: 30,
+        alpha: 0.5,
+        beta: 0.1,
+        seed: 4,
+        word_skew: 0.0,
+    };
     ps_runtime::gen::corpus(&spec, &d, "t").unwrap();
     let docword = std::fs::read_to_string(d.join("docword.t.txt")).unwrap();
     let mut csv = String::from("doc,word,count,note\n");
