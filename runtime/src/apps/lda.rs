@@ -369,7 +369,11 @@ impl Iterative for Lda {
         // block per (part, slice, sub-slice).
         let subs = if shared.is_some() { threads } else { 1 };
         let fine = if plan.rotates() { Some(balanced_slices(w, rows, &docs, &plan, subs)?) } else { None };
-        let place = |row: u64| fine.as_ref().map_or((0, 0), |f| f.place(row));
+        // Looked up per word and block below: a table, not a hash lookup each time.
+        let places: Vec<(usize, usize)> = (0..v.div_ceil(rows.per_row as usize) as u64)
+            .map(|r| fine.as_ref().map_or((0, 0), |f| f.place(r)))
+            .collect();
+        let place = |row: u64| places[row as usize];
         let blocks = (0..plan.blocks() * subs)
             .map(|i| {
                 let (b, u) = (i / subs, i % subs);
