@@ -4,7 +4,7 @@
 //! documents are never cut between workers.
 
 use super::split::find_line_before;
-use super::{digits, field, on_bad, plan_splits, BadRecords, Decoded, LineReader, ReadStats};
+use super::{digits, field, on_bad, plan_spread_splits, BadRecords, Decoded, LineReader, ReadStats};
 use crate::error::{PsError, Result};
 use crate::storage::{storage_for, Storage};
 use std::collections::BTreeSet;
@@ -142,13 +142,17 @@ fn check_header(path: &str, len: u64, h: [u64; 3], body_start: u64, vocab_lines:
     Ok(())
 }
 
-/// Reads worker `k`'s share (of `n`) of the corpus at `url`. `vocab` overrides the vocabulary
-/// file (docword) or supplies one (token files; otherwise it is built from the whole input).
 /// The words of a vocabulary file (`--vocab`), one per line, by id.
 pub fn read_vocab(url: &str) -> Result<Vec<String>> {
     read_lines(&Decoded(storage_for(url)?.as_ref()), url)
 }
 
+/// Pieces of the input per worker (`plan_spread_splits`): documents' tokens per byte drift along
+/// a file.
+pub(super) const SPREAD: usize = 8;
+
+/// Reads worker `k`'s share (of `n`) of the corpus at `url`. `vocab` overrides the vocabulary
+/// file (docword) or supplies one (token files; otherwise it is built from the whole input).
 pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadRecords) -> Result<(Corpus, ReadStats)> {
     let storage = storage_for(url)?;
     let st: &dyn crate::storage::Storage = &Decoded(storage.as_ref());
@@ -174,7 +178,7 @@ pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadR
         }
         let limits = header.map(|h| (h[0], h[1]));
         let mut max_w = 0usize;
-        for split in plan_splits(&files, k, n) {
+        for split in plan_spread_splits(&files, k, n, SPREAD) {
             read_docword_split(st, &split, bad, limits, &mut corpus, &mut stats, &mut max_w)?;
         }
         let declared = header.map(|h| h[1] as usize).unwrap_or(0);
@@ -200,7 +204,7 @@ pub fn read_corpus(url: &str, vocab: Option<&str>, k: usize, n: usize, bad: BadR
         };
         let index: std::collections::HashMap<&str, u32> =
             vocab.iter().enumerate().map(|(i, w)| (w.as_str(), i as u32)).collect();
-        for split in plan_splits(&files, k, n) {
+        for split in plan_spread_splits(&files, k, n, SPREAD) {
             let mut r = LineReader::new(st, &split)?;
             while let Some((line, at)) = r.next_line()? {
                 let mut doc = Doc { id: (split.path.len() as u64) << 48 | at, words: Vec::new() };

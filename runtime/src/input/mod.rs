@@ -22,7 +22,7 @@ pub use ratings::{
     read_interactions, read_rating_table, read_rating_table_keyed, read_ratings, Rating, RatingColumns, RatingFormat,
     RatingTable,
 };
-pub use split::{plan_splits, LineReader, Split, MAX_LINE_BYTES};
+pub use split::{plan_splits, plan_spread_splits, LineReader, Split, MAX_LINE_BYTES};
 pub use table::{column_ids, column_values, is_parquet, read_rows, resolve_format, Cell, Column, InputFormat, RowSink};
 pub use table::{MAX_COLS, PARQUET_MAGIC};
 

@@ -3,7 +3,7 @@
 //! are used as written: 0-based in lda-c; LibSVM's 1-based ids leave word 0 unused.
 
 use super::corpus::{Corpus, Doc, MAX_WORD_COUNT};
-use super::{on_bad, plan_splits, BadRecords, LineReader, ReadStats};
+use super::{on_bad, plan_spread_splits, BadRecords, LineReader, ReadStats};
 use crate::error::{PsError, Result};
 use crate::storage::Storage;
 use std::io::{BufRead, BufReader};
@@ -73,7 +73,7 @@ pub(crate) fn read(
             max.map_or(0, |m| m as usize + 1)
         }
     };
-    for split in plan_splits(files, k, n) {
+    for split in plan_spread_splits(files, k, n, super::corpus::SPREAD) {
         let mut r = LineReader::new(st, &split)?;
         while let Some((line, at)) = r.next_line()? {
             if line.trim().is_empty() {

@@ -56,6 +56,17 @@ pub fn plan_splits(files: &[(String, u64)], k: usize, n: usize) -> Vec<Split> {
     out
 }
 
+/// Like [`plan_splits`], in `m` pieces spread over the whole input: worker `k` of `n` gets the
+/// pieces `k, n + k, 2n + k, ...` of `n x m` even pieces. Where the work per byte drifts along
+/// the input (a corpus's document ids gain digits, so its later lines hold fewer tokens per
+/// byte), contiguous shares differed in tokens by up to 10% at 16 workers (the last ones light,
+/// the first heavy), and every step of LDA's threads lasts as long as the heaviest; 8 pieces
+/// each brought that to 1.7%.
+pub fn plan_spread_splits(files: &[(String, u64)], k: usize, n: usize, m: usize) -> Vec<Split> {
+    let m = m.max(1);
+    (0..m).flat_map(|j| plan_splits(files, j * n + k, n * m)).collect()
+}
+
 /// Longest line a reader accepts. A line is held in memory whole, so a file without line breaks
 /// must fail with a clear error rather than be read into one buffer; real records (a rating, an
 /// edge, a document of tokens) are far shorter.
@@ -273,4 +284,38 @@ pub(crate) fn find_line_before(
         chunk *= 2;
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spread splits cover every byte of the input once, compressed files whole, and give each
+    /// worker pieces from the start and the end of the input.
+    #[test]
+    fn spread_splits_cover_the_input_once() {
+        let files = vec![("a".to_string(), 1000), ("b.gz".to_string(), 300), ("c".to_string(), 701)];
+        let (n, m) = (3, 4);
+        let mut covered = vec![0u32; 1000 + 701];
+        let mut gz = 0;
+        for k in 0..n {
+            let splits = plan_spread_splits(&files, k, n, m);
+            // A piece in the first quarter of the input, and one in the last.
+            assert!(splits.first().is_some_and(|s| s.path == "a" && s.start < 500), "{splits:?}");
+            assert!(splits.last().is_some_and(|s| s.path == "c" && s.end > 200), "{splits:?}");
+            for s in splits {
+                match s.path.as_str() {
+                    "a" => (s.start..s.end).for_each(|b| covered[b as usize] += 1),
+                    "c" => (s.start..s.end).for_each(|b| covered[1000 + b as usize] += 1),
+                    _ => {
+                        assert_eq!((s.start, s.end), (0, u64::MAX));
+                        gz += 1;
+                    }
+                }
+            }
+        }
+        assert!(covered.iter().all(|&c| c == 1));
+        assert_eq!(gz, 1);
+        assert_eq!(plan_spread_splits(&files, 1, 3, 1), plan_splits(&files, 1, 3));
+    }
 }
