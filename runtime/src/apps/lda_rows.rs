@@ -6,7 +6,7 @@
 //! word a row (a worker fetches only the words of its documents).
 
 use super::job_totals::job_totals;
-use super::lda_sampler::{CountsFn, WordTopics};
+use super::lda_sampler::{CountsFn, DenseChanges, WordTopics};
 use super::rotation::{FineSlices, Plan};
 use crate::error::Result;
 use crate::row::SparseRow;
@@ -133,13 +133,17 @@ pub struct PsWordTopics<'a> {
     table: &'a mut TableHandle<SparseRow<i32>>,
     rows: WordRows,
     held: RowChanges,
-    /// The word being read, as pairs.
+    /// The word last read (`read`), its pairs; and room for a word's changes in topic order.
+    read: Option<u32>,
     pairs: Vec<(u32, i32)>,
+    new: Vec<(u32, i32)>,
+    merged: Vec<(u32, i32)>,
 }
 
 impl<'a> PsWordTopics<'a> {
     pub fn new(table: &'a mut TableHandle<SparseRow<i32>>, rows: WordRows) -> Self {
-        PsWordTopics { table, rows, held: RowChanges::default(), pairs: Vec::new() }
+        let (pairs, new, merged) = (Vec::new(), Vec::new(), Vec::new());
+        PsWordTopics { table, rows, held: RowChanges::default(), read: None, pairs, new, merged }
     }
 }
 
@@ -151,8 +155,48 @@ impl WordTopics for PsWordTopics<'_> {
         let counts = self.table.get(self.rows.row(word as u64))?;
         self.pairs.clear();
         self.pairs.extend(self.rows.counts(&counts, word as u64));
+        self.read = Some(word);
         f(&self.pairs);
         Ok(())
+    }
+
+    /// The changes in topic order: those of the topics the word had when read (`pairs`, sorted)
+    /// in place, the few others sorted and merged in. Words are visited in ascending order, so a
+    /// row's held changes then arrive sorted and the update made of them (`assign_pairs`) costs
+    /// one pass instead of a sort (3.6% of a 1 x 1 job's CPU on 2 cores).
+    fn add_dense(&mut self, word: u32, changes: &mut DenseChanges<'_>, scratch: &mut Vec<(u32, i32)>) -> Result<()> {
+        if self.read != Some(word) {
+            changes.take_rest(scratch);
+        } else {
+            scratch.clear();
+            for &(t, _) in &self.pairs {
+                let d = changes.take(t);
+                if d != 0 {
+                    scratch.push((t, d));
+                }
+            }
+            changes.take_rest(&mut self.new);
+            if !self.new.is_empty() {
+                self.new.sort_unstable_by_key(|&(t, _)| t);
+                let (a, b, out) = (&*scratch, &self.new, &mut self.merged);
+                out.clear();
+                let (mut i, mut j) = (0, 0);
+                while i < a.len() || j < b.len() {
+                    if j == b.len() || (i < a.len() && a[i].0 < b[j].0) {
+                        out.push(a[i]);
+                        i += 1;
+                    } else {
+                        out.push(b[j]);
+                        j += 1;
+                    }
+                }
+                std::mem::swap(scratch, &mut self.merged);
+            }
+        }
+        if scratch.is_empty() {
+            return Ok(());
+        }
+        self.add(word, scratch)
     }
 
     fn add(&mut self, word: u32, changes: &[(u32, i32)]) -> Result<()> {
