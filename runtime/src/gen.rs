@@ -159,12 +159,20 @@ pub struct CorpusSpec {
     pub word_skew: f64,
 }
 
-fn dirichlet(n: usize, a: f64, rng: &mut impl Rng) -> Result<Vec<f64>> {
-    let g = Gamma::new(a, 1.0).map_err(|e| PsError::Config(format!("dirichlet: {e}")))?;
-    let mut v: Vec<f64> = (0..n).map(|_| g.sample(rng).max(1e-300)).collect();
+fn gamma(shape: f64) -> Result<Gamma<f64>> {
+    Gamma::new(shape, 1.0).map_err(|e| PsError::Config(format!("dirichlet: {e}")))
+}
+
+/// Gamma draws divided by their sum: a Dirichlet draw.
+fn normalized(mut v: Vec<f64>) -> Vec<f64> {
     let s: f64 = v.iter().sum();
     v.iter_mut().for_each(|x| *x /= s);
-    Ok(v)
+    v
+}
+
+fn dirichlet(n: usize, a: f64, rng: &mut impl Rng) -> Result<Vec<f64>> {
+    let g = gamma(a)?;
+    Ok(normalized((0..n).map(|_| g.sample(rng).max(1e-300)).collect()))
 }
 
 /// Weights `1 / (rank + 1)^s` summing to 1, ranks a random permutation of `0..n`.
@@ -180,14 +188,8 @@ fn zipf_weights(n: usize, s: f64, rng: &mut impl Rng) -> Vec<f64> {
 
 /// A Dirichlet draw with mean `base` (summing to 1) and concentration `c`.
 fn dirichlet_around(base: &[f64], c: f64, rng: &mut impl Rng) -> Result<Vec<f64>> {
-    let mut v = Vec::with_capacity(base.len());
-    for &b in base {
-        let g = Gamma::new(c * b, 1.0).map_err(|e| PsError::Config(format!("dirichlet: {e}")))?;
-        v.push(g.sample(rng).max(1e-300));
-    }
-    let s: f64 = v.iter().sum();
-    v.iter_mut().for_each(|x| *x /= s);
-    Ok(v)
+    let v = base.iter().map(|&b| Ok(gamma(c * b)?.sample(rng).max(1e-300))).collect::<Result<_>>()?;
+    Ok(normalized(v))
 }
 
 fn cumulative(p: &[f64]) -> Vec<f64> {
@@ -208,16 +210,14 @@ fn pick(cdf: &[f64], rng: &mut impl Rng) -> usize {
 /// Writes `docword.<name>.txt` (UCI format) and `vocab.<name>.txt` into `dir`.
 pub fn corpus(spec: &CorpusSpec, dir: &Path, name: &str) -> Result<()> {
     let mut rng = crate::hash::SeededRng::seed_from_u64(spec.seed);
-    let phis: Vec<Vec<f64>> = if spec.word_skew > 0.0 {
-        let base = zipf_weights(spec.vocab, spec.word_skew, &mut rng);
-        (0..spec.topics)
-            .map(|_| dirichlet_around(&base, spec.beta * spec.vocab as f64, &mut rng).map(|p| cumulative(&p)))
-            .collect::<Result<_>>()?
-    } else {
-        (0..spec.topics)
-            .map(|_| dirichlet(spec.vocab, spec.beta, &mut rng).map(|p| cumulative(&p)))
-            .collect::<Result<_>>()?
-    };
+    let base = (spec.word_skew > 0.0).then(|| zipf_weights(spec.vocab, spec.word_skew, &mut rng));
+    let phis: Vec<Vec<f64>> = (0..spec.topics)
+        .map(|_| match &base {
+            Some(b) => dirichlet_around(b, spec.beta * spec.vocab as f64, &mut rng),
+            None => dirichlet(spec.vocab, spec.beta, &mut rng),
+        })
+        .map(|p| p.map(|p| cumulative(&p)))
+        .collect::<Result<_>>()?;
     let vpath = dir.join(format!("vocab.{name}.txt"));
     let mut vf = create(&vpath)?;
     for w in 0..spec.vocab {

@@ -56,8 +56,8 @@ impl WordRows {
 }
 
 /// The rotating schedule's slices and sub-slices (`subs` a slice: a process's threads), balanced
-/// by the job's tokens per row. Hashed, rows of a Zipf vocabulary made the largest of 2 x 16
-/// sub-slices 1.25x the mean on a uniform-ish corpus, and each step of a process's threads
+/// by the job's tokens per row. Hashed, the largest of 2 x 16 sub-slices was 1.25x the mean on
+/// a corpus without word skew and 2.05x on a Zipf one, and each step of a process's threads
 /// lasts as long as its largest block. Collective.
 pub fn balanced_slices(
     w: &mut Worker,
