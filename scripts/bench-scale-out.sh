@@ -9,7 +9,7 @@
 #   usage: scripts/bench-scale-out.sh [--max-workers N] [--size tiny|small|full] [--apps mf,lda]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p ps-runtime -p ps-client
+cargo build --release -p ps-job -p ps-client
 mkdir -p data/peers
 if [ ! -x data/peers/libmf_driver ]; then
   python3 -m pip download -q --no-deps --no-binary :all: -d data/peers libmf==0.9.2

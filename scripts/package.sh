@@ -22,7 +22,7 @@ if [ "$("$TOOLS/cargo/bin/cargo-zigbuild" --version 2>/dev/null)" != "cargo-zigb
   cargo install -q cargo-zigbuild --version "$ZIGBUILD_VERSION" --locked --root "$TOOLS/cargo"
 fi
 export PATH=$TOOLS/venv/bin:$TOOLS/cargo/bin:$PATH
-cargo zigbuild -q --profile dist --target "$TARGET.$GLIBC" -p ps-client -p ps-app-master -p ps-runtime --bins
+cargo zigbuild -q --profile dist --target "$TARGET.$GLIBC" -p ps-client -p ps-app-master -p ps-job --bins
 mkdir -p dist
 status=0
 for b in yarn-submit ps-app-master ps-runtime; do

@@ -4,7 +4,7 @@
 # so every section of the page has something to show. About a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p ps-runtime -p ps-client
+cargo build --release -q -p ps-job -p ps-client
 BROWSER=$(scripts/browser.sh)
 D=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$D"' EXIT

@@ -27,7 +27,7 @@ cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo build --release --workspace
 # A runtime binary with an app of its own (the tests submit it with --runtime-bin).
-cargo build --release -p ps-runtime --example custom_runtime
+cargo build --release -p ps-job --example custom_runtime
 if $quick; then
   unset PS_TEST_ALL HDFS_URL PS_YARN_CONF PS_SECURE_HDFS_CONF PS_BROWSER PS_PYTHON PS_SPARK_PYTHON
   exec timeout --kill-after=30s 30m cargo test --release --workspace

@@ -41,9 +41,9 @@ mod restarts;
 
 use clap::Parser;
 use error::{AmError, Result};
-use ps_runtime::internal::{check_secret, CREDENTIALS_ALIAS};
+use ps_job::tracking::JobView;
+use ps_runtime::secret::{check as check_secret, CREDENTIALS_ALIAS};
 use ps_runtime::storage::{storage_for, write_atomic};
-use ps_runtime::tracking::JobView;
 use ps_runtime::Hostfile;
 use ps_yarn::amrm::{ask_anywhere, node_key, AmRmClient};
 use ps_yarn::conf::HadoopConf;
@@ -288,7 +288,7 @@ impl Am {
         }
         // The container's memory limit, so the runtime can warn before YARN kills it.
         let limit = self.args.worker_memory.to_string();
-        env.push(StringStringMapProto { key: Some(ps_runtime::internal::MEMORY_LIMIT_ENV.into()), value: Some(limit) });
+        env.push(StringStringMapProto { key: Some(ps_runtime::stats::MEMORY_LIMIT_ENV.into()), value: Some(limit) });
         for (i, c) in self.procs.iter().enumerate() {
             let again = if attempt > 0 { format!(" --attempt {attempt}") } else { String::new() };
             let cmd = format!(
@@ -432,7 +432,7 @@ async fn run(args: Args) -> Result<()> {
 async fn write_report(staging: &str, status: serde_json::Value) {
     let url = format!("{staging}/stats/report.html");
     let u = url.clone();
-    match tokio::task::spawn_blocking(move || ps_runtime::tracking::serve::write_report(&u, &status)).await {
+    match tokio::task::spawn_blocking(move || ps_job::tracking::serve::write_report(&u, &status)).await {
         Ok(Ok(())) => log::info!("job report written to {url}"),
         Ok(Err(e)) => log::warn!("writing {url}: {e}"),
         Err(e) => log::warn!("writing {url}: {e}"),

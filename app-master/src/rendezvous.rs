@@ -1,8 +1,8 @@
-//! The AM's rendezvous server (protocol: `ps_runtime::rendezvous`). Runtime processes report
+//! The AM's rendezvous server (protocol: `ps_job::rendezvous`). Runtime processes report
 //! `hello` with the port they bound; once all N have, each gets the hostfile; afterwards their
 //! report lines (progress, ticks, objective, staleness, snapshots, and a `failed` line with the
 //! reason a process is failing) go into the job's view. HTTP on the same port serves that view
-//! as the job's page and `status.json` (`ps_runtime::tracking`): it is the tracking URL.
+//! as the job's page and `status.json` (`ps_job::tracking`): it is the tracking URL.
 //!
 //! The port is published as the tracking URL and listens on all interfaces, so it trusts nobody:
 //! a hello counts only if its MAC verifies under the job secret, names a process id of this job
@@ -11,9 +11,9 @@
 //! at once). The HTTP side is read-only: GET and HEAD answer, anything else is 405.
 
 use crate::error::RendezvousError;
-use ps_runtime::rendezvous::{http_request, Hello, HostsReply, Report};
-use ps_runtime::tracking::serve::{self, line_within};
-use ps_runtime::tracking::JobView;
+use ps_job::rendezvous::{http_request, Hello, HostsReply, Report};
+use ps_job::tracking::serve::{self, line_within};
+use ps_job::tracking::JobView;
 use ps_runtime::Hostfile;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -261,7 +261,7 @@ mod tests {
         // A genuine process (ps_runtime's own client) is admitted and gets an authenticated hostfile.
         let a = addr.clone();
         let joined = std::thread::spawn(move || {
-            ps_runtime::rendezvous::join(&a, APP, &key, 1, "127.0.0.1", Duration::from_secs(20), None).map(|r| r.1)
+            ps_job::rendezvous::join(&a, APP, &key, 1, "127.0.0.1", Duration::from_secs(20), None).map(|r| r.1)
         });
         let (id, host, port) = hellos.blocking_recv().unwrap();
         assert_eq!((id, host.as_str()), (1, "127.0.0.1"));

@@ -5,7 +5,7 @@
 //! yarn-submit adds to the job's stats.
 
 use crate::error::{AmError, Result};
-use ps_runtime::internal::{RestartLog, RestartPolicy};
+use ps_job::{restart_log::RestartLog, restarts::RestartPolicy};
 use ps_runtime::storage::{storage_for, write_atomic};
 use ps_runtime::JobConfig;
 

@@ -2,7 +2,7 @@
 //! single-process loop, on generated Netflix-, NYTimes- and web-shaped data; time per pass and the
 //! ratio, in one run. Results: `<out>/bench-apps.{json,csv}`.
 
-use ps_runtime::apps::{self, baseline};
+use ps_apps::baseline;
 use ps_runtime::input::{read_corpus, read_edges, read_ratings, BadRecords, RatingFormat};
 use ps_runtime::run_local_cluster;
 use ps_runtime::{gen, Consistency, RowTypeRegistry, RuntimeConfig};
@@ -57,9 +57,10 @@ fn ensure(path: &Path, make: impl FnOnce() -> ps_runtime::Result<()>) {
 /// objective record).
 fn ps_run(app: &str, args: Vec<String>, procs: usize, passes: usize) -> (f64, Value) {
     let cfg = RuntimeConfig { threads: 1, consistency: Consistency::Essp, staleness: 1, ..RuntimeConfig::default() };
-    let res =
-        run_local_cluster(procs, &cfg, &RowTypeRegistry::with_builtins(), |_| apps::build(app, &args).expect("args"))
-            .expect("cluster");
+    let res = run_local_cluster(procs, &cfg, &RowTypeRegistry::with_builtins(), |_| {
+        ps_apps::build(app, &args).expect("args")
+    })
+    .expect("cluster");
     let st = res.into_iter().next().expect("process 0").unwrap_or_else(|e| panic!("{app} failed: {e}"));
     let train_s = st.app["train_s"].as_f64().unwrap_or(f64::NAN);
     let last = st.app["objective"].as_array().and_then(|v| v.last().cloned()).unwrap_or(Value::Null);

@@ -2,7 +2,7 @@
 //! default hyper-parameters: the "plain loop" column of `scripts/bench-e2e.sh`. Prints one JSON
 //! line: seconds per pass (load excluded) and the objective after each pass.
 
-use ps_runtime::apps::baseline;
+use ps_apps::baseline;
 use ps_runtime::input::{read_corpus, read_edges, read_ratings, BadRecords, RatingFormat};
 use serde_json::json;
 

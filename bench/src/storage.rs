@@ -4,7 +4,7 @@
 //! work). Results: `<out>/bench-storage.{json,csv}`.
 
 use ps_runtime::input::{plan_splits, LineReader};
-use ps_runtime::internal::crc32c;
+use ps_runtime::snapshot::crc32c;
 use ps_runtime::snapshot::CheckpointStore;
 use ps_runtime::snapshot::ShardHeader;
 use ps_runtime::storage::{storage_for, Storage};

@@ -38,8 +38,8 @@ pub struct Args {
 /// Seconds per byte to encode and seal, then check and decode, a stream of 64 KiB oplog frames.
 fn codec_s_per_byte(p: ps_runtime::WireProtection) -> f64 {
     use bytes::BytesMut;
-    use ps_runtime::internal::frame::{DirectionKey, FrameCodec};
-    use ps_runtime::internal::Msg;
+    use ps_runtime::wire::frame::{DirectionKey, FrameCodec};
+    use ps_runtime::wire::Msg;
     use ps_runtime::WireProtection;
     use ring::aead::{LessSafeKey, UnboundKey, AES_256_GCM, CHACHA20_POLY1305};
     use tokio_util::codec::{Decoder, Encoder};

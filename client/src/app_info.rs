@@ -31,11 +31,11 @@ pub fn check(cli: &Cli) -> Result<Check> {
     let wants_help = args.iter().any(|a| a == "--help" || a == "-h");
     let Some(bin) = &cli.runtime_bin else {
         if wants_help {
-            if let Some(h) = ps_runtime::apps::help(app) {
+            if let Some(h) = ps_apps::help(app) {
                 return Ok(Check::Help(h));
             }
         }
-        return Ok(match ps_runtime::apps::build(app, args) {
+        return Ok(match ps_apps::build(app, args) {
             Ok(built) => Check::Good(AppInfo {
                 locations: built.locations().into_iter().map(|(f, u)| (f.to_string(), u)).collect(),
                 output_policy: built.output_policy(),

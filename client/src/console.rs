@@ -42,7 +42,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// From a `status.json` value (`ps_runtime::tracking`).
+    /// From a `status.json` value (`ps_job::tracking`).
     pub fn from_status(s: &serde_json::Value) -> Progress {
         let last = s["objective"].as_array().and_then(|a| a.last()).cloned().unwrap_or_default();
         let name = last.as_object().and_then(|o| {

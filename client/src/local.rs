@@ -10,8 +10,10 @@ use crate::Cli;
 use log::LevelFilter;
 use log4rs::config::{Appender, Config, Logger};
 use log4rs::encode::pattern::PatternEncoder;
-use ps_runtime::internal::RestartPolicy;
-use ps_runtime::internal::{self, generate_secret, write_secret_file, ProcessSummary};
+use ps_job::restarts::RestartPolicy;
+use ps_runtime::logging::{LogLevels, TIME_PATTERN};
+use ps_runtime::secret::{generate as generate_secret, write_new_file as write_secret_file};
+use ps_runtime::stats::{self, ProcessSummary};
 use ps_runtime::storage::Storage;
 use ps_runtime::{Hostfile, JobConfig};
 use rand::RngCore;
@@ -28,14 +30,11 @@ use std::time::{Duration, Instant};
 /// yarn-submit's logging: its own lines (levels from `PS_LOG`, or debug with `--verbose`) and the
 /// processes' lines as they come, both above the progress bar.
 pub fn init_logging(console: Arc<Console>, verbose: bool) {
-    let (levels, bad) = internal::LogLevels::from_env();
+    let (levels, bad) = LogLevels::from_env();
     let default = if verbose { LevelFilter::Debug } else { LevelFilter::Info };
     let own = BarAppender {
         console: console.clone(),
-        encoder: Box::new(PatternEncoder::new(&format!(
-            "{} {{h({{l:5}})}} [submit] {{m}}{{n}}",
-            internal::TIME_PATTERN
-        ))),
+        encoder: Box::new(PatternEncoder::new(&format!("{} {{h({{l:5}})}} [submit] {{m}}{{n}}", TIME_PATTERN))),
     };
     let child = BarAppender { console, encoder: Box::new(PatternEncoder::new("{m}{n}")) };
     let cfg = Config::builder()
@@ -267,11 +266,11 @@ impl Drop for ProgressDisplay {
 /// The final page, next to `--stats` (or in a job directory that is kept).
 fn write_report(cli: &Cli, job: &Job) {
     let url = match &cli.stats {
-        Some(s) => ps_runtime::tracking::serve::report_next_to(s),
+        Some(s) => ps_job::tracking::serve::report_next_to(s),
         None if !job.temp => job.dir.join("report.html").to_string_lossy().into_owned(),
         None => return,
     };
-    match ps_runtime::tracking::serve::write_report(&url, &job.tracker.status_json()) {
+    match ps_job::tracking::serve::write_report(&url, &job.tracker.status_json()) {
         Ok(()) => log::info!("job report written to {url}"),
         Err(e) => log::warn!("writing the job report {url}: {e}"),
     }
@@ -281,7 +280,7 @@ fn write_report(cli: &Cli, job: &Job) {
 /// directory in a YARN job's staging) next to `--stats`, so they outlive that directory.
 pub(crate) fn keep_clock_logs(cli: &Cli, dir: &str) {
     let Some(stats) = &cli.stats else { return };
-    match ps_runtime::tracking::serve::copy_clock_logs(dir, stats) {
+    match ps_job::tracking::serve::copy_clock_logs(dir, stats) {
         Ok(0) => {}
         Ok(n) => log::info!("per-clock stats of {n} processes written next to {stats}"),
         Err(e) => log::warn!("copying the per-clock stats next to {stats}: {e}"),
@@ -498,7 +497,7 @@ fn merge_stats(cli: &Cli, n: usize, dir: &str, restarts: Option<serde_json::Valu
     let procs = (0..n)
         .map(|k| read_stats(k, &format!("{}/stats-{k}.json", dir.trim_end_matches('/'))))
         .collect::<Result<Vec<_>>>()?;
-    let mut merged = internal::merge_stats(&procs);
+    let mut merged = stats::merge(&procs);
     // The launcher's restart record: `restarts` and `clocks_redone`.
     if let (Some(serde_json::Value::Object(r)), Some(obj)) = (restarts, merged.as_object_mut()) {
         obj.extend(r);

@@ -16,7 +16,8 @@ mod yarn;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use error::{ClientError, Result};
-use ps_runtime::{AppCatalog, Consistency, PrefetchPolicy, SnapshotMode};
+use ps_job::AppCatalog;
+use ps_runtime::{Consistency, PrefetchPolicy, SnapshotMode};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]

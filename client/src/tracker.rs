@@ -1,11 +1,11 @@
 //! The local launcher's job tracker: what the application master is on YARN. Every runtime
 //! process connects to it (`job.json`'s `tracker`), says an authenticated hello and reports its
 //! progress lines into one `JobView`; with `--ui` it also serves the job's page and
-//! `status.json` (`ps_runtime::tracking`). It binds 127.0.0.1 unless `--ui-bind` says otherwise.
+//! `status.json` (`ps_job::tracking`). It binds 127.0.0.1 unless `--ui-bind` says otherwise.
 
-use ps_runtime::rendezvous::{http_request, local_app, Hello, Report};
-use ps_runtime::tracking::serve::{self, line_within};
-use ps_runtime::tracking::JobView;
+use ps_job::rendezvous::{http_request, local_app, Hello, Report};
+use ps_job::tracking::serve::{self, line_within};
+use ps_job::tracking::JobView;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -161,8 +161,8 @@ mod tests {
         let addr = t.addr.to_string();
         let forged = Hello::new(&[1u8; 32], &local_app(0), 0, "127.0.0.1", 0, [0; 16]).encode();
         refused(&addr, &format!("{forged}clock 99 100\n"));
-        let mut link = ps_runtime::rendezvous::report_to(&addr, &local_app(0), &key, 1).unwrap();
-        let live = Arc::new(ps_runtime::internal::Live::new(1));
+        let mut link = ps_job::rendezvous::report_to(&addr, &local_app(0), &key, 1).unwrap();
+        let live = Arc::new(ps_runtime::live::Live::new(1));
         live.clock.store(3, Ordering::Relaxed);
         live.tick(2, 1.5, 100, 50);
         link.report_progress(live, Some(5));

@@ -12,7 +12,7 @@ use crate::local::{next_to_me, report_stats, runtime_bin};
 use crate::paths;
 use crate::staging::{cached_binary, stage, warn_if_not_portable};
 use crate::Cli;
-use ps_runtime::internal::{generate_secret, CREDENTIALS_ALIAS};
+use ps_runtime::secret::{generate as generate_secret, CREDENTIALS_ALIAS};
 use ps_runtime::storage::storage_for;
 use ps_runtime::JobConfig;
 use ps_yarn::appclient::{Caller, RmIpc};
@@ -262,7 +262,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
 /// Copies the AM's final page (`stats/report.html` in staging) next to `--stats`.
 fn copy_report(cli: &Cli, staging: &str) {
     let Some(stats) = &cli.stats else { return };
-    let (from, to) = (format!("{staging}/stats/report.html"), ps_runtime::tracking::serve::report_next_to(stats));
+    let (from, to) = (format!("{staging}/stats/report.html"), ps_job::tracking::serve::report_next_to(stats));
     let copied = storage_for(&from).and_then(|src| {
         let mut page = Vec::new();
         std::io::Read::read_to_end(&mut *src.open(&from, 0)?, &mut page)

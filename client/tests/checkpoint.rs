@@ -223,7 +223,7 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
     let dump = output(Command::new(bin("ps-runtime")).args(["snapshot", "dump", &ck, "--table", "1"]));
     assert!(dump.status.success());
     let text = String::from_utf8(dump.stdout).unwrap();
-    let per = ps_runtime::apps::mf::ITEMS_PER_ROW;
+    let per = ps_apps::mf::ITEMS_PER_ROW;
     assert_eq!(text.lines().count(), (1..=400u64).map(|i| i / per).collect::<std::collections::HashSet<_>>().len());
     assert!(text.lines().all(|l| l.split('\t').count() == 2 + 8 * per as usize && l.starts_with("1\t")));
     let m = read::manifest(&store, None).unwrap();

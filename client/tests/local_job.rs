@@ -100,7 +100,7 @@ fn bad_options_fail_fast_with_a_clear_message() {
     let out = output(submit().args(["--master", "yarn", "mf", "--input", "hdfs:///x", "--bogus"]));
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     let help = String::from_utf8_lossy(&output(submit().arg("--help")).stdout).to_string();
-    for (app, _) in ps_runtime::AppCatalog::builtin().apps() {
+    for (app, _) in ps_job::AppCatalog::builtin().apps() {
         assert!(help.lines().any(|l| l.trim_start().starts_with(app) && l.len() > 20), "{app} in:\n{help}");
     }
     assert!(help.contains("yarn-submit status APP_ID") && help.contains("yarn-submit kill APP_ID"));
@@ -304,9 +304,9 @@ fn connection_without_secret_is_rejected_and_job_continues() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let err = rt.block_on(async {
         let sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        let mut conn = tokio_util::codec::Framed::new(sock, ps_runtime::internal::auth::handshake_codec());
+        let mut conn = tokio_util::codec::Framed::new(sock, ps_runtime::wire::auth::handshake_codec());
         let p = ps_runtime::WireProtection::default();
-        ps_runtime::internal::auth::connect(&mut conn, b"not the secret", 1, p).await.map(|_| ())
+        ps_runtime::wire::auth::connect(&mut conn, b"not the secret", 1, p).await.map(|_| ())
     });
     assert!(err.is_err(), "handshake with a wrong secret succeeded");
     wait_for(&rx, "wrong job secret", &mut log);
@@ -367,13 +367,13 @@ fn stats_can_be_written_to_hdfs() {
     st.delete(&url).unwrap();
 }
 
-/// The user's own runtime binary (`runtime/examples/custom_runtime.rs`: `runtime_main` with an
+/// The user's own runtime binary (`job/examples/custom_runtime.rs`: `runtime_main` with an
 /// app `tally` added to the built-in catalog): yarn-submit asks it about the app, so the app's
 /// `--help`, its usage errors and the job itself work as for a built-in app.
 #[test]
 fn a_user_runtime_binary_runs_its_own_app() {
     let rt = bin("examples/custom_runtime");
-    assert!(rt.exists(), "{} is missing: cargo build --release -p ps-runtime --example custom_runtime", rt.display());
+    assert!(rt.exists(), "{} is missing: cargo build --release -p ps-job --example custom_runtime", rt.display());
     let dir = tmpdir("user-runtime");
     let stats = dir.join("s.json");
     let with_rt = |args: &[&str]| {

@@ -291,7 +291,7 @@ fn a_user_runtime_binary_runs_its_own_app_on_yarn() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rt = common::bin("examples/custom_runtime");
-    assert!(rt.exists(), "{} is missing: cargo build --release -p ps-runtime --example custom_runtime", rt.display());
+    assert!(rt.exists(), "{} is missing: cargo build --release -p ps-job --example custom_runtime", rt.display());
     let dir = std::env::temp_dir().join(format!("ps-yarn-user-rt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let stats = dir.join("s.json");

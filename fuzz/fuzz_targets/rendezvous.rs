@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ps_runtime::fuzzing::rendezvous_lines(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ps_job::fuzzing::rendezvous_lines(data));

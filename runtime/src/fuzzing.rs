@@ -12,7 +12,7 @@ use crate::snapshot::format::{self, Manifest, ProcessPart, ShardHeader};
 use crate::wire::auth;
 use crate::wire::frame::{DirectionKey, FrameCodec, WireProtection};
 use crate::wire::Msg;
-use crate::{input, rendezvous, Result};
+use crate::{input, Result};
 use bytes::BytesMut;
 use ring::aead::{LessSafeKey, UnboundKey, AES_256_GCM, CHACHA20_POLY1305};
 use tokio_util::codec::Decoder;
@@ -117,26 +117,6 @@ pub fn handshake(data: &[u8]) {
             }
         })
     });
-}
-
-/// Lines a rendezvous peer may send: a hello (to the AM), reports (into the job's view, which
-/// is then rendered as its page), an HTTP request line, and the AM's hostfile answer (to a process).
-pub fn rendezvous_lines(data: &[u8]) {
-    let mut r = std::io::Cursor::new(data);
-    let mut view = crate::tracking::JobView::new("fuzz", 3);
-    while let Ok(Some(line)) = rendezvous::read_line_bounded(&mut r, rendezvous::MAX_LINE) {
-        if let Ok(h) = rendezvous::Hello::parse(&line) {
-            let _ = h.verify(&[1; 32], "application_1_0001");
-        }
-        if let Some(report) = rendezvous::Report::parse(&line) {
-            view.apply(line.len() % 4, report);
-        }
-        if let Some((method, target)) = rendezvous::http_request(&line) {
-            let _ = crate::tracking::serve::respond(method, target, || view.status_json());
-        }
-    }
-    let _ = crate::tracking::page::render(&view.status_json(), true);
-    let _ = rendezvous::parse_hosts_reply(data, "application_1_0001", &[1; 32], &[2; 16]);
 }
 
 /// A hostfile.

@@ -21,23 +21,21 @@
 //! ## Using it
 //! Implement [`App`] (`initialize` creates tables, `run_worker` is the thread body) and run it with
 //! [`run_app`], or drive [`PsContext`] directly. `yarn-submit` launches jobs of built-in apps, and
-//! of a user's own runtime binary (`--runtime-bin`): its `main` is [`runtime_main`] with the
-//! user's apps added to an [`AppCatalog`].
+//! of a user's own runtime binary (`--runtime-bin`): its `main` is `ps_job::runtime_main` with the
+//! user's apps added to an `AppCatalog`. The iterative driver the built-in apps share (objective,
+//! checkpoints, `--target`, outputs) is `ps_apps::driver`.
 
-// The public surface: the flat API below plus five modules a user reaches for by name (built-in
-// apps, input readers, data generators, snapshot reading, storage). Everything else is private.
-// `rendezvous`, `tracking`, `internal` and `fuzzing` are hidden: they exist for this workspace's other
-// binaries (the AM speaks the rendezvous protocol; it and yarn-submit serve the job's page; yarn-submit needs a secret and stats merging;
-// the fuzz crate calls the harnesses) and are not a user API.
-pub mod apps;
-mod catalog;
-mod cli;
+// The public surface: the flat API below, the modules a user reaches for by name (input readers,
+// data generators, snapshot reading, storage, ports), and the process's side of a job that the
+// launchers, the AM and the tools speak: the tracker's report lines (`report`, `live`), the stats
+// files (`stats`), the job secret (`secret`), the wire format (`wire`) and the log set-up
+// (`logging`). The fuzz targets' entry points are behind the `fuzzing` feature.
 mod client;
 mod clock;
 mod config;
 mod consistency;
 mod error;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod gen;
 mod geo;
@@ -45,37 +43,26 @@ mod hash;
 mod hostfile;
 mod huge_pages;
 pub mod input;
-#[doc(hidden)]
-pub mod internal;
-mod launch;
-mod live;
+pub mod live;
 mod local_cluster;
-mod logging;
+pub mod logging;
 mod mailbox;
 mod net;
 mod oplog;
 pub mod ports;
 mod process;
 mod registry;
-#[doc(hidden)]
-pub mod rendezvous;
-mod report;
-mod restart_log;
-mod restarts;
+pub mod report;
 mod row;
-mod secret;
+pub mod secret;
 mod server;
 pub mod snapshot;
 mod state;
-mod stats;
+pub mod stats;
 pub mod storage;
-#[doc(hidden)]
-pub mod tracking;
 mod wan;
-mod wire;
+pub mod wire;
 
-pub use catalog::{AppCatalog, BuildApp};
-pub use cli::runtime_main;
 pub use client::{RowMut, RowRef, TableHandle, Worker};
 pub use config::{
     CheckpointConfig, Consistency, FaultConfig, JobConfig, Placement, PrefetchPolicy, RowInit, RuntimeConfig,
@@ -83,14 +70,13 @@ pub use config::{
 };
 pub use error::{PsError, Result};
 pub use geo::{GeoConfig, InterDc, WanMatrix};
-pub use hash::SeededRng;
+pub use hash::{mix64, SeededRng};
 pub use hostfile::Hostfile;
 pub use huge_pages::{enabled_by as huge_pages_enabled_by, HugePageAlloc};
-pub use launch::{run_job_process, run_job_process_with};
 pub use local_cluster::run_local_cluster;
 pub use logging::init as init_logging;
 pub use process::{run_app, App, JobShape, OutputPolicy, ProcessSpec, PsContext};
 pub use registry::RowTypeRegistry;
-pub use row::{ColumnAdd, ColumnGet, DenseRow, Element, Row, RowText, RowUpdate, SparseRow};
+pub use row::{prefetch, ColumnAdd, ColumnGet, DenseRow, Element, Row, RowText, RowUpdate, SparseRow};
 pub use stats::ProcessStats;
 pub use wire::WireProtection;

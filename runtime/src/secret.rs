@@ -1,6 +1,6 @@
 //! The job secret: 32 random bytes that every process of one job shares and nobody else knows.
 //! It keys the handshake of every connection between processes (and the per-connection frame keys
-//! derived from it, `wire::auth`) and the YARN rendezvous (`rendezvous`).
+//! derived from it, `wire::auth`) and the YARN rendezvous (`ps_job::rendezvous`).
 //!
 //! Where it lives: a local job keeps it in `<job dir>/secret` (mode 0600, in a 0700 directory,
 //! created fresh for every run); a YARN job hands it to its containers in the secret map of their

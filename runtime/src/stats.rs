@@ -151,9 +151,8 @@ impl StalenessProfile {
     }
 }
 
-/// This process's peak resident set size in bytes (0 if unknown).
 /// CPU seconds this process has used so far, user and system, all threads (getrusage).
-pub(crate) fn process_cpu_s() -> f64 {
+pub fn process_cpu_s() -> f64 {
     // SAFETY: getrusage fills the zeroed struct we own; no pointers are kept.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
@@ -173,11 +172,11 @@ pub(crate) fn peak_rss_bytes() -> u64 {
 }
 
 /// Set by the application master in runtime containers: the container's memory in MB, against
-/// which `launch` compares [`current_rss_bytes`].
+/// which `ps_job::launch` compares [`current_rss_bytes`].
 pub const MEMORY_LIMIT_ENV: &str = "PS_CONTAINER_MEMORY_MB";
 
 /// This process's current resident set size in bytes (0 if unknown), from `/proc/self/statm`.
-pub(crate) fn current_rss_bytes() -> u64 {
+pub fn current_rss_bytes() -> u64 {
     let Ok(text) = std::fs::read_to_string("/proc/self/statm") else { return 0 };
     let pages = text.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     // SAFETY: sysconf has no memory effects.

@@ -4,7 +4,8 @@
 mod common;
 
 use common::run_cluster;
-use ps_runtime::{apps, gen, ProcessStats, RuntimeConfig};
+use ps_apps as apps;
+use ps_runtime::{gen, ProcessStats, RuntimeConfig};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

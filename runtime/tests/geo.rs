@@ -6,7 +6,8 @@
 mod common;
 
 use common::{demo, run_cluster};
-use ps_runtime::{apps, gen, Consistency, GeoConfig, InterDc, ProcessStats, RuntimeConfig, WanMatrix};
+use ps_apps as apps;
+use ps_runtime::{gen, Consistency, GeoConfig, InterDc, ProcessStats, RuntimeConfig, WanMatrix};
 
 fn cfg(geo: GeoConfig, consistency: Consistency, staleness: u32) -> RuntimeConfig {
     RuntimeConfig { consistency, staleness, threads: 1, geo, ..Default::default() }

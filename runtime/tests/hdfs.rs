@@ -4,10 +4,11 @@
 
 mod common;
 
+use ps_apps as apps;
 use ps_runtime::input::{plan_splits, read_edges, BadRecords, LineReader};
 use ps_runtime::snapshot::{read, CheckpointStore};
 use ps_runtime::storage::{storage_for, Storage};
-use ps_runtime::{apps, gen, DenseRow, RuntimeConfig, SparseRow};
+use ps_runtime::{gen, DenseRow, RuntimeConfig, SparseRow};
 use ps_testkit::{needs, Service};
 use std::io::Write;
 

@@ -6,9 +6,10 @@
 
 mod common;
 
-use ps_runtime::apps::mf::held_out;
+use ps_apps as apps;
+use ps_apps::mf::held_out;
 use ps_runtime::input::Rating;
-use ps_runtime::{apps, ProcessStats, RuntimeConfig};
+use ps_runtime::{ProcessStats, RuntimeConfig};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -7,7 +7,8 @@ mod common;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use ps_runtime::{apps, RuntimeConfig};
+use ps_apps as apps;
+use ps_runtime::RuntimeConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{demo, run_cluster};
-use ps_runtime::apps::demo::{OWN, SHARED};
+use ps_apps::demo::{OWN, SHARED};
 use ps_runtime::snapshot::read::read_table;
 use ps_runtime::snapshot::CheckpointStore;
 use ps_runtime::SnapshotMode;
@@ -197,7 +197,7 @@ fn damaged_or_mismatched_checkpoints_are_refused_naming_the_problem() {
 fn resume_vs_full(tag: &str, app: &str, args: &str, procs: usize, mut cfg: RuntimeConfig, key: &str) -> (f64, f64) {
     let a: Vec<String> = args.split_whitespace().map(String::from).collect();
     let run = |cfg: &RuntimeConfig| -> f64 {
-        let stats = run_cluster(procs, cfg, |_| ps_runtime::apps::build(app, &a).unwrap());
+        let stats = run_cluster(procs, cfg, |_| ps_apps::build(app, &a).unwrap());
         let s0 = stats.into_iter().next().unwrap().unwrap_or_else(|e| panic!("{app}: {e}"));
         let recs = s0.app["objective"].as_array().cloned().unwrap_or_default();
         recs.last().and_then(|r| r[key].as_f64()).unwrap_or_else(|| panic!("{app}: no objective {key}"))

@@ -6,9 +6,10 @@
 
 mod common;
 
+use ps_apps as apps;
 use ps_runtime::input::{read_edge_table, read_edges, read_rating_table, read_ratings, resolve_format};
 use ps_runtime::input::{BadRecords, InputFormat, Rating, RatingColumns, RatingFormat};
-use ps_runtime::{apps, ProcessStats, RuntimeConfig};
+use ps_runtime::{ProcessStats, RuntimeConfig};
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> String {

@@ -68,7 +68,7 @@ fn job_through_flipping_proxy(p: WireProtection) -> (Vec<ps_runtime::Result<ps_r
     let via = proxy(addrs[1], 20_000, flipped.clone());
     let hosts = Hostfile::new(vec![("127.0.0.1".into(), addrs[0].port()), ("127.0.0.1".into(), via)]);
     let cfg = RuntimeConfig { wire_protection: p, threads: 2, ..RuntimeConfig::default() };
-    let secret = ps_runtime::internal::generate_secret().to_vec();
+    let secret = ps_runtime::secret::generate().to_vec();
     let (tx, rx) = std::sync::mpsc::channel();
     for (pid, l) in ls.into_iter().enumerate() {
         let spec = ProcessSpec {
@@ -83,13 +83,8 @@ fn job_through_flipping_proxy(p: WireProtection) -> (Vec<ps_runtime::Result<ps_r
         let tx = tx.clone();
         std::thread::spawn(move || {
             let app = Box::new(
-                ps_runtime::apps::demo::Demo::from_args(&[
-                    "--clocks".into(),
-                    "400".into(),
-                    "--delay-ms".into(),
-                    "2".into(),
-                ])
-                .unwrap(),
+                ps_apps::demo::Demo::from_args(&["--clocks".into(), "400".into(), "--delay-ms".into(), "2".into()])
+                    .unwrap(),
             );
             let _ = tx.send((pid, run_app(spec, RowTypeRegistry::with_builtins(), app, serde_json::Value::Null)));
         });

@@ -18,7 +18,7 @@ pub mod amrm;
 pub mod appclient;
 mod error;
 pub mod failover;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod gssapi;
 pub mod hdfs_token;

@@ -14,7 +14,7 @@
 mod essp;
 mod lazytable;
 
-use ps_runtime::apps;
+use ps_apps as apps;
 use ps_runtime::run_local_cluster;
 use ps_runtime::{Consistency, PrefetchPolicy, ProcessStats, RowTypeRegistry, RuntimeConfig};
 use serde_json::Value;

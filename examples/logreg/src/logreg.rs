@@ -10,10 +10,10 @@
 //! sizes per feature; L2 regularisation is applied lazily, to the features an example touches.
 
 use clap::Parser;
-use ps_runtime::apps::driver::Iterative;
-use ps_runtime::apps::options::{parse, CommonArgs};
-use ps_runtime::apps::output::Output;
-use ps_runtime::apps::state::SavedState;
+use ps_apps::driver::Iterative;
+use ps_apps::options::{parse, CommonArgs};
+use ps_apps::output::Output;
+use ps_apps::state::SavedState;
 use ps_runtime::input::{plan_splits, BadRecords, Decoded, LineReader};
 use ps_runtime::storage::{storage_for, Storage};
 use ps_runtime::{DenseRow, PsContext, PsError, Result, TableHandle, TableKey, Worker};

@@ -8,9 +8,9 @@ mod logreg;
 static ALLOC: ps_runtime::HugePageAlloc = ps_runtime::HugePageAlloc;
 
 fn main() {
-    ps_runtime::runtime_main(ps_runtime::AppCatalog::builtin().with_app(
+    ps_job::runtime_main(ps_job::AppCatalog::builtin().with_app(
         "logreg",
         "sparse logistic regression by SGD (LibSVM input)",
-        ps_runtime::apps::driver::build::<logreg::LogReg>,
+        ps_apps::driver::build::<logreg::LogReg>,
     ))
 }

@@ -81,12 +81,12 @@ impl Worker {
     pub fn total_threads(&self) -> usize {
         self.num_processes() * self.threads_per_process()
     }
-    /// The clock this thread is in.
     /// This process's bytes sent on sockets so far (`bytes_sent` of the stats).
-    pub(crate) fn bytes_sent(&self) -> u64 {
+    pub fn bytes_sent(&self) -> u64 {
         self.core.shared.net.bytes_sent.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// The clock this thread is in.
     pub fn current_clock(&self) -> i64 {
         self.clock.clock.get().get()
     }
@@ -180,7 +180,7 @@ impl Worker {
     }
 
     /// Queues an event for the job's tracker (objective evaluations).
-    pub(crate) fn report_live(&self, r: crate::report::Report) {
+    pub fn report_live(&self, r: crate::report::Report) {
         self.core.shared.live.push(r);
     }
 

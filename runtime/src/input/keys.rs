@@ -1,7 +1,7 @@
 //! Ids as people have them: strings, 64-bit or negative numbers. The tables of the parameter
 //! server are indexed by dense `u32` ids, so an id column is read as `u32` values as long as
 //! every id fits (the common case costs nothing), and from the first id that does not, as local
-//! indexes into this worker's distinct keys. `apps::dictionary` then numbers the keys job-wide
+//! indexes into this worker's distinct keys. `ps_apps::dictionary` then numbers the keys job-wide
 //! and maps the ids back on output.
 
 use super::table::Cell;

@@ -302,7 +302,7 @@ pub fn read_rating_table(
     if t.users.is_keyed() || t.items.is_keyed() {
         return Err(PsError::Config(format!(
             "{url}: not every id is an integer in 0..4294967295 (strings, 64-bit or negative ids need \
-             read_rating_table_keyed and apps::dictionary::settle_ids)"
+             read_rating_table_keyed and ps_apps::dictionary::settle_ids)"
         )));
     }
     Ok((t.ratings, t.stats))
@@ -313,7 +313,7 @@ pub struct RatingTable {
     pub ratings: Vec<Rating>,
     pub stats: ReadStats,
     /// The user and item columns: when [`KeyColumn::is_keyed`], the ratings hold local indexes
-    /// into the column's keys, to be numbered job-wide (`apps::dictionary::settle_ids`).
+    /// into the column's keys, to be numbered job-wide (`ps_apps::dictionary::settle_ids`).
     pub users: KeyColumn,
     pub items: KeyColumn,
 }

@@ -131,7 +131,7 @@ pub trait ColumnGet<T> {
 /// document's counts from the L3 cache took 40% of a sweep; MF's held-out ratings by item;
 /// the thread cache's `hint`).
 #[inline]
-pub(crate) fn prefetch<T>(bytes: &[T]) {
+pub fn prefetch<T>(bytes: &[T]) {
     #[cfg(target_arch = "x86_64")]
     for line in (0..std::mem::size_of_val(bytes)).step_by(64) {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};

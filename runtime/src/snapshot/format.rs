@@ -41,6 +41,7 @@ pub const MANIFEST: &str = "MANIFEST.json";
 
 const CASTAGNOLI: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 
+/// CRC-32C (Castagnoli) of `data`: the checksum of every snapshot file, as HDFS uses for blocks.
 pub fn crc32c(data: &[u8]) -> u32 {
     CASTAGNOLI.checksum(data)
 }

@@ -24,7 +24,7 @@ pub(crate) mod format;
 pub mod read;
 mod store;
 
-pub use format::{FileEntry, Manifest, ProcessPart, ShardHeader};
+pub use format::{crc32c, FileEntry, Manifest, ProcessPart, ShardHeader};
 pub use store::CheckpointStore;
 
 use crate::config::{CheckpointConfig, SnapshotMode};

@@ -40,7 +40,7 @@ pub fn run_cluster_with(
 
 pub fn demo(args: &str) -> Box<dyn App> {
     let args: Vec<String> = args.split_whitespace().map(String::from).collect();
-    Box::new(ps_runtime::apps::demo::Demo::from_args(&args).unwrap())
+    Box::new(ps_apps::demo::Demo::from_args(&args).unwrap())
 }
 
 /// Mean observed staleness and blocked gets over all processes.
