@@ -3,6 +3,8 @@
 //! (see `restarts`).
 
 use super::*;
+use ps_job::driver::{self, Attempt, Stop};
+use ps_job::restart_log::RestartLog;
 
 /// What every attempt starts its processes with and talks to them through.
 pub(crate) struct Launch<'a> {
@@ -13,36 +15,55 @@ pub(crate) struct Launch<'a> {
     pub hosts_tx: &'a watch::Sender<Option<Hostfile>>,
 }
 
-/// Runs the job, restarting it after a process failure while restarts last.
+/// Runs the job through the one driver (`ps_job::driver`), restarting it after a process
+/// failure while restarts last.
 pub(crate) async fn drive(am: &mut Am, l: &mut Launch<'_>) -> Result<()> {
-    loop {
-        let attempt = am.restarts.log().attempts();
-        let failed = match run_attempt(am, l, attempt).await {
-            Err(e @ AmError::ProcessFailed { .. }) => e,
-            other => return other,
-        };
-        let what = failed.to_string();
-        if let AmError::ProcessFailed { process, .. } = &failed {
-            avoid_failing_node(am, *process);
-        }
-        let reached = lock(&am.shared).view.newest_clock();
-        if let Err(why) = am.restarts.restart(&what, reached).await {
-            if attempt == 0 && !am.restarts.log().can_restart() {
-                return Err(failed); // no restarts asked for
+    let mut policy = am.restarts.take_policy();
+    let outcome = driver::drive(&mut Containers { am, l }, &mut policy).await;
+    am.restarts.put_policy(policy);
+    outcome.map_err(|stop| match stop {
+        Stop::Fatal(e) => e,
+        Stop::GaveUp(why) => AmError::GaveUp(why),
+    })
+}
+
+/// The job's processes in YARN containers.
+struct Containers<'a, 'b> {
+    am: &'a mut Am,
+    l: &'a mut Launch<'b>,
+}
+
+impl driver::Launcher for Containers<'_, '_> {
+    type Error = AmError;
+
+    async fn run_attempt(&mut self, attempt: u32) -> Result<Attempt<AmError>> {
+        match run_attempt(self.am, self.l, attempt).await {
+            Ok(()) => Ok(Attempt::Succeeded),
+            Err(failed @ AmError::ProcessFailed { process, .. }) => {
+                avoid_failing_node(self.am, process);
+                Ok(Attempt::ProcessFailed(failed))
             }
-            return Err(AmError::GaveUp(why));
+            Err(other) => Err(other),
         }
-        // A fresh start for the next attempt: new containers, new hellos, a new hostfile.
-        am.procs.clear();
+    }
+
+    fn reached(&self) -> Option<i64> {
+        lock(&self.am.shared).view.newest_clock()
+    }
+
+    /// A fresh start for the next attempt: new containers, new hellos, a new hostfile.
+    async fn prepare(&mut self, attempt: u32, log: &RestartLog) -> Result<()> {
+        self.am.procs.clear();
         {
-            let mut g = lock(&am.shared);
+            let mut g = lock(&self.am.shared);
             g.attempt += 1;
             g.expected = None;
             g.registered.clear();
-            g.view.begin_attempt(am.restarts.log().attempts(), am.restarts.log().to_json());
+            g.view.begin_attempt(attempt, log.to_json());
         }
-        while l.hello_rx.try_recv().is_ok() {}
-        let _ = l.hosts_tx.send(None);
+        while self.l.hello_rx.try_recv().is_ok() {}
+        let _ = self.l.hosts_tx.send(None);
+        Ok(())
     }
 }
 

@@ -1,7 +1,8 @@
 //! Automatic restarts on YARN (`--restarts N`): after a runtime process fails, the AM stops the
 //! job's other containers, waits until they are gone, asks for a fresh set and starts every
 //! process again as restart K (`ps-runtime run --attempt K`), which continues from the newest
-//! resumable checkpoint if the job has one. The record goes to `<staging>/stats/restarts.json`, which
+//! resumable checkpoint if the job has one (`ps_job::driver`, the same driver and policy as a local
+//! job's). The record goes to `<staging>/stats/restarts.json`, which
 //! yarn-submit adds to the job's stats.
 
 use crate::error::{AmError, Result};
@@ -40,23 +41,14 @@ impl Restarts {
         &self.policy.log
     }
 
-    /// After failure `what` (the newest clock a process had reported: `reached`): records a
-    /// restart, or returns the message that ends the job (no restart left, the output already
-    /// committed, or the checkpoints unreadable), listing every failure.
-    pub async fn restart(&mut self, what: &str, reached: Option<i64>) -> std::result::Result<(), String> {
-        let mut policy = std::mem::replace(&mut self.policy, RestartPolicy::new(0, None, None));
-        let what = what.to_string();
-        let task = tokio::task::spawn_blocking(move || {
-            let r = policy.restart(&what, reached).map(|_| ());
-            (policy, r)
-        });
-        match task.await {
-            Ok((policy, r)) => {
-                self.policy = policy;
-                r
-            }
-            Err(e) => Err(format!("deciding on a restart: {e}")),
-        }
+    /// The policy, for the job's driver to follow (an empty one in its place meanwhile).
+    pub fn take_policy(&mut self) -> RestartPolicy {
+        std::mem::replace(&mut self.policy, RestartPolicy::new(0, None, None))
+    }
+
+    /// The policy back from the driver, with the restarts it recorded.
+    pub fn put_policy(&mut self, policy: RestartPolicy) {
+        self.policy = policy;
     }
 
     /// This AM is YARN's attempt `attempt` > 1 (`--am-attempts`): the previous AM died with the

@@ -10,6 +10,8 @@ use crate::Cli;
 use log::LevelFilter;
 use log4rs::config::{Appender, Config, Logger};
 use log4rs::encode::pattern::PatternEncoder;
+use ps_job::driver::{self, Attempt, Launcher, Stop};
+use ps_job::restart_log::RestartLog;
 use ps_job::restarts::RestartPolicy;
 use ps_runtime::logging::{LogLevels, TIME_PATTERN};
 use ps_runtime::secret::{generate as generate_secret, write_new_file as write_secret_file};
@@ -287,7 +289,8 @@ pub(crate) fn keep_clock_logs(cli: &Cli, dir: &str) {
     }
 }
 
-/// Runs attempts of the job until one succeeds or no restart is left; returns the exit code.
+/// Runs attempts of the job through the one driver until one succeeds, the job is interrupted
+/// or no restart is left; returns the exit code.
 fn run_attempts(
     cli: &Cli,
     job: &Job,
@@ -296,36 +299,76 @@ fn run_attempts(
     (tx, rx): (&mpsc::Sender<Event>, &mpsc::Receiver<Event>),
 ) -> i32 {
     job.tracker.set_status("running");
-    let mut attempt = 0;
-    loop {
+    let mut local = LocalLauncher { cli, job, bin, tx, rx };
+    match driver::drive_blocking(&mut local, restarts) {
+        Ok(()) => 0,
+        Err(Stop::Fatal(Halt::Launch(e))) => {
+            log::error!("{e}");
+            1
+        }
+        Err(Stop::Fatal(Halt::Failed(reason)) | Stop::GaveUp(reason)) => {
+            log::error!("{}", ClientError::JobFailed { reason, dir: (!job.temp).then(|| job.dir.clone()) });
+            1
+        }
+    }
+}
+
+/// Why an attempt of a local job ended badly.
+enum Halt {
+    /// The processes could not be started.
+    Launch(ClientError),
+    /// A process failed, the job was interrupted, or the next attempt could not be readied.
+    Failed(String),
+}
+
+impl std::fmt::Display for Halt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Halt::Launch(e) => e.fmt(f),
+            Halt::Failed(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// The job's processes as children of this one, on 127.0.0.1.
+struct LocalLauncher<'a> {
+    cli: &'a Cli,
+    job: &'a Job,
+    bin: &'a Path,
+    tx: &'a mpsc::Sender<Event>,
+    rx: &'a mpsc::Receiver<Event>,
+}
+
+impl Launcher for LocalLauncher<'_> {
+    type Error = Halt;
+
+    async fn run_attempt(&mut self, attempt: u32) -> std::result::Result<Attempt<Halt>, Halt> {
+        let (job, cli) = (self.job, self.cli);
         log::info!("starting {} processes ({}) in {}", job.n, cli.app.join(" "), job.dir.display());
-        let procs = match launch(bin, job, attempt, tx) {
-            Ok(p) => p,
-            Err(e) => {
-                log::error!("{e}");
-                return 1;
-            }
-        };
-        let Some((f, who)) = supervise(rx, &procs.pids) else { return 0 };
+        let procs = launch(self.bin, job, attempt, self.tx).map_err(Halt::Launch)?;
+        let Some((f, who)) = supervise(self.rx, &procs.pids) else { return Ok(Attempt::Succeeded) };
         // Every process has exited: once their pipes are drained, their last words are known.
         procs.streams.into_iter().for_each(|h| {
             let _ = h.join();
         });
         let heard = std::mem::take(&mut *procs.reasons.lock().unwrap_or_else(|e| e.into_inner()));
         let why = who.and_then(|k| heard[k].clone()).map(|w| format!(": {w}")).unwrap_or_default();
-        let reason = format!("{f}{why}");
-        // Ctrl-C or SIGTERM stops the job; a failed process restarts it, while restarts last.
-        let next = match who {
-            Some(_) => restarts.restart(&reason, job.tracker.newest_clock()).map(|_| ()),
-            None => Err(reason),
-        };
-        let next = next.and_then(|_| rearm(job).map_err(|e| e.to_string()));
-        if let Err(reason) = next {
-            log::error!("{}", ClientError::JobFailed { reason, dir: (!job.temp).then(|| job.dir.clone()) });
-            return 1;
-        }
-        attempt += 1;
-        job.tracker.begin_attempt(attempt, restarts.log.to_json());
+        let reason = Halt::Failed(format!("{f}{why}"));
+        // A failed process may restart the job; Ctrl-C or SIGTERM stops it.
+        Ok(match who {
+            Some(_) => Attempt::ProcessFailed(reason),
+            None => return Err(reason),
+        })
+    }
+
+    fn reached(&self) -> Option<i64> {
+        self.job.tracker.newest_clock()
+    }
+
+    async fn prepare(&mut self, attempt: u32, log: &RestartLog) -> std::result::Result<(), Halt> {
+        rearm(self.job).map_err(|e| Halt::Failed(e.to_string()))?;
+        self.job.tracker.begin_attempt(attempt, log.to_json());
+        Ok(())
     }
 }
 

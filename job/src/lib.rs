@@ -10,9 +10,11 @@
 //! * [`rendezvous`]: the protocol between a process and the job's tracker (the YARN AM, or
 //!   `yarn-submit` for local jobs): start-up without fixed ports, then progress lines.
 //! * [`tracking`]: the job as its tracker sees it, `status.json`, the page and `report.html`.
-//! * [`restarts`]: the one restart policy both launchers follow, with its log.
+//! * [`driver`]: the one job driver over a [`driver::Launcher`] (local processes or YARN
+//!   containers), and [`restarts`]: the one restart policy it follows, with its log.
 
 mod cli;
+pub mod driver;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod launch;
