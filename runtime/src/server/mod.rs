@@ -34,6 +34,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 pub(crate) enum ServerIn {
     Net(usize, Msg),
     AddTable(u32, Box<dyn ServerTableOps>),
+    /// The name node's manifest of a snapshot is staged (written under its temporary name).
+    ManifestStaged(Box<crate::snapshot::Manifest>),
     /// The name node's manifest of snapshot `clock` is written (or failed; the job then fails).
     ManifestDone(i64),
 }
@@ -155,6 +157,10 @@ impl Server {
                     Ok(())
                 }
                 ServerIn::Net(from, msg) => self.handle(from, msg),
+                ServerIn::ManifestStaged(m) => match self.namenode.as_mut() {
+                    Some(nn) => nn.manifest_staged(*m),
+                    None => Ok(()),
+                },
                 ServerIn::ManifestDone(clock) => match self.namenode.as_mut() {
                     Some(nn) => nn.manifest_done(clock, &self.to_client),
                     None => Ok(()),

@@ -30,6 +30,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
+/// A snapshot on its way to completion: its staged manifest, and how many processes stored
+/// their files.
+#[derive(Default)]
+struct Commit {
+    manifest: Option<Manifest>,
+    stored: usize,
+}
+
 pub(crate) struct NameNode {
     n: usize,
     registered: Vec<Option<u64>>,
@@ -39,8 +47,10 @@ pub(crate) struct NameNode {
     shared: Arc<Shared>,
     snaps: Option<Arc<Snapshots>>,
     inbox: UnboundedSender<ServerIn>,
-    /// Snapshot parts reported so far, per clock.
+    /// Snapshot parts reported encoded so far, per clock.
     parts: BTreeMap<i64, Vec<ProcessPart>>,
+    /// Snapshots whose manifest is being staged or whose files are being stored, per clock.
+    commits: BTreeMap<i64, Commit>,
     /// Manifests being written; shutdown waits for them.
     manifests_pending: usize,
     shutdown_deferred: bool,
@@ -58,21 +68,43 @@ impl NameNode {
             snaps,
             inbox,
             parts: BTreeMap::new(),
+            commits: BTreeMap::new(),
             manifests_pending: 0,
             shutdown_deferred: false,
         }
     }
 
-    /// A process stored its part of snapshot `clock`; the last one triggers the manifest.
+    /// A process reported its part of snapshot `clock`: encoded (the last of those stages the
+    /// manifest) or stored (the last of those, with the manifest staged, completes it).
     fn snapshot_part(&mut self, from: usize, clock: i64, info: &str) -> Result<()> {
         let part: ProcessPart = serde_json::from_str(info)
             .map_err(|e| PsError::codec(format!("process {from}: snapshot {clock} report: {e}")))?;
+        if part.stored {
+            self.commits.entry(clock).or_default().stored += 1;
+            return self.try_commit(clock);
+        }
         let parts = self.parts.entry(clock).or_default();
         parts.push(part);
         if parts.len() < self.n {
             return Ok(());
         }
-        let mut parts = self.parts.remove(&clock).unwrap_or_default();
+        let parts = self.parts.remove(&clock).unwrap_or_default();
+        let m = self.manifest(clock, parts);
+        let Some(snaps) = self.snaps.clone() else {
+            return Err(PsError::codec(format!("process {from} reported a snapshot, but none are configured")));
+        };
+        self.manifests_pending += 1;
+        let inbox = self.inbox.clone();
+        snaps.clone().submit_commit(&self.shared, move || {
+            snaps.store.stage_manifest(&m)?;
+            let _ = inbox.send(ServerIn::ManifestStaged(Box::new(m)));
+            Ok(())
+        });
+        Ok(())
+    }
+
+    /// The manifest of snapshot `clock` from every process's part.
+    fn manifest(&self, clock: i64, mut parts: Vec<ProcessPart>) -> Manifest {
         parts.sort_by_key(|p| p.process);
         let mut tables: BTreeMap<u32, TableEntry> = BTreeMap::new();
         let mut workers = Vec::new();
@@ -86,7 +118,7 @@ impl NameNode {
         workers.sort_by_key(|w| w.owner);
         let threads = self.shared.cfg.threads;
         let approx = parts.iter().any(|p| p.approx);
-        let m = Manifest {
+        Manifest {
             format_version: FORMAT_VERSION,
             clock,
             mode: if approx { "approx" } else { "pure" }.into(),
@@ -99,16 +131,25 @@ impl NameNode {
                 .map_or(0, |d| d.as_secs()),
             tables: tables.into_values().collect(),
             workers,
-        };
-        self.manifests_pending += 1;
-        let inbox = self.inbox.clone();
-        let Some(snaps) = self.snaps.clone() else {
-            return Err(PsError::codec(format!("process {from} reported a snapshot, but none are configured")));
-        };
-        let writer = snaps.clone();
-        let live = self.shared.live.clone();
-        writer.submit(&self.shared, move || {
-            let r = snaps.store.write_manifest(&m).and_then(|_| {
+        }
+    }
+
+    /// The manifest of snapshot `m.clock` is staged.
+    pub fn manifest_staged(&mut self, m: Manifest) -> Result<()> {
+        let clock = m.clock;
+        self.commits.entry(clock).or_default().manifest = Some(m);
+        self.try_commit(clock)
+    }
+
+    /// Completes snapshot `clock` once its manifest is staged and every process stored its files:
+    /// the manifest takes its name (a rename), then older snapshots are pruned.
+    fn try_commit(&mut self, clock: i64) -> Result<()> {
+        let ready = self.commits.get(&clock).is_some_and(|c| c.manifest.is_some() && c.stored == self.n);
+        let (Some(snaps), true) = (self.snaps.clone(), ready) else { return Ok(()) };
+        let m = self.commits.remove(&clock).and_then(|c| c.manifest).expect("checked above");
+        let (inbox, live) = (self.inbox.clone(), self.shared.live.clone());
+        snaps.clone().submit_commit(&self.shared, move || {
+            let r = snaps.store.commit_manifest(m.clock).and_then(|_| {
                 let bytes = m.total_bytes();
                 log::info!(
                     "snapshot {} complete: {} ({} tables, {:.1} MB, {})",

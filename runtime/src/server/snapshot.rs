@@ -103,20 +103,34 @@ impl Server {
                 crc: crc32c(&payload),
                 row_type: cfg.row_type.clone(),
             };
+            let bytes = h.file_bytes(&payload);
             let entry = FileEntry {
                 file: CheckpointStore::shard_name(pid, id),
                 owner: pid as u32,
                 rows,
-                bytes: 0,
+                bytes: bytes.len() as u64,
                 crc32c: h.crc,
             };
-            files.push((cfg, entry, h.file_bytes(&payload)));
+            files.push((cfg, entry, bytes));
         }
         log::debug!("server {pid}: snapshot {t} encoded ({} tables)", files.len());
-        let (shared, snaps2) = (self.shared.clone(), snaps.clone());
-        snaps.submit(&self.shared, move || {
-            let snaps = snaps2;
-            let states = snaps.take_states(t);
+        // Every worker of this process saved its state before ending clock t - 1, which all of
+        // them have (the server's clock says so).
+        let states = snaps.take_states(t);
+        let part = ProcessPart {
+            process: pid as u32,
+            shards: files.iter().map(|(cfg, e, _)| (cfg.clone(), e.clone())).collect(),
+            workers: states.iter().map(|(e, _)| e.clone()).collect(),
+            approx,
+            is_final,
+            stored: false,
+        };
+        // What the files will be, before they are written: the name node stages the manifest
+        // while they are (on HDFS each close waits about half a second for the NameNode).
+        let info = |p: &ProcessPart| serde_json::to_string(p).expect("serialisable");
+        self.shared.send(ClientCmd::SnapshotDone { clock: t, info: info(&part) });
+        let shared = self.shared.clone();
+        snaps.clone().submit(&self.shared, move || {
             let mut writes: Vec<(String, &[u8], String)> = files
                 .iter()
                 .map(|(cfg, e, b)| (e.file.clone(), b.as_slice(), format!("snapshot shard of table {}", cfg.id)))
@@ -125,14 +139,7 @@ impl Server {
                 writes.push((e.file.clone(), b.as_slice(), format!("state of worker {}", e.owner)));
             }
             snaps.write_all(t, &writes)?;
-            let shards = files
-                .iter()
-                .map(|(cfg, e, b)| (cfg.clone(), FileEntry { bytes: b.len() as u64, ..e.clone() }))
-                .collect();
-            let workers = states.into_iter().map(|(e, _)| e).collect();
-            let part = ProcessPart { process: pid as u32, shards, workers, approx, is_final };
-            let info = serde_json::to_string(&part).expect("serialisable");
-            shared.send(ClientCmd::SnapshotDone { clock: t, info });
+            shared.send(ClientCmd::SnapshotDone { clock: t, info: info(&ProcessPart { stored: true, ..part }) });
             shared.live.push(Report::Snapshot(t, SnapshotState::Part));
             Ok(())
         });

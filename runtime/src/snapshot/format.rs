@@ -212,6 +212,10 @@ pub struct ProcessPart {
     pub workers: Vec<FileEntry>,
     pub approx: bool,
     pub is_final: bool,
+    /// Sent twice: first when the files are encoded (`false`: the name node stages the manifest
+    /// meanwhile), then once they are stored (`true`: the snapshot may be completed).
+    #[serde(default)]
+    pub stored: bool,
 }
 
 /// `MANIFEST.json`: written last; its presence makes a snapshot complete.

@@ -45,6 +45,9 @@ pub(crate) struct Snapshots {
     pub cfg: CheckpointConfig,
     pub resume: Option<Manifest>,
     writer: Mutex<Sender<Job>>,
+    /// The name node's manifests, staged and committed in clock order on a thread of their own,
+    /// so that they are not queued behind this process's shard files.
+    committer: Mutex<Sender<Job>>,
     /// Worker states saved per clock, not yet written: (manifest entry, file bytes).
     states: Mutex<BTreeMap<i64, Vec<SavedState>>>,
 }
@@ -87,16 +90,23 @@ impl Snapshots {
         }
         // One writer thread per process: snapshot files are written in clock order, so snapshots
         // complete in clock order (pruning relies on it), and servers never block on storage.
+        let writer = Mutex::new(Self::job_thread("ps-snapshot")?);
+        let committer = Mutex::new(Self::job_thread("ps-manifest")?);
+        Ok(Some(Snapshots { store, cfg: cfg.clone(), resume, writer, committer, states: Mutex::default() }))
+    }
+
+    /// A thread that runs the jobs sent to it, in order.
+    fn job_thread(name: &str) -> Result<Sender<Job>> {
         let (tx, rx) = channel::<Job>();
         std::thread::Builder::new()
-            .name("ps-snapshot".into())
+            .name(name.into())
             .spawn(move || {
                 for job in rx {
                     job();
                 }
             })
-            .map_err(|e| PsError::io("starting the snapshot writer thread", e))?;
-        Ok(Some(Snapshots { store, cfg: cfg.clone(), resume, writer: Mutex::new(tx), states: Mutex::default() }))
+            .map_err(|e| PsError::io(format!("starting the {name} thread"), e))?;
+        Ok(tx)
     }
 
     /// Writes files of snapshot `t` concurrently: on HDFS each close waits for the NameNode to
@@ -128,6 +138,15 @@ impl Snapshots {
     /// Runs `job` on the writer thread. A failure fails the job everywhere, with the error's
     /// description of what was being written where.
     pub fn submit(&self, shared: &Arc<Shared>, job: impl FnOnce() -> Result<()> + Send + 'static) {
+        Self::submit_to(&self.writer, shared, job)
+    }
+
+    /// As [`Snapshots::submit`], on the name node's manifest thread.
+    pub fn submit_commit(&self, shared: &Arc<Shared>, job: impl FnOnce() -> Result<()> + Send + 'static) {
+        Self::submit_to(&self.committer, shared, job)
+    }
+
+    fn submit_to(lane: &Mutex<Sender<Job>>, shared: &Arc<Shared>, job: impl FnOnce() -> Result<()> + Send + 'static) {
         shared.update_ctl(|c| c.snap_jobs += 1);
         let core2 = shared.clone();
         let run = move || {
@@ -137,7 +156,7 @@ impl Snapshots {
             }
             core2.update_ctl(|c| c.snap_jobs -= 1);
         };
-        let sent = self.writer.lock().unwrap_or_else(|e| e.into_inner()).send(Box::new(run));
+        let sent = lane.lock().unwrap_or_else(|e| e.into_inner()).send(Box::new(run));
         if let Err(e) = sent {
             // Only possible if the writer thread died, which fails the job as well.
             (e.0)();

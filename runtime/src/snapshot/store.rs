@@ -4,7 +4,7 @@
 
 use super::format::{parse_state, Manifest, ShardHeader, MANIFEST};
 use crate::error::{PsError, Result};
-use crate::storage::{storage_for, write_atomic, Storage};
+use crate::storage::{commit_staged, storage_for, write_staged, Storage};
 use std::io::Read;
 use std::sync::Arc;
 
@@ -74,9 +74,25 @@ impl CheckpointStore {
 
     /// Writes the manifest under a temporary name, then renames it: it appears complete or not at all.
     pub fn write_manifest(&self, m: &Manifest) -> Result<()> {
+        self.stage_manifest(m)?;
+        self.commit_manifest(m.clock)
+    }
+
+    /// Writes the manifest of snapshot `m.clock` under its temporary name, where it does not make
+    /// the snapshot complete: while the shards are still being written.
+    pub fn stage_manifest(&self, m: &Manifest) -> Result<()> {
         let text = serde_json::to_vec_pretty(m).map_err(|e| PsError::codec(format!("encoding manifest: {e}")))?;
-        let path = format!("{}/{MANIFEST}", self.clock_dir(m.clock));
-        write_atomic(self.storage.as_ref(), &path, &text, "snapshot manifest")
+        write_staged(self.storage.as_ref(), &self.manifest_path(m.clock), &text, "snapshot manifest")
+    }
+
+    /// Completes snapshot `t` once every file it lists is stored: its staged manifest takes its
+    /// name.
+    pub fn commit_manifest(&self, t: i64) -> Result<()> {
+        commit_staged(self.storage.as_ref(), &self.manifest_path(t))
+    }
+
+    fn manifest_path(&self, t: i64) -> String {
+        format!("{}/{MANIFEST}", self.clock_dir(t))
     }
 
     pub fn read_manifest(&self, t: i64) -> Result<Manifest> {

@@ -123,11 +123,25 @@ pub fn copy(from: &str, to: &str, what: &str) -> Result<()> {
 /// sees the whole file or none of it (the rename is atomic on local file systems and on HDFS).
 /// `what` names the file in errors, e.g. "job stats".
 pub fn write_atomic(st: &dyn Storage, path: &str, data: &[u8], what: &str) -> Result<()> {
+    write_staged(st, path, data, what)?;
+    commit_staged(st, path)
+}
+
+/// The first half of [`write_atomic`]: `data` written and closed under `path`'s temporary name,
+/// where no reader of `path` sees it. Slow on HDFS (a close waits for the NameNode to hear of
+/// the block), so it can run while other files are still being written.
+pub fn write_staged(st: &dyn Storage, path: &str, data: &[u8], what: &str) -> Result<()> {
     let tmp = format!("{path}.tmp");
     let fail = |op: &str, e: &dyn std::fmt::Display| PsError::Io(format!("{op} {what} {tmp}: {e}"));
     let mut f = st.create(&tmp).map_err(|e| fail("creating", &e))?;
     std::io::Write::write_all(&mut f, data).map_err(|e| fail("writing", &e))?;
-    f.close().map_err(|e| fail("closing", &e))?;
+    f.close().map_err(|e| fail("closing", &e))
+}
+
+/// The second half of [`write_atomic`]: the staged file appears under `path`, whole (one
+/// rename, a single NameNode call on HDFS).
+pub fn commit_staged(st: &dyn Storage, path: &str) -> Result<()> {
+    let tmp = format!("{path}.tmp");
     if st.rename(&tmp, path).is_ok() {
         return Ok(());
     }
