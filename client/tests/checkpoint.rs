@@ -238,6 +238,8 @@ struct PrivateHdfs {
     state: PathBuf,
     url: String,
     conf: String,
+    /// A DataNode started again by the test (hdfs-down.sh stops it; reaped on drop).
+    restarted: std::sync::Mutex<Option<Child>>,
 }
 
 impl PrivateHdfs {
@@ -249,12 +251,45 @@ impl PrivateHdfs {
         let get = |k: &str| {
             env.lines().find_map(|l| l.strip_prefix(&format!("export {k}="))).map(String::from).expect("env line")
         };
-        PrivateHdfs { url: get("HDFS_URL"), conf: get("HADOOP_CONF_DIR"), state }
+        PrivateHdfs { url: get("HDFS_URL"), conf: get("HADOOP_CONF_DIR"), state, restarted: Default::default() }
     }
     fn kill_datanode(&self) {
         let pid = std::fs::read_to_string(self.state.join("run/datanode.pid")).unwrap();
         let st = output(Command::new("kill").args(["-9", pid.trim()]));
         assert!(st.status.success());
+    }
+
+    /// Starts the DataNode again as scripts/hdfs-up.sh does (same configuration, storage and
+    /// ports) and returns once it has sent the NameNode a block report, so HDFS is writable again.
+    fn restart_datanode(&self) {
+        let log = self.state.join("logs/datanode.log");
+        let reports =
+            || std::fs::read_to_string(&log).unwrap_or_default().matches("Successfully sent block report").count();
+        let before = reports();
+        let jars = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/hadoop-2.7.3");
+        let cp = format!("{}:{}:{}/*", self.conf, jars.display(), jars.display());
+        let out = std::fs::File::create(self.state.join("logs/datanode-restarted.out")).unwrap();
+        let child = Command::new("java")
+            .arg("-Xmx512m")
+            .arg(format!("-Dhadoop.log.dir={}", self.state.join("logs").display()))
+            .args(["-Dhadoop.log.file=datanode.log", "-cp", &cp, "org.apache.hadoop.hdfs.server.datanode.DataNode"])
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("java");
+        // hdfs-down.sh stops the DataNode by this file.
+        std::fs::write(self.state.join("run/datanode.pid"), child.id().to_string()).unwrap();
+        *self.restarted.lock().unwrap() = Some(child);
+        // The DataNode says when it is registered only in its log (as hdfs-up.sh waits for it).
+        let deadline = Instant::now() + std::time::Duration::from_secs(90);
+        while reports() == before {
+            assert!(
+                Instant::now() < deadline,
+                "the restarted DataNode sent no block report in 90 s: {}",
+                log.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     }
 }
 
@@ -265,6 +300,10 @@ impl Drop for PrivateHdfs {
             Command::new(scripts.join("hdfs-down.sh")).env("PS_HDFS_DIR", &self.state).spawn().unwrap(),
             std::time::Duration::from_secs(60),
         );
+        if let Some(mut dn) = self.restarted.lock().unwrap().take() {
+            let _ = dn.kill();
+            let _ = dn.wait();
+        }
         let _ = std::fs::remove_dir_all(&self.state);
     }
 }
@@ -308,6 +347,49 @@ fn datanode_stopped_mid_job_fails_it_naming_path_and_operation() {
     let failed_at = failed_at.expect("clock in the failing path");
     assert!(!complete.contains(&failed_at), "snapshot {failed_at} failed but has a manifest: {list:?}");
     // Stop the private HDFS before its state directory (with the pid files) goes.
+    drop(hdfs);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A DataNode restart in the middle of the job: the checkpoints that could not be written while it
+/// was down are not committed (nothing half-written looks complete), the job goes on, and the
+/// checkpoints after the restart, the last included, complete.
+#[test]
+fn datanode_restarted_mid_job_loses_a_checkpoint_not_the_job() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
+    let dir = tmpdir("dn-restart");
+    let input = ratings(&dir);
+    let hdfs = PrivateHdfs::start(dir.join("hdfs"));
+    let ck = format!("{}/ckpt", hdfs.url);
+    // 400 clocks of at least 0.1 s (every worker is a straggler): time for the DataNode to restart.
+    let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "8"]);
+    args.extend(strings(&["mf", "--input", &input, "--passes", "100", "--clocks-per-pass", "4", "--rank", "8"]));
+    args.extend(strings(&["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.1"]));
+    let (child, rx) = spawn_lines(submit().args(&args).env("HADOOP_CONF_DIR", &hdfs.conf));
+    let mut log = Vec::new();
+    wait_for(&rx, "snapshot 8 complete", &mut log);
+    hdfs.kill_datanode();
+    let lost = wait_for(&rx, "not committed", &mut log);
+    hdfs.restart_datanode();
+    let status = wait_within(child, JOB_LIMIT, "the job whose DataNode restarted");
+    log.extend(rx.iter());
+    let text = log.join("\n");
+    assert!(status.success(), "the job must go on past the lost checkpoint:\n{text}");
+    let lost_at: i64 = lost
+        .split("snapshot ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no clock in {lost}"));
+    let store = CheckpointStore::open(&ck).unwrap();
+    let list = store.list().unwrap();
+    let complete: Vec<i64> = list.iter().filter(|x| x.1).map(|x| x.0).collect();
+    assert!(!complete.contains(&lost_at), "snapshot {lost_at} was not committed but has a manifest: {list:?}");
+    assert!(complete.contains(&400), "the final snapshot completes: {list:?}");
+    let resumable = store.latest_resumable().unwrap().expect("a resumable checkpoint");
+    assert!(resumable.clock > lost_at, "no checkpoint after the restart to resume from: {list:?}");
     drop(hdfs);
     std::fs::remove_dir_all(&dir).ok();
 }

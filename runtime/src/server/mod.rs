@@ -35,7 +35,10 @@ pub(crate) enum ServerIn {
     Net(usize, Msg),
     AddTable(u32, Box<dyn ServerTableOps>),
     /// The name node's manifest of a snapshot is staged (written under its temporary name).
-    ManifestStaged(Box<crate::snapshot::Manifest>),
+    ManifestStaged {
+        clock: i64,
+        staged: std::result::Result<Box<crate::snapshot::Manifest>, String>,
+    },
     /// The name node's manifest of snapshot `clock` is written (or failed; the job then fails).
     ManifestDone(i64),
 }
@@ -157,8 +160,8 @@ impl Server {
                     Ok(())
                 }
                 ServerIn::Net(from, msg) => self.handle(from, msg),
-                ServerIn::ManifestStaged(m) => match self.namenode.as_mut() {
-                    Some(nn) => nn.manifest_staged(*m),
+                ServerIn::ManifestStaged { clock, staged } => match self.namenode.as_mut() {
+                    Some(nn) => nn.manifest_staged(clock, staged),
                     None => Ok(()),
                 },
                 ServerIn::ManifestDone(clock) => match self.namenode.as_mut() {

@@ -20,6 +20,7 @@
 use super::ServerIn;
 use crate::clock::Clock;
 use crate::error::{PsError, Result};
+use crate::live::Live;
 use crate::net::Link;
 use crate::report::{Report, SnapshotState};
 use crate::snapshot::format::{Manifest, ProcessPart, TableEntry, FORMAT_VERSION};
@@ -30,12 +31,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
-/// A snapshot on its way to completion: its staged manifest, and how many processes stored
-/// their files.
+/// A snapshot on its way to completion: its manifest once staged (or why it could not be), how
+/// many processes stored their files, and why one could not.
 #[derive(Default)]
 struct Commit {
-    manifest: Option<Manifest>,
+    staged: Option<std::result::Result<Manifest, String>>,
     stored: usize,
+    failed: Option<String>,
 }
 
 pub(crate) struct NameNode {
@@ -80,7 +82,11 @@ impl NameNode {
         let part: ProcessPart = serde_json::from_str(info)
             .map_err(|e| PsError::codec(format!("process {from}: snapshot {clock} report: {e}")))?;
         if part.stored {
-            self.commits.entry(clock).or_default().stored += 1;
+            let c = self.commits.entry(clock).or_default();
+            c.stored += 1;
+            if let Some(why) = part.failed {
+                c.failed.get_or_insert(format!("process {from}: {why}"));
+            }
             return self.try_commit(clock);
         }
         let parts = self.parts.entry(clock).or_default();
@@ -96,8 +102,12 @@ impl NameNode {
         self.manifests_pending += 1;
         let inbox = self.inbox.clone();
         snaps.clone().submit_commit(&self.shared, move || {
-            snaps.store.stage_manifest(&m)?;
-            let _ = inbox.send(ServerIn::ManifestStaged(Box::new(m)));
+            let staged = match snaps.store.stage_manifest(&m) {
+                Ok(()) => Ok(Box::new(m)),
+                Err(e) if !m.is_final => Err(e.to_string()),
+                Err(e) => return Err(e),
+            };
+            let _ = inbox.send(ServerIn::ManifestStaged { clock, staged });
             Ok(())
         });
         Ok(())
@@ -134,45 +144,67 @@ impl NameNode {
         }
     }
 
-    /// The manifest of snapshot `m.clock` is staged.
-    pub fn manifest_staged(&mut self, m: Manifest) -> Result<()> {
-        let clock = m.clock;
-        self.commits.entry(clock).or_default().manifest = Some(m);
+    /// The manifest of snapshot `clock` is staged, or could not be (`Err`: why).
+    pub fn manifest_staged(&mut self, clock: i64, staged: std::result::Result<Box<Manifest>, String>) -> Result<()> {
+        self.commits.entry(clock).or_default().staged = Some(staged.map(|m| *m));
         self.try_commit(clock)
     }
 
     /// Completes snapshot `clock` once its manifest is staged and every process stored its files:
-    /// the manifest takes its name (a rename), then older snapshots are pruned.
+    /// the manifest takes its name (a rename), then older snapshots are pruned. A periodic
+    /// snapshot that could not be staged or stored is given up (the job goes on, and its directory
+    /// is pruned as incomplete); the end-of-job one failed the job where it failed.
     fn try_commit(&mut self, clock: i64) -> Result<()> {
-        let ready = self.commits.get(&clock).is_some_and(|c| c.manifest.is_some() && c.stored == self.n);
+        let ready = self.commits.get(&clock).is_some_and(|c| c.staged.is_some() && c.stored == self.n);
         let (Some(snaps), true) = (self.snaps.clone(), ready) else { return Ok(()) };
-        let m = self.commits.remove(&clock).and_then(|c| c.manifest).expect("checked above");
+        let c = self.commits.remove(&clock).expect("checked above");
+        let m = match (c.staged.expect("checked above"), c.failed) {
+            (Ok(m), None) => m,
+            (Err(why), _) | (Ok(_), Some(why)) => {
+                log::warn!("snapshot {clock} not committed ({why}); the job goes on to the next one");
+                let _ = self.inbox.send(ServerIn::ManifestDone(clock));
+                return Ok(());
+            }
+        };
         let (inbox, live) = (self.inbox.clone(), self.shared.live.clone());
         snaps.clone().submit_commit(&self.shared, move || {
-            let r = snaps.store.commit_manifest(m.clock).and_then(|_| {
-                let bytes = m.total_bytes();
-                log::info!(
-                    "snapshot {} complete: {} ({} tables, {:.1} MB, {})",
-                    m.clock,
-                    snaps.store.clock_dir(m.clock),
-                    m.tables.len(),
-                    bytes as f64 / 1e6,
-                    if m.resumable { "resumable" } else { "not resumable" }
-                );
-                live.push(Report::Snapshot(
-                    m.clock,
-                    if m.resumable { SnapshotState::Committed } else { SnapshotState::Approx },
-                ));
-                let deleted = snaps.store.prune(snaps.cfg.keep)?;
-                if !deleted.is_empty() {
-                    log::info!("pruned snapshots of clocks {deleted:?} (keeping {})", snaps.cfg.keep);
+            let r = match snaps.store.commit_manifest(m.clock) {
+                Ok(()) => {
+                    Self::committed(&snaps, &m, &live);
+                    Ok(())
                 }
-                Ok(())
-            });
+                Err(e) if !m.is_final => {
+                    log::warn!("snapshot {} not committed ({e}); the job goes on to the next one", m.clock);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            };
             let _ = inbox.send(ServerIn::ManifestDone(m.clock));
             r
         });
         Ok(())
+    }
+
+    /// Snapshot `m` is complete: says so, then prunes older ones.
+    fn committed(snaps: &Snapshots, m: &Manifest, live: &Live) {
+        log::info!(
+            "snapshot {} complete: {} ({} tables, {:.1} MB, {})",
+            m.clock,
+            snaps.store.clock_dir(m.clock),
+            m.tables.len(),
+            m.total_bytes() as f64 / 1e6,
+            if m.resumable { "resumable" } else { "not resumable" }
+        );
+        live.push(Report::Snapshot(
+            m.clock,
+            if m.resumable { SnapshotState::Committed } else { SnapshotState::Approx },
+        ));
+        // Old snapshots left in place cost space, not correctness: the next prune retries.
+        match snaps.store.prune(snaps.cfg.keep) {
+            Ok(d) if d.is_empty() => {}
+            Ok(d) => log::info!("pruned snapshots of clocks {d:?} (keeping {})", snaps.cfg.keep),
+            Err(e) => log::warn!("pruning old snapshots: {e}"),
+        }
     }
 
     /// A manifest write finished (its failure, if any, already failed the job).

@@ -124,6 +124,7 @@ impl Server {
             approx,
             is_final,
             stored: false,
+            failed: None,
         };
         // What the files will be, before they are written: the name node stages the manifest
         // while they are (on HDFS each close waits about half a second for the NameNode).
@@ -138,9 +139,18 @@ impl Server {
             for (e, b) in &states {
                 writes.push((e.file.clone(), b.as_slice(), format!("state of worker {}", e.owner)));
             }
-            snaps.write_all(t, &writes)?;
-            shared.send(ClientCmd::SnapshotDone { clock: t, info: info(&ProcessPart { stored: true, ..part }) });
-            shared.live.push(Report::Snapshot(t, SnapshotState::Part));
+            // A periodic checkpoint that cannot be stored (a DataNode restarting, say) is given up,
+            // and the job goes on to the next; the end-of-job one holds the final tables and must be.
+            let failed = match snaps.write_all(t, &writes) {
+                Err(e) if !is_final => Some(e.to_string()),
+                other => other.map(|_| None)?,
+            };
+            match &failed {
+                Some(why) => log::warn!("snapshot {t} abandoned: {why}"),
+                None => shared.live.push(Report::Snapshot(t, SnapshotState::Part)),
+            }
+            shared
+                .send(ClientCmd::SnapshotDone { clock: t, info: info(&ProcessPart { stored: true, failed, ..part }) });
             Ok(())
         });
     }

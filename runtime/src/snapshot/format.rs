@@ -216,6 +216,9 @@ pub struct ProcessPart {
     /// meanwhile), then once they are stored (`true`: the snapshot may be completed).
     #[serde(default)]
     pub stored: bool,
+    /// With `stored`: why its files could not be stored (the snapshot is then abandoned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// `MANIFEST.json`: written last; its presence makes a snapshot complete.

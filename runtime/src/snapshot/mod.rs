@@ -12,9 +12,13 @@
 //! after a snapshot clock `t`. Pure mode: a batch of clock `>= t` arriving while `t` is pending copies
 //! each row it touches first (`ServerTable::forks[t]`); later batches of clocks `< t` update those
 //! copies too. When `global` reaches `t-1` the server encodes every table (copy if forked, else the live
-//! row) and hands the bytes to the `ps-snapshot` thread, which writes `clock-<t>/server-<s>.table-<id>`
-//! and sends `SnapshotDone` (shards + this process's worker-state files) to the name node. The name node
-//! writes `MANIFEST.json` last (temp name + rename), then prunes. `Worker::clock_saving` writes the
+//! row), tells the name node what the files will be (`SnapshotDone`, its part not yet `stored`) and
+//! hands the bytes to the `ps-snapshot` thread, which writes `clock-<t>/server-<s>.table-<id>` and the
+//! worker-state files and then reports the part `stored`. Meanwhile the name node writes the manifest
+//! under its temporary name (on its `ps-manifest` thread): on HDFS every close waits about half a
+//! second for the NameNode to hear of the block, and this way a checkpoint waits for one close, not
+//! two. Once every part is stored, the staged manifest is renamed to `MANIFEST.json` (so it still
+//! appears last, whole), then old snapshots are pruned. `Worker::clock_saving` writes the
 //! thread's state before its clock moves, so it is listed with the process's part. Resume: every process
 //! picks the newest manifest that is resumable, loads its server shards in `create_table`, starts all
 //! clocks (threads, tracker, `vc`, `sent_upto`) at `t`, and workers read their state with
