@@ -103,7 +103,7 @@ impl CommonArgs {
         }
     }
 
-    /// Injected straggling for clock `clock` of process `pid` of `nprocs` (see [`StragglerArgs`]).
+    /// Injected straggling for clock `clock` of process `pid` of `nprocs` (see `StragglerArgs`).
     pub fn straggle(&self, pid: usize, nprocs: usize, clock: i64) {
         self.stragglers.straggle(self.seed, pid, nprocs, clock);
     }

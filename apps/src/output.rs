@@ -78,7 +78,7 @@ impl Output {
     }
 
     /// For outputs every worker writes parts of: waits (a global barrier) until all have written,
-    /// then global thread 0 commits and logs "`what` written to <url>".
+    /// then global thread 0 commits and logs "`what` written to `<url>`".
     pub fn commit_when_all_wrote(&self, w: &mut Worker, what: &str) -> Result<()> {
         w.global_barrier()?;
         if w.global_thread_id() == 0 {

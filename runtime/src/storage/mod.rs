@@ -39,7 +39,7 @@ pub trait Storage: Send + Sync {
     fn entry(&self, url: &str) -> Result<Entry>;
     /// The files of an input, sorted, with sizes: the file itself, the visible files of a
     /// directory at any depth (names not starting with `_` or `.`, as Hadoop writes `_SUCCESS`
-    /// beside `part-*`), or those of every path a glob pattern matches (see [`listing`]).
+    /// beside `part-*`), or those of every path a glob pattern matches (see `listing`).
     fn list(&self, url: &str) -> Result<Vec<(String, u64)>> {
         listing::input_files(self, url)
     }
