@@ -364,7 +364,9 @@ fn datanode_restarted_mid_job_loses_a_checkpoint_not_the_job() {
     let hdfs = PrivateHdfs::start(dir.join("hdfs"));
     let ck = format!("{}/ckpt", hdfs.url);
     // 400 clocks of at least 0.1 s (every worker is a straggler): time for the DataNode to restart.
+    let stats = dir.join("stats.json");
     let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "8"]);
+    args.extend(strings(&["--stats", stats.to_str().unwrap()]));
     args.extend(strings(&["mf", "--input", &input, "--passes", "100", "--clocks-per-pass", "4", "--rank", "8"]));
     args.extend(strings(&["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.1"]));
     let (child, rx) = spawn_lines(submit().args(&args).env("HADOOP_CONF_DIR", &hdfs.conf));
@@ -390,6 +392,10 @@ fn datanode_restarted_mid_job_loses_a_checkpoint_not_the_job() {
     assert!(complete.contains(&400), "the final snapshot completes: {list:?}");
     let resumable = store.latest_resumable().unwrap().expect("a resumable checkpoint");
     assert!(resumable.clock > lost_at, "no checkpoint after the restart to resume from: {list:?}");
+    // The stats count what was lost: at least the one logged, and not every checkpoint.
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let abandoned = v["snapshots_abandoned"].as_u64().unwrap_or_else(|| panic!("no snapshots_abandoned: {v}"));
+    assert!((1..50).contains(&abandoned), "{abandoned} of 50 checkpoints abandoned");
     drop(hdfs);
     std::fs::remove_dir_all(&dir).ok();
 }

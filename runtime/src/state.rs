@@ -152,6 +152,8 @@ pub(crate) struct NetStats {
     pub significant_updates: AtomicU64,
     pub mirror_clock_waits: AtomicU64,
     pub selective_barriers: AtomicU64,
+    /// Periodic checkpoints the name node gave up (they could not be written).
+    pub snapshots_abandoned: AtomicU64,
 }
 
 /// The state every layer of a process shares.

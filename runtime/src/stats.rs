@@ -102,6 +102,10 @@ pub struct ProcessStats {
     pub mirror_clock_waits: u64,
     #[serde(default)]
     pub selective_barriers: u64,
+    /// Periodic checkpoints given up because they could not be written (the name node's count;
+    /// 0 in the other processes).
+    #[serde(default)]
+    pub snapshots_abandoned: u64,
     /// Peak resident set size of the process (bytes, from getrusage).
     pub peak_rss_bytes: u64,
     /// CPU seconds (user + system, every thread of the process) from the first clock's work to
@@ -238,6 +242,7 @@ struct JobStats {
     significant_updates: u64,
     mirror_clock_waits: u64,
     selective_barriers: u64,
+    snapshots_abandoned: u64,
     /// The largest process's peak RSS.
     peak_rss_bytes: u64,
     train_cpu_s: f64,
@@ -288,6 +293,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         significant_updates: sum(|p| p.significant_updates),
         mirror_clock_waits: sum(|p| p.mirror_clock_waits),
         selective_barriers: sum(|p| p.selective_barriers),
+        snapshots_abandoned: sum(|p| p.snapshots_abandoned),
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
         train_cpu_s: stats().map(|p| p.train_cpu_s).sum(),
         train_bytes_sent: sum(|p| p.train_bytes_sent),
@@ -358,6 +364,7 @@ mod tests {
             "significant_updates": int("significant_updates"),
             "mirror_clock_waits": int("mirror_clock_waits"),
             "selective_barriers": int("selective_barriers"),
+            "snapshots_abandoned": int("snapshots_abandoned"),
             "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
             "train_cpu_s": sum("train_cpu_s"),
             "train_bytes_sent": int("train_bytes_sent"),
@@ -389,7 +396,7 @@ mod tests {
             "rows_recv": 1553, "rows_recv_remote": 589 + 375 * k, "updates_sent": 1200, "fetches_sent": 8,
             "wan_bytes_sent": 7000 * k, "wan_bytes_recv": 6000 + k,
             "significant_updates": 40 + k, "mirror_clock_waits": 3 * k,
-            "selective_barriers": 2 * k,
+            "selective_barriers": 2 * k, "snapshots_abandoned": k,
             "peak_rss_bytes": 104_857_600 + 4096 * k,
             "staleness_hist": {"-1": 1157 + k, "-2": 797, "-3": 1246, format!("-{}", 4 + k): 7},
             "mean_staleness": -2.0278125,
@@ -424,7 +431,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 27] = [
+    const JOB_KEYS: [&str; 28] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -443,6 +450,7 @@ mod tests {
         "selective_barriers",
         "server_bytes_sent",
         "significant_updates",
+        "snapshots_abandoned",
         "staleness_hist",
         "thread_cache_misses",
         "train_bytes_sent",

@@ -28,6 +28,7 @@ use crate::snapshot::Snapshots;
 use crate::state::Shared;
 use crate::wire::Msg;
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -162,19 +163,21 @@ impl NameNode {
             (Ok(m), None) => m,
             (Err(why), _) | (Ok(_), Some(why)) => {
                 log::warn!("snapshot {clock} not committed ({why}); the job goes on to the next one");
+                self.shared.net.snapshots_abandoned.fetch_add(1, Ordering::Relaxed);
                 let _ = self.inbox.send(ServerIn::ManifestDone(clock));
                 return Ok(());
             }
         };
-        let (inbox, live) = (self.inbox.clone(), self.shared.live.clone());
+        let (inbox, shared) = (self.inbox.clone(), self.shared.clone());
         snaps.clone().submit_commit(&self.shared, move || {
             let r = match snaps.store.commit_manifest(m.clock) {
                 Ok(()) => {
-                    Self::committed(&snaps, &m, &live);
+                    Self::committed(&snaps, &m, &shared.live);
                     Ok(())
                 }
                 Err(e) if !m.is_final => {
                     log::warn!("snapshot {} not committed ({e}); the job goes on to the next one", m.clock);
+                    shared.net.snapshots_abandoned.fetch_add(1, Ordering::Relaxed);
                     Ok(())
                 }
                 Err(e) => Err(e),
