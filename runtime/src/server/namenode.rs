@@ -162,8 +162,7 @@ impl NameNode {
         let m = match (c.staged.expect("checked above"), c.failed) {
             (Ok(m), None) => m,
             (Err(why), _) | (Ok(_), Some(why)) => {
-                log::warn!("snapshot {clock} not committed ({why}); the job goes on to the next one");
-                self.shared.net.snapshots_abandoned.fetch_add(1, Ordering::Relaxed);
+                Self::abandoned(&self.shared, clock, &why);
                 let _ = self.inbox.send(ServerIn::ManifestDone(clock));
                 return Ok(());
             }
@@ -176,8 +175,7 @@ impl NameNode {
                     Ok(())
                 }
                 Err(e) if !m.is_final => {
-                    log::warn!("snapshot {} not committed ({e}); the job goes on to the next one", m.clock);
-                    shared.net.snapshots_abandoned.fetch_add(1, Ordering::Relaxed);
+                    Self::abandoned(&shared, m.clock, &e);
                     Ok(())
                 }
                 Err(e) => Err(e),
@@ -186,6 +184,12 @@ impl NameNode {
             r
         });
         Ok(())
+    }
+
+    /// Periodic snapshot `clock` is given up: says why, and counts it for the stats.
+    fn abandoned(shared: &Shared, clock: i64, why: &dyn std::fmt::Display) {
+        log::warn!("snapshot {clock} not committed ({why}); the job goes on to the next one");
+        shared.net.snapshots_abandoned.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Snapshot `m` is complete: says so, then prunes older ones.

@@ -72,14 +72,9 @@ impl CheckpointStore {
         parse_state(&bytes, t, worker as u32, &format!("{}/{name}", self.clock_dir(t)))
     }
 
-    /// Writes the manifest under a temporary name, then renames it: it appears complete or not at all.
-    pub fn write_manifest(&self, m: &Manifest) -> Result<()> {
-        self.stage_manifest(m)?;
-        self.commit_manifest(m.clock)
-    }
-
     /// Writes the manifest of snapshot `m.clock` under its temporary name, where it does not make
-    /// the snapshot complete: while the shards are still being written.
+    /// the snapshot complete: while the shards are still being written. With
+    /// [`CheckpointStore::commit_manifest`] after, it appears complete or not at all.
     pub fn stage_manifest(&self, m: &Manifest) -> Result<()> {
         let text = serde_json::to_vec_pretty(m).map_err(|e| PsError::codec(format!("encoding manifest: {e}")))?;
         write_staged(self.storage.as_ref(), &self.manifest_path(m.clock), &text, "snapshot manifest")
