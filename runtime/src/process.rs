@@ -433,8 +433,9 @@ fn join_workers(ctx: &PsContext, rx: std::sync::mpsc::Receiver<WorkerEnd>) -> Jo
                     if core.check().is_ok() {
                         log::error!("worker thread {tid} failed: {e}");
                         ctx.abort(&e.to_string());
-                        core.fail(e.clone());
                     }
+                    // After a peer's failure too: the worker's own reason replaces "lost process".
+                    core.fail(e.clone());
                     continue;
                 }
                 let (st, secs, c) = fin.expect("checked above");

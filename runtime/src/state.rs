@@ -91,12 +91,16 @@ impl Failure {
         lock(&self.reason).clone()
     }
 
-    /// Records `err` if it is the first failure; returns the wakers to notify.
+    /// Records `err` if it is the first failure, or if it is this process's own error and the
+    /// one recorded only says a peer went away or the job was aborted: when every process fails
+    /// alike, the first to exit must not make the others report its departure instead of their
+    /// own reason. Returns the wakers to notify.
     fn raise(&self, err: PsError) -> Vec<Weak<dyn Wake>> {
         {
             // The reason is stored before the flag is raised, so `check` always finds it.
             let mut f = lock(&self.reason);
-            if f.is_none() {
+            let consequence = |e: &PsError| matches!(e, PsError::PeerLost { .. } | PsError::Aborted(_));
+            if f.as_ref().is_none_or(|old| consequence(old) && !consequence(&err)) {
                 log::error!("{err}");
                 *f = Some(err);
             }
@@ -297,4 +301,27 @@ impl Control {
 /// Locks a mutex, ignoring poisoning: a panicked thread already failed the process.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(errs: Vec<PsError>) -> String {
+        let f = Failure::default();
+        for e in errs {
+            f.raise(e);
+        }
+        f.check().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_process_own_error_wins_over_a_peer_gone_but_not_over_another_own_error() {
+        let lost = || PsError::PeerLost { pid: 0, addr: "h:1".into(), reason: "write failed: Broken pipe".into() };
+        let own = |m: &str| PsError::Config(m.into());
+        assert_eq!(reason(vec![lost(), own("too many bad rows")]), "configuration error: too many bad rows");
+        assert_eq!(reason(vec![PsError::Aborted("x".into()), own("mine")]), "configuration error: mine");
+        assert_eq!(reason(vec![own("first"), own("second"), lost()]), "configuration error: first");
+        assert!(reason(vec![lost(), PsError::Aborted("later".into())]).starts_with("lost process 0"));
+    }
 }
