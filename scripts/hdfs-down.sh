@@ -3,7 +3,7 @@
 set -u
 cd "$(dirname "$0")/.."
 STATE=${PS_HDFS_DIR:-$(pwd)/data/hdfs}
-for p in datanode namenode; do
+for p in datanode namenode namenode2; do
   f=$STATE/run/$p.pid
   [ -f "$f" ] || continue
   pid=$(cat "$f")

@@ -11,6 +11,11 @@
 #     and PS_KDC_DIR from its env): principals nn/ and dn/localhost@PS.TEST mapped to the HDFS
 #     superuser `hdfs`, block access tokens on, and Hadoop's ignore.secure.ports.for.testing
 #     instead of privileged DataNode ports.
+#   PS_HDFS_HA=1  NameNode HA: nameservice `ns1` of NameNodes nn1 and nn2 (both on 127.0.0.1)
+#     sharing an edits directory, manual failover (no ZooKeeper; fencing is a no-op, both run
+#     here), nn1 made active with Hadoop's own DFSHAAdmin; HDFS_URL is then hdfs://ns1. Fail
+#     over with `DFSHAAdmin -failover nn1 nn2` ($STATE/haadmin.sh does it with the right class
+#     path and, when secure, the HDFS superuser's ticket).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -58,7 +63,7 @@ fi
 [ "${1:-}" = "--jars-only" ] && exit 0
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-NN=$(free_port); NNH=$(free_port); SNN=$(free_port); DN=$(free_port); DNH=$(free_port); DNI=$(free_port)
+NN=$(free_port); NNH=$(free_port); NN2=$(free_port); NNH2=$(free_port); SNN=$(free_port); DN=$(free_port); DNH=$(free_port); DNI=$(free_port)
 rm -rf "$STATE"
 mkdir -p "$STATE"/{conf,name,data,logs,run}
 # Say so up front when writes will be refused for space ("could only be replicated to 0 nodes").
@@ -67,6 +72,9 @@ BLOCK_MB=$(( ${PS_HDFS_BLOCK_SIZE:-134217728} / 1048576 ))
 if [ "${FREE_MB:-0}" -lt $(( 32 * BLOCK_MB )) ]; then
   echo "hdfs-up.sh: warning: $FREE_MB MB free under $STATE/data: fewer than 32 blocks of $BLOCK_MB MB can be written at once" >&2
 fi
+HA=${PS_HDFS_HA:-0}
+FS=hdfs://127.0.0.1:$NN
+[ "$HA" = 1 ] && FS=hdfs://ns1
 prop() { printf '  <property><name>%s</name><value>%s</value></property>\n' "$1" "$2"; }
 SECURE=${PS_HDFS_SECURE:-0}
 if [ "$SECURE" = 1 ]; then
@@ -75,7 +83,7 @@ if [ "$SECURE" = 1 ]; then
 fi
 {
   echo "<configuration>"
-  prop fs.defaultFS "hdfs://127.0.0.1:$NN"
+  prop fs.defaultFS "$FS"
   if [ "$SECURE" = 1 ]; then
     prop hadoop.security.authentication kerberos
     # Every RPC sealed (GSSAPI or DIGEST-MD5 privacy), as hardened clusters run it.
@@ -93,8 +101,23 @@ DEFAULT'
   prop dfs.namenode.name.dir "$STATE/name"
   prop dfs.datanode.data.dir "$STATE/data"
   prop dfs.permissions.enabled true
-  prop dfs.namenode.rpc-address "127.0.0.1:$NN"
-  prop dfs.namenode.http-address "127.0.0.1:$NNH"
+  if [ "$HA" = 1 ]; then
+    prop dfs.nameservices ns1
+    prop dfs.ha.namenodes.ns1 nn1,nn2
+    prop dfs.namenode.rpc-address.ns1.nn1 "127.0.0.1:$NN"
+    prop dfs.namenode.rpc-address.ns1.nn2 "127.0.0.1:$NN2"
+    prop dfs.namenode.http-address.ns1.nn1 "127.0.0.1:$NNH"
+    prop dfs.namenode.http-address.ns1.nn2 "127.0.0.1:$NNH2"
+    prop dfs.namenode.shared.edits.dir "file://$STATE/shared-edits"
+    prop dfs.client.failover.proxy.provider.ns1 org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider
+    prop dfs.ha.fencing.methods 'shell(/bin/true)'
+    prop dfs.ha.automatic-failover.enabled false
+    # The standby keeps up with the shared edits every second, so a failover is quick.
+    prop dfs.ha.tail-edits.period 1
+  else
+    prop dfs.namenode.rpc-address "127.0.0.1:$NN"
+    prop dfs.namenode.http-address "127.0.0.1:$NNH"
+  fi
   prop dfs.namenode.secondary.http-address "127.0.0.1:$SNN"
   prop dfs.datanode.address "127.0.0.1:$DN"
   prop dfs.datanode.http.address "127.0.0.1:$DNH"
@@ -133,20 +156,48 @@ KRB_OPTS=()
   --add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
   --add-exports=java.security.jgss/sun.security.jgss=ALL-UNNAMED --add-exports=java.base/sun.net.dns=ALL-UNNAMED)
 jvm() { exec java -Xmx512m "${KRB_OPTS[@]}" -Dhadoop.log.dir="$STATE/logs" -Dhadoop.log.file="$1.log" -cp "$CP" "${@:2}"; }
-(jvm format org.apache.hadoop.hdfs.server.namenode.NameNode -format -nonInteractive -force) >/dev/null 2>&1
-(jvm namenode org.apache.hadoop.hdfs.server.namenode.NameNode) >"$STATE/logs/namenode.out" 2>&1 &
-echo $! > "$STATE/run/namenode.pid"
+if [ "$HA" = 1 ]; then
+  # Both NameNodes listen on 127.0.0.1, so each is told which it is; nn2 starts from a copy of
+  # nn1's freshly formatted directory (what -bootstrapStandby would download).
+  mkdir -p "$STATE/shared-edits"
+  (jvm format org.apache.hadoop.hdfs.server.namenode.NameNode -Ddfs.ha.namenode.id=nn1 -format -nonInteractive -force) >/dev/null 2>&1
+  cp -a "$STATE/name" "$STATE/name2"
+  (jvm namenode org.apache.hadoop.hdfs.server.namenode.NameNode -Ddfs.ha.namenode.id=nn1) >"$STATE/logs/namenode.out" 2>&1 &
+  echo $! > "$STATE/run/namenode.pid"
+  (jvm namenode2 org.apache.hadoop.hdfs.server.namenode.NameNode -Ddfs.ha.namenode.id=nn2 -Ddfs.namenode.name.dir="$STATE/name2") >"$STATE/logs/namenode2.out" 2>&1 &
+  echo $! > "$STATE/run/namenode2.pid"
+  {
+    echo '#!/usr/bin/env bash'
+    echo '# DFSHAAdmin of this HA pair, e.g. `haadmin.sh -failover nn1 nn2`, `haadmin.sh -getServiceState nn2`.'
+    if [ "$SECURE" = 1 ]; then
+      echo "export KRB5CCNAME=FILE:$STATE/run/hdfs.ccache"
+      echo "kinit -kt '$KT' nn/localhost@PS.TEST || exit 1"
+    fi
+    printf 'exec java -Xmx256m'; for o in "${KRB_OPTS[@]}"; do printf " '%s'" "$o"; done
+    echo " -Dhadoop.log.dir='$STATE/logs' -Dhadoop.log.file=haadmin.log -cp '$CP' org.apache.hadoop.hdfs.tools.DFSHAAdmin \"\$@\""
+  } > "$STATE/haadmin.sh"
+  chmod +x "$STATE/haadmin.sh"
+  for _ in $(seq 1 120); do
+    "$STATE/haadmin.sh" -transitionToActive nn1 >"$STATE/logs/haadmin.out" 2>&1 && break
+    sleep 0.5
+  done
+else
+  (jvm format org.apache.hadoop.hdfs.server.namenode.NameNode -format -nonInteractive -force) >/dev/null 2>&1
+  (jvm namenode org.apache.hadoop.hdfs.server.namenode.NameNode) >"$STATE/logs/namenode.out" 2>&1 &
+  echo $! > "$STATE/run/namenode.pid"
+fi
 (jvm datanode org.apache.hadoop.hdfs.server.datanode.DataNode) >"$STATE/logs/datanode.out" 2>&1 &
 echo $! > "$STATE/run/datanode.pid"
 
 # Writable once the DataNode has sent its first block report.
 for _ in $(seq 1 120); do
-  if grep -q "Successfully sent block report" "$STATE/logs/datanode.log" 2>/dev/null; then
-    printf 'export HDFS_URL=hdfs://127.0.0.1:%s\nexport HADOOP_CONF_DIR=%s\n' "$NN" "$STATE/conf" > "$STATE/env"
+  reports=$(grep -c "Successfully sent block report" "$STATE/logs/datanode.log" 2>/dev/null || true)
+  if [ "${reports:-0}" -gt "$HA" ]; then
+    printf 'export HDFS_URL=%s\nexport HADOOP_CONF_DIR=%s\n' "$FS" "$STATE/conf" > "$STATE/env"
     cat "$STATE/env"
     exit 0
   fi
-  for p in namenode datanode; do
+  for p in namenode datanode $([ "$HA" = 1 ] && echo namenode2); do
     kill -0 "$(cat "$STATE/run/$p.pid")" 2>/dev/null || { echo "hdfs-up.sh: the $p died; see $STATE/logs/$p.log" >&2; tail -20 "$STATE/logs/$p.log" >&2 || true; scripts/hdfs-down.sh >/dev/null 2>&1 || true; exit 1; }
   done
   sleep 0.5

@@ -149,6 +149,12 @@ pub struct Cli {
     /// The keytab file holding --principal's keys.
     #[arg(long, value_name = "FILE", requires = "principal")]
     pub keytab: Option<std::path::PathBuf>,
+    /// Secure YARN clusters: more file systems the job reaches besides the default one and those
+    /// its flags name (inputs, output, --checkpoint), e.g. hdfs://ns2,viewfs://cluster; the
+    /// containers get a delegation token for each (as Spark's
+    /// spark.kerberos.access.hadoopFileSystems).
+    #[arg(long, value_name = "URLS", value_delimiter = ',')]
+    pub access_filesystems: Vec<String>,
     /// Geo-distributed: split the processes evenly into D data centers, in hostfile order.
     #[arg(long, value_name = "D")]
     pub datacenters: Option<u32>,

@@ -12,6 +12,7 @@ use crate::local::{next_to_me, report_stats, runtime_bin};
 use crate::paths;
 use crate::staging::{cached_binary, stage, warn_if_not_portable};
 use crate::Cli;
+use ps_hadoop::filesystems::{token_sources, TokenSource};
 use ps_runtime::secret::{generate as generate_secret, CREDENTIALS_ALIAS};
 use ps_runtime::storage::storage_for;
 use ps_runtime::JobConfig;
@@ -149,7 +150,13 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     // A secure cluster: the containers get an HDFS delegation token (renewed by the RM), never a
     // ticket or keytab, and the user is the Kerberos principal's.
     let secure = conf.kerberos().map_err(ClientError::HadoopConf)?;
-    let (user, tokens) = if secure { delegation(&conf, &fs, &login)? } else { (user(), Vec::new()) };
+    let (user, tokens) = if secure {
+        // Every file system the job names; relative paths are on the default one.
+        let named = locations.iter().map(|(_, u)| u).chain(&cli.checkpoint).chain(&cli.access_filesystems);
+        delegation(&conf, std::iter::once(&fs).chain(named).map(String::as_str), &login)?
+    } else {
+        (user(), Vec::new())
+    };
     let (runtime, app_args) = qualify_paths(runtime, app_args, &locations, &fs, &user);
     let qualified = AppInfo {
         locations: locations.iter().map(|(f, p)| (f.clone(), paths::qualify(p, &fs, &user))).collect(),
@@ -294,22 +301,46 @@ fn restart_record(staging: &str) -> Option<serde_json::Value> {
     }
 }
 
-/// The user (the principal's short name) and an HDFS delegation token for the default file
-/// system, renewable by the ResourceManager.
-fn delegation(conf: &HadoopConf, fs: &str, login: &Login) -> Result<(String, Vec<(String, Token)>)> {
-    let nn = fs.strip_prefix("hdfs://").unwrap_or(fs).to_string();
+/// The user (the principal's short name) and HDFS delegation tokens, renewable by the
+/// ResourceManager, for every HDFS behind `urls` (the default file system first: its token's
+/// owner is the user).
+fn delegation<'a>(
+    conf: &HadoopConf,
+    urls: impl IntoIterator<Item = &'a str>,
+    login: &Login,
+) -> Result<(String, Vec<(String, Token)>)> {
+    let urls: Vec<&str> = urls.into_iter().collect();
+    let sources = token_sources(conf, urls.iter().copied()).map_err(ClientError::HadoopConf)?;
     let renewer = conf.rm_principal().map_err(ClientError::HadoopConf)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ClientError::DelegationToken { nn: nn.clone(), source: ps_yarn::YarnError::io("a runtime", e) })?;
-    let token = rt
-        .block_on(hdfs_token::fetch(&nn, &renewer, login))
-        .map_err(|source| ClientError::DelegationToken { nn: nn.clone(), source })?;
-    let owner = hdfs_token::owner(&token).map_err(|source| ClientError::DelegationToken { nn: nn.clone(), source })?;
-    let user = hdfs_token::short_name(&owner).to_string();
-    log::info!("Kerberos: submitting as {owner}; HDFS delegation token for {} renewable by {renewer}", token.service);
-    Ok((user, vec![(token.service.clone(), token)]))
+    let failed =
+        |source: &TokenSource, e| ClientError::DelegationToken { nn: source.authority().to_string(), source: e };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+        ClientError::DelegationToken {
+            nn: urls.first().copied().unwrap_or_default().to_string(),
+            source: ps_yarn::YarnError::io("a runtime", e),
+        }
+    })?;
+    let mut tokens = Vec::new();
+    let mut owner = None;
+    for source in &sources {
+        let got = rt.block_on(hdfs_token::fetch_for(source, &renewer, login)).map_err(|e| failed(source, e))?;
+        let who = hdfs_token::owner(&got[0]).map_err(|e| failed(source, e))?;
+        log::info!(
+            "Kerberos: HDFS delegation token for {} owned by {who}, renewable by {renewer} (service {})",
+            source.authority(),
+            got.iter().map(|t| t.service.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        owner.get_or_insert(who);
+        tokens.extend(got.into_iter().map(|t| (t.service.clone(), t)));
+    }
+    let owner = owner.ok_or_else(|| {
+        ClientError::HadoopConf(ps_hadoop::HadoopError::Config(format!(
+            "fs.defaultFS ({}) is not an HDFS: a secure job stages its files there",
+            urls.first().copied().unwrap_or_default()
+        )))
+    })?;
+    log::info!("Kerberos: submitting as {owner}");
+    Ok((hdfs_token::short_name(&owner).to_string(), tokens))
 }
 
 /// How long following a job waits out an unreachable ResourceManager (a restart or failover

@@ -244,8 +244,21 @@ struct PrivateHdfs {
 
 impl PrivateHdfs {
     fn start(state: PathBuf) -> Self {
+        Self::start_with(state, false)
+    }
+
+    /// A NameNode HA pair (nameservice `ns1`, `nn1` active) and one DataNode.
+    fn start_ha(state: PathBuf) -> Self {
+        Self::start_with(state, true)
+    }
+
+    fn start_with(state: PathBuf, ha: bool) -> Self {
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts");
-        let out = output(Command::new(scripts.join("hdfs-up.sh")).env("PS_HDFS_DIR", &state));
+        let out = output(
+            Command::new(scripts.join("hdfs-up.sh"))
+                .env("PS_HDFS_DIR", &state)
+                .env("PS_HDFS_HA", if ha { "1" } else { "0" }),
+        );
         assert!(out.status.success(), "hdfs-up.sh failed: {}", String::from_utf8_lossy(&out.stderr));
         let env = std::fs::read_to_string(state.join("env")).unwrap();
         let get = |k: &str| {
@@ -253,6 +266,20 @@ impl PrivateHdfs {
         };
         PrivateHdfs { url: get("HDFS_URL"), conf: get("HADOOP_CONF_DIR"), state, restarted: Default::default() }
     }
+    /// Hadoop's `DFSHAAdmin` on the pair (the script hdfs-up.sh wrote); its output.
+    fn haadmin(&self, args: &[&str]) -> String {
+        let o = output(Command::new(self.state.join("haadmin.sh")).args(args));
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "haadmin {args:?}: {text}");
+        text
+    }
+
+    /// `hdfs://ip:port` of NameNode `id` of the pair.
+    fn namenode_url(&self, id: &str) -> String {
+        let conf = ps_yarn::conf::HadoopConf::load_dir(Path::new(&self.conf)).unwrap();
+        format!("hdfs://{}", conf.require(&format!("dfs.namenode.rpc-address.ns1.{id}")).unwrap())
+    }
+
     fn kill_datanode(&self) {
         let pid = std::fs::read_to_string(self.state.join("run/datanode.pid")).unwrap();
         let st = output(Command::new("kill").args(["-9", pid.trim()]));
@@ -396,6 +423,42 @@ fn datanode_restarted_mid_job_loses_a_checkpoint_not_the_job() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     let abandoned = v["snapshots_abandoned"].as_u64().unwrap_or_else(|| panic!("no snapshots_abandoned: {v}"));
     assert!((1..50).contains(&abandoned), "{abandoned} of 50 checkpoints abandoned");
+    drop(hdfs);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// NameNode HA without Kerberos (the secure case is in secure_hdfs.rs): a local job writing its
+/// output and checkpoints to `hdfs://ns1` goes on through Hadoop's own `DFSHAAdmin -failover nn1
+/// nn2` in its middle; checkpoints after the failover complete, on the NameNode now active.
+#[test]
+fn a_namenode_failover_mid_job_is_survived() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
+    let dir = tmpdir("nn-failover");
+    let input = ratings(&dir);
+    let hdfs = PrivateHdfs::start_ha(dir.join("hdfs"));
+    assert_eq!(hdfs.url, "hdfs://ns1");
+    let (ck, out) = (format!("{}/ckpt", hdfs.url), format!("{}/out", hdfs.url));
+    let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "8"]);
+    args.extend(strings(&["mf", "--input", &input, "--output", &out, "--passes", "30", "--clocks-per-pass", "4"]));
+    args.extend(strings(&["--rank", "8", "--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.05"]));
+    let (child, rx) = spawn_lines(submit().args(&args).env("HADOOP_CONF_DIR", &hdfs.conf));
+    let mut log = Vec::new();
+    wait_for(&rx, "snapshot 16 complete", &mut log);
+    hdfs.haadmin(&["-failover", "nn1", "nn2"]);
+    let status = wait_within(child, JOB_LIMIT, "the job whose NameNodes failed over");
+    log.extend(rx.iter());
+    let text = log.join("\n");
+    assert!(status.success(), "the job must survive the failover:\n{text}");
+    assert!(hdfs.haadmin(&["-getServiceState", "nn2"]).contains("active"));
+    // Read back through the NameNode that is active now, by its own address.
+    let nn2 = hdfs.namenode_url("nn2");
+    let store = CheckpointStore::open(&format!("{nn2}/ckpt")).unwrap();
+    let complete: Vec<i64> = store.list().unwrap().into_iter().filter(|x| x.1).map(|x| x.0).collect();
+    assert!(complete.iter().any(|&t| t > 24) && complete.last().is_some_and(|&t| t >= 120), "{complete:?}");
+    let success = format!("{nn2}/out/_SUCCESS");
+    assert!(ps_runtime::storage::storage_for(&success).unwrap().exists(&success).unwrap(), "{text}");
     drop(hdfs);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{bin, output};
+use ps_hadoop::filesystems::{token_sources, TokenSource};
 use ps_testkit::{needs, Service};
 use std::ops::AsyncFnOnce;
 use std::path::Path;
@@ -40,6 +41,26 @@ fn as_principal<T>(principal: &str, kt: &str, f: impl AsyncFnOnce(hdfs_native::C
             .unwrap()
     };
     rt.block_on(f(client))
+}
+
+/// The HA pair's roles: tests that name a NameNode by its own address hold it shared (the
+/// active one must stay active meanwhile); the failover test holds it alone while it fails over.
+static ROLES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The NameNode of the pair that is active, as `localhost:port` (it alone issues tokens).
+fn active_namenode(fetch: impl Fn(&TokenSource) -> bool) -> String {
+    let TokenSource::NameService { namenodes, .. } = nameservice() else { panic!("the secure HDFS is an HA pair") };
+    namenodes
+        .iter()
+        .map(|a| a.replace("127.0.0.1", "localhost"))
+        .find(|a| fetch(&TokenSource::NameNode(a.clone())))
+        .expect("one NameNode is active")
+}
+
+/// The default file system's token source: the secure test HDFS is an HA nameservice.
+fn nameservice() -> TokenSource {
+    let conf = ps_yarn::conf::HadoopConf::load_dir(Path::new(&env("PS_SECURE_HDFS_CONF"))).unwrap();
+    token_sources(&conf, [default_fs().as_str()]).unwrap().remove(0)
 }
 
 /// As the HDFS superuser (the NameNode's principal): a private home directory for `user`.
@@ -96,7 +117,9 @@ fn local_job(ccache: &Path, extra: &[&str], input: &str, output_url: &str) -> st
 }
 
 fn owner_of(url: &str) -> String {
-    let path = url.trim_start_matches(&default_fs()).to_string();
+    // The path on whichever address of the HA pair `url` names.
+    let rest = url.strip_prefix("hdfs://").expect("an hdfs:// URL");
+    let path = rest[rest.find('/').unwrap_or(rest.len())..].to_string();
     as_principal(&format!("alice@{REALM}"), &keytab("alice"), async move |c| {
         c.get_file_info(&path).await.unwrap().owner
     })
@@ -163,9 +186,11 @@ fn principal_and_keytab_log_in_without_a_ticket_and_permissions_hold() {
     assert!(!o.status.success() && text.contains("--keytab /nonexistent.keytab"), "{text}");
 }
 
-/// What YARN containers get on a secure cluster: no ticket, only an HDFS delegation token that
-/// the gateway fetched over Kerberos (our GSSAPI SASL against the real NameNode), in the
-/// credentials file named by `HADOOP_TOKEN_FILE_LOCATION`. hdfs-native authenticates with it.
+/// What YARN containers get on a secure cluster: no ticket, only HDFS delegation tokens that
+/// the gateway fetched over Kerberos (our GSSAPI SASL against the real NameNodes), in the
+/// credentials file named by `HADOOP_TOKEN_FILE_LOCATION`. hdfs-native authenticates with them:
+/// the nameservice's logical token (`ha-hdfs:ns1`, from whichever NameNode is active) for
+/// `hdfs://ns1`, and the active NameNode's own token, named by host name, for its address.
 #[test]
 fn a_delegation_token_alone_lets_a_job_read_and_write_as_its_owner() {
     if !needs(&[Service::SecureHadoop]) {
@@ -174,20 +199,38 @@ fn a_delegation_token_alone_lets_a_job_read_and_write_as_its_owner() {
     use ps_yarn::credentials::{Credentials, KIND_HDFS};
     use ps_yarn::gssapi::Login;
     let input = alice_input("token");
-    let nn = default_fs().trim_start_matches("hdfs://").to_string();
     let login = Login::Keytab { principal: format!("alice@{REALM}"), keytab: keytab("alice") };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let token = rt
-        .block_on(ps_yarn::hdfs_token::fetch(&nn, &format!("rm/localhost@{REALM}"), &login))
-        .expect("a delegation token over Kerberos");
-    assert_eq!(token.kind, KIND_HDFS);
-    assert_eq!(token.service, nn, "the service is the NameNode's ip:port");
+    let fetch =
+        |s: &TokenSource| rt.block_on(ps_yarn::hdfs_token::fetch_for(s, &format!("rm/localhost@{REALM}"), &login));
+    let _roles = ROLES.read().unwrap_or_else(|e| e.into_inner());
+    let ns = nameservice();
+    let TokenSource::NameService { name, namenodes } = &ns else { panic!("the secure HDFS is an HA pair: {ns:?}") };
+    let logical = fetch(&ns).expect("a delegation token over Kerberos");
+    assert_eq!(logical.len(), 1);
+    assert_eq!((logical[0].kind.as_str(), logical[0].service.clone()), (KIND_HDFS, format!("ha-hdfs:{name}")));
+    // The active NameNode by host name: its token also carries `localhost:port`.
+    let (active, physical) = namenodes
+        .iter()
+        .map(|a| a.replace("127.0.0.1", "localhost"))
+        .find_map(|a| fetch(&TokenSource::NameNode(a.clone())).ok().map(|t| (a, t)))
+        .expect("one NameNode is active");
+    let services: Vec<_> = physical.iter().map(|t| t.service.clone()).collect();
+    assert_eq!(services, [active.replace("localhost", "127.0.0.1"), active.clone()]);
+    // A standby NameNode refuses, and the error says which.
+    let standby = namenodes.iter().find(|a| a.replace("127.0.0.1", "localhost") != active).unwrap();
+    let e = fetch(&TokenSource::NameService { name: name.clone(), namenodes: vec![standby.clone()] }).unwrap_err();
+    assert!(
+        e.to_string().contains(&format!("no NameNode of nameservice {name}")) && e.to_string().contains("standby"),
+        "{e}"
+    );
     let dir = std::env::temp_dir().join(format!("ps-secure-token-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("container_tokens");
-    let creds = Credentials { tokens: vec![(token.service.clone(), token)], secrets: vec![] };
-    std::fs::write(&file, creds.to_bytes()).unwrap();
-    let out = input.replace("/r.tsv", "/out");
+    let tokens = logical.into_iter().chain(physical).map(|t| (t.service.clone(), t)).collect();
+    std::fs::write(&file, Credentials { tokens, secrets: vec![] }.to_bytes()).unwrap();
+    // Read through the nameservice, written through the NameNode's own address.
+    let out = input.replace("/r.tsv", "/out").replace(&format!("hdfs://{name}"), &format!("hdfs://{active}"));
     let mut c = Command::new(bin("yarn-submit"));
     c.env("HADOOP_CONF_DIR", env("PS_SECURE_HDFS_CONF"))
         .env("KRB5CCNAME", format!("FILE:{}/no-ticket", dir.display()))
@@ -200,7 +243,7 @@ fn a_delegation_token_alone_lets_a_job_read_and_write_as_its_owner() {
     assert_eq!(owner_of(&format!("{out}/_SUCCESS")), "alice");
     // A wrong keytab cannot get a token, and says who could not log in.
     let bad = Login::Keytab { principal: format!("alice@{REALM}"), keytab: keytab("bob") };
-    let e = rt.block_on(ps_yarn::hdfs_token::fetch(&nn, "rm", &bad)).unwrap_err();
+    let e = rt.block_on(ps_yarn::hdfs_token::fetch(&active, "rm", &bad)).unwrap_err();
     assert!(e.to_string().contains("alice@PS.TEST"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -243,17 +286,42 @@ fn a_yarn_job_on_the_secure_cluster_runs_on_delegation_tokens_only() {
         return;
     }
     let input = alice_input("yarn");
-    let out = input.replace("/r.tsv", "/out");
     let dir = std::env::temp_dir().join(format!("ps-secure-yarn-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let alice = kinit(&dir, "alice");
+    // The output on a second file system, the active NameNode by its own address (and the same
+    // by host name listed for access): the containers need a token for each.
+    let _roles = ROLES.read().unwrap_or_else(|e| e.into_inner());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let login = ps_yarn::gssapi::Login::Keytab { principal: format!("alice@{REALM}"), keytab: keytab("alice") };
+    let active = active_namenode(|s| rt.block_on(ps_yarn::hdfs_token::fetch_for(s, "rm", &login)).is_ok());
+    let by_ip = active.replace("localhost", "127.0.0.1");
+    let out = input.replace("/r.tsv", "/out").replace(&default_fs(), &format!("hdfs://{by_ip}"));
+    let access = format!("hdfs://{active}");
     let o = yarn_job(
         &alice,
-        &["--keep-staging", "mf", "--input", &input, "--output", &out, "--passes", "2", "--rank", "4"],
+        &[
+            "--keep-staging",
+            "--access-filesystems",
+            &access,
+            "mf",
+            "--input",
+            &input,
+            "--output",
+            &out,
+            "--passes",
+            "2",
+            "--rank",
+            "4",
+        ],
     );
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("submitting as alice@PS.TEST"), "{stderr}");
+    let ns = nameservice();
+    for fs in [ns.authority(), &by_ip, &active] {
+        assert!(stderr.contains(&format!("HDFS delegation token for {fs} owned by alice@PS.TEST")), "{fs}: {stderr}");
+    }
     // The secure HDFS runs hadoop.rpc.protection=privacy: GSSAPI sealed every message.
     assert!(stderr.contains("Kerberos authenticated, qop auth-conf"), "{stderr}");
     assert_eq!(owner_of(&format!("{out}/_SUCCESS")), "alice");
@@ -272,5 +340,95 @@ fn a_yarn_job_on_the_secure_cluster_runs_on_delegation_tokens_only() {
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(!o.status.success() && stderr.contains("run `kinit`"), "{stderr}");
     assert!(!stdout.contains("application id"), "nothing may be submitted: {stdout}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Hadoop's own `DFSHAAdmin` on the secure pair, as the HDFS superuser (the script hdfs-up.sh
+/// wrote next to the configuration).
+fn haadmin(args: &[&str]) -> String {
+    let script = Path::new(&env("PS_SECURE_HDFS_CONF")).join("../haadmin.sh");
+    let o = output(Command::new(script).args(args));
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "haadmin {args:?}: {text}");
+    text
+}
+
+/// The complete checkpoints under `ck` (an `hdfs://ns1` URL), read as alice.
+fn complete_checkpoints(ck: &str) -> Vec<i64> {
+    let rest = ck.strip_prefix(&default_fs()).unwrap().to_string();
+    as_principal(&format!("alice@{REALM}"), &keytab("alice"), async move |c| {
+        let mut done = Vec::new();
+        for st in c.list_status(&rest, false).await.unwrap_or_default() {
+            let name = st.path.rsplit('/').next().unwrap_or_default().to_string();
+            let Some(t) = name.strip_prefix("clock-").and_then(|t| t.parse().ok()) else { continue };
+            if c.get_file_info(&format!("{rest}/{name}/MANIFEST.json")).await.is_ok() {
+                done.push(t);
+            }
+        }
+        done.sort_unstable();
+        done
+    })
+}
+
+/// Issue 41's secure HA case: a YARN job on the secure stand-in, on delegation tokens alone (the
+/// nameservice's `ha-hdfs:ns1` token), reads, writes and checkpoints on `hdfs://ns1` while
+/// Hadoop's `DFSHAAdmin -failover` hands the nameservice to the other NameNode in the middle of
+/// it. The job succeeds, checkpoints complete after the failover, and the other NameNode is the
+/// active one at the end.
+#[test]
+fn a_yarn_job_on_tokens_alone_survives_a_namenode_failover() {
+    if !needs(&[Service::SecureHadoop]) {
+        return;
+    }
+    let input = alice_input("failover");
+    let base = input.trim_end_matches("/r.tsv").to_string();
+    let (out, ck) = (format!("{base}/out"), format!("{base}/ckpt"));
+    let dir = std::env::temp_dir().join(format!("ps-secure-failover-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let alice = kinit(&dir, "alice");
+    let mut c = Command::new(bin("yarn-submit"));
+    c.env("HADOOP_CONF_DIR", env("PS_SECURE_YARN_CONF"))
+        .env("KRB5CCNAME", format!("FILE:{}", alice.display()))
+        .env("PS_RUNTIME_BIN", bin("ps-runtime"))
+        .env("PS_APP_MASTER_BIN", bin("ps-app-master"))
+        .env_remove("HADOOP_USER_NAME")
+        .args(["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"])
+        .args(["--checkpoint", &ck, "--checkpoint-every", "8"])
+        .args(["mf", "--input", &input, "--output", &out, "--passes", "50", "--clocks-per-pass", "4", "--rank", "4"])
+        // At least 50 ms a clock (every worker a straggler): 10 s of job to fail over in.
+        .args(["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.05"]);
+    let (mut child, rx) = common::spawn_lines(&mut c);
+    let deadline = std::time::Instant::now() + common::JOB_LIMIT;
+    let before = loop {
+        let done = complete_checkpoints(&ck);
+        if done.len() >= 2 {
+            break done;
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!(
+                "the job ended ({st}) before its second checkpoint: {}",
+                rx.try_iter().collect::<Vec<_>>().join("\n")
+            );
+        }
+        assert!(std::time::Instant::now() < deadline, "no two checkpoints within {:?}", common::JOB_LIMIT);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let (from, to) = {
+        let _roles = ROLES.write().unwrap_or_else(|e| e.into_inner());
+        let nn1_active = haadmin(&["-getServiceState", "nn1"]).contains("active");
+        let (from, to) = if nn1_active { ("nn1", "nn2") } else { ("nn2", "nn1") };
+        haadmin(&["-failover", from, to]);
+        (from, to)
+    };
+    let status = common::wait_within(child, common::JOB_LIMIT, "the job whose NameNodes failed over");
+    let log: Vec<String> = rx.iter().collect();
+    assert!(status.success(), "the job must survive the failover {from} -> {to}:\n{}", log.join("\n"));
+    assert!(haadmin(&["-getServiceState", to]).contains("active"), "{to} is active after the failover");
+    assert_eq!(owner_of(&format!("{out}/_SUCCESS")), "alice");
+    let after = complete_checkpoints(&ck);
+    let last_before = *before.last().unwrap();
+    // Older checkpoints are pruned as newer ones complete; the last is the end of the job's 200+ clocks.
+    assert!(after.iter().any(|&t| t > last_before + 8), "checkpoints after the failover: {before:?} then {after:?}");
+    assert!(after.last().is_some_and(|&t| t >= 200), "the final snapshot: {after:?}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -6,6 +6,8 @@
 //!   Hadoop's variable expansion and `final` properties;
 //! - [`credentials`]: the container token file (`HDTS` versions 0 and 1 read, version 0
 //!   written), with [`tokens`], the records it holds;
+//! - [`filesystems`]: the NameNodes behind a file system URL (HA nameservices, ViewFs mount
+//!   tables), the sources of a secure job's delegation tokens;
 //! - [`container`]: the application and attempt of a YARN container id;
 //! - [`vint`]: Hadoop's `WritableUtils` integers and `Text`, the encoding of the token file and
 //!   of delegation-token identifiers.
@@ -16,6 +18,7 @@ pub mod conf;
 pub mod container;
 pub mod credentials;
 mod error;
+pub mod filesystems;
 pub mod tokens;
 pub mod vint;
 

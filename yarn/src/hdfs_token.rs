@@ -2,12 +2,14 @@
 //! what a job on a secure cluster gives its containers instead of a Kerberos ticket. The token
 //! is renewable by `renewer` (the ResourceManager's principal, so YARN keeps it alive while the
 //! application runs) and its service is the NameNode's `ip:port`, as Hadoop's DFSClient sets it,
-//! which is how HDFS clients in the containers pick it.
+//! which is how HDFS clients in the containers pick it; an HA nameservice's token has the
+//! logical service `ha-hdfs:<nameservice>` instead ([`fetch_for`]).
 
 use crate::credentials::{Token, KIND_HDFS};
 use crate::error::{Result, YarnError};
 use crate::gssapi::Login;
 use crate::ipc::{Auth, IpcConnection};
+use ps_hadoop::filesystems::TokenSource;
 
 pub const PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtocol";
 
@@ -25,11 +27,49 @@ pub struct GetDelegationTokenResponseProto {
 
 /// A delegation token from the NameNode at `addr` (`host:port`), authenticating with `login`.
 pub async fn fetch(addr: &str, renewer: &str, login: &Login) -> Result<Token> {
+    let mut t = issue(addr, renewer, login).await?;
+    t.service = service_of(addr)?;
+    Ok(t)
+}
+
+/// The tokens that let a job reach the HDFS behind `source`. A single NameNode's token carries
+/// its service twice: as `ip:port` (what Hadoop's Java clients look up) and, when it is written
+/// with a host name, as `host:port` (what hdfs-native looks up, the address as configured). An
+/// HA nameservice's token comes from whichever NameNode is active (a standby refuses to issue
+/// one) and has the logical service `ha-hdfs:<nameservice>`, which its clients use against any
+/// of its NameNodes, before and after a failover.
+pub async fn fetch_for(source: &TokenSource, renewer: &str, login: &Login) -> Result<Vec<Token>> {
+    match source {
+        TokenSource::NameNode(addr) => {
+            let t = fetch(addr, renewer, login).await?;
+            let alias = (t.service != *addr).then(|| Token { service: addr.clone(), ..t.clone() });
+            Ok(std::iter::once(t).chain(alias).collect())
+        }
+        TokenSource::NameService { name, namenodes } => {
+            let mut refused = Vec::new();
+            for addr in namenodes {
+                match issue(addr, renewer, login).await {
+                    Ok(mut t) => {
+                        t.service = format!("ha-hdfs:{name}");
+                        return Ok(vec![t]);
+                    }
+                    Err(e) => refused.push(format!("{addr}: {e}")),
+                }
+            }
+            Err(YarnError::Io(format!(
+                "no NameNode of nameservice {name} issued a delegation token ({})",
+                refused.join("; ")
+            )))
+        }
+    }
+}
+
+async fn issue(addr: &str, renewer: &str, login: &Login) -> Result<Token> {
     let conn = IpcConnection::connect(addr, PROTOCOL, Auth::Kerberos(login)).await?;
     log::info!("NameNode {addr}: Kerberos authenticated, qop {} (hadoop.rpc.protection)", conn.qop());
     let req = GetDelegationTokenRequestProto { renewer: renewer.to_string() };
     let r: GetDelegationTokenResponseProto = conn.call("getDelegationToken", &req).await?;
-    let mut t = r.token.ok_or_else(|| {
+    let t = r.token.ok_or_else(|| {
         YarnError::Io(format!(
             "the NameNode at {addr} issued no delegation token (it does so only with Kerberos authentication)"
         ))
@@ -37,7 +77,6 @@ pub async fn fetch(addr: &str, renewer: &str, login: &Login) -> Result<Token> {
     if t.kind != KIND_HDFS {
         return Err(YarnError::Codec(format!("the NameNode at {addr} answered a token of kind {:?}", t.kind)));
     }
-    t.service = service_of(addr)?;
     Ok(t)
 }
 
