@@ -11,6 +11,9 @@
 #     and PS_KDC_DIR from its env): principals nn/ and dn/localhost@PS.TEST mapped to the HDFS
 #     superuser `hdfs`, block access tokens on, and Hadoop's ignore.secure.ports.for.testing
 #     instead of privileged DataNode ports.
+#   PS_HDFS_TOKEN_RENEW_MS / PS_HDFS_TOKEN_MAX_MS  (secure mode) the NameNode's delegation-token
+#     renew interval and maximum lifetime (Hadoop's defaults: 1 day, 7 days), for tests of jobs
+#     that outlive their tokens.
 #   PS_HDFS_HA=1  NameNode HA: nameservice `ns1` of NameNodes nn1 and nn2 (both on 127.0.0.1)
 #     sharing an edits directory, manual failover (no ZooKeeper; fencing is a no-op, both run
 #     here), nn1 made active with Hadoop's own DFSHAAdmin; HDFS_URL is then hdfs://ns1. Fail
@@ -137,6 +140,8 @@ DEFAULT'
     prop dfs.web.authentication.kerberos.keytab "$KT"
     prop dfs.namenode.kerberos.internal.spnego.principal HTTP/localhost@PS.TEST
     prop ignore.secure.ports.for.testing true
+    if [ -n "${PS_HDFS_TOKEN_RENEW_MS:-}" ]; then prop dfs.namenode.delegation.token.renew-interval "$PS_HDFS_TOKEN_RENEW_MS"; fi
+    if [ -n "${PS_HDFS_TOKEN_MAX_MS:-}" ]; then prop dfs.namenode.delegation.token.max-lifetime "$PS_HDFS_TOKEN_MAX_MS"; fi
   fi
   echo "</configuration>"
 } > "$STATE/conf/hdfs-site.xml"

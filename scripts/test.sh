@@ -49,7 +49,8 @@ trap 'scripts/yarn-down.sh >/dev/null 2>&1 || true; scripts/hdfs-down.sh >/dev/n
 # A Kerberos KDC (Debian's MIT krb5), a second, secure HDFS that uses it and a secure YARN
 # stand-in on that HDFS (tests: secure_hdfs).
 eval "$(scripts/kdc-up.sh | grep '^export ')"
-PS_SECURE_HDFS_CONF=$(PS_HDFS_DIR=$SECURE_HDFS_DIR PS_HDFS_SECURE=1 PS_HDFS_HA=1 scripts/hdfs-up.sh | sed -n 's/^export HADOOP_CONF_DIR=//p')
+# Tokens that expire in 50 s unless renewed and live 150 s at most: a test job outlives them.
+PS_SECURE_HDFS_CONF=$(PS_HDFS_DIR=$SECURE_HDFS_DIR PS_HDFS_SECURE=1 PS_HDFS_HA=1 PS_HDFS_TOKEN_RENEW_MS=50000 PS_HDFS_TOKEN_MAX_MS=150000 scripts/hdfs-up.sh | sed -n 's/^export HADOOP_CONF_DIR=//p')
 PS_SECURE_YARN_CONF=$(PS_YARN_DIR=$SECURE_YARN_DIR scripts/yarn-up.sh "$PS_SECURE_HDFS_CONF" | sed -n 's/^export HADOOP_CONF_DIR=//p')
 export PS_SECURE_HDFS_CONF PS_SECURE_YARN_CONF
 eval "$(scripts/hdfs-up.sh | grep '^export ')"

@@ -9,7 +9,8 @@ use ps_job::restart_log::RestartLog;
 /// What every attempt starts its processes with and talks to them through.
 pub(crate) struct Launch<'a> {
     pub resources: &'a [StringLocalResourceMapProto],
-    pub tokens: Vec<u8>,
+    /// The containers' credentials file, as the token refresher last renewed it.
+    pub tokens: watch::Receiver<Vec<u8>>,
     pub am_addr: &'a str,
     pub hello_rx: &'a mut mpsc::UnboundedReceiver<(usize, String, u16)>,
     pub hosts_tx: &'a watch::Sender<Option<Hostfile>>,
@@ -129,7 +130,7 @@ async fn run_attempt(am: &mut Am, l: &mut Launch<'_>, attempt: u32) -> Result<()
     if let Some(d) = &dcs {
         log::info!("data centers of the processes ({}): {d:?}", am.dc_map.as_ref().map_or("", |m| m.by.as_str()));
     }
-    am.start_all(l.resources, l.tokens.clone(), l.am_addr, attempt).await?;
+    am.start_all(l.resources, l.tokens.borrow().clone(), l.am_addr, attempt).await?;
     am.set_status("starting processes");
     let mut reported: BTreeMap<usize, (String, u16)> = BTreeMap::new();
     let mut finished: HashSet<usize> = HashSet::new();

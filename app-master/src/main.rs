@@ -36,6 +36,7 @@
 
 mod drive;
 mod error;
+mod refresh;
 mod rendezvous;
 mod restarts;
 
@@ -91,6 +92,16 @@ struct Args {
     /// Give up if the containers are not all allocated within this many seconds.
     #[arg(long, default_value_t = 600)]
     allocation_timeout_s: u64,
+    /// Secure clusters: obtain fresh delegation tokens as this principal, from --keytab, before
+    /// the job's expire (see `refresh`).
+    #[arg(long, requires = "keytab")]
+    principal: Option<String>,
+    /// The principal's keytab (a private local resource of this container).
+    #[arg(long, requires = "principal")]
+    keytab: Option<std::path::PathBuf>,
+    /// A file system the job's tokens are for (repeated; yarn-submit's list).
+    #[arg(long = "token-fs", value_name = "URL")]
+    token_fs: Vec<String>,
 }
 
 fn env(k: &'static str) -> Result<String> {
@@ -364,8 +375,25 @@ async fn run(args: Args) -> Result<()> {
     let shared = Arc::new(Mutex::new(Shared::new(JobView::new(what.trim(), args.workers))));
     let (hello_tx, mut hello_rx) = mpsc::unbounded_channel();
     let (hosts_tx, hosts_rx) = watch::channel(None);
+    let (token_lines, token_lines_rx) = watch::channel(None);
+    let (container_tokens, container_tokens_rx) = watch::channel(creds.without_kind(KIND_AMRM).to_bytes());
+    let secret = Arc::new(secret);
+    if let (Some(principal), Some(keytab)) = (args.principal.clone(), args.keytab.clone()) {
+        let r = refresh::Refresher {
+            principal,
+            keytab,
+            urls: args.token_fs.clone(),
+            conf: conf.clone(),
+            secret: secret.clone(),
+            app_id: app_id.clone(),
+            token_file: env("HADOOP_TOKEN_FILE_LOCATION")?.into(),
+        };
+        let out = refresh::Outlets { containers: container_tokens, lines: token_lines };
+        tokio::spawn(r.run(creds.clone(), out));
+    }
     let rcfg = rendezvous::Config {
-        secret: Arc::new(secret),
+        secret,
+        tokens: token_lines_rx,
         app_id,
         first_line_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(60),
@@ -399,10 +427,9 @@ async fn run(args: Args) -> Result<()> {
         nodes_seen: HashSet::new(),
         node_failures: HashMap::new(),
     };
-    let tokens = creds.without_kind(KIND_AMRM).to_bytes();
     let mut launch = drive::Launch {
         resources: &resources,
-        tokens,
+        tokens: container_tokens_rx,
         am_addr: &am_addr,
         hello_rx: &mut hello_rx,
         hosts_tx: &hosts_tx,

@@ -26,6 +26,9 @@ use tokio::sync::{mpsc, watch, Semaphore};
 #[derive(Clone, Debug)]
 pub struct Config {
     pub secret: Arc<Vec<u8>>,
+    /// Fresh delegation tokens for the running processes (`refresh`), sent down every
+    /// registered process's connection as they come.
+    pub tokens: watch::Receiver<Option<Arc<String>>>,
     pub app_id: String,
     /// A connection must send its first line within this time.
     pub first_line_timeout: Duration,
@@ -172,18 +175,37 @@ async fn handle(
     let msg = HostsReply::new(&cfg.secret, &cfg.app_id, &hello.nonce, &hosts).encode();
     w.write_all(msg.as_bytes()).await.map_err(RendezvousError::SendHosts)?;
     // Reports until the process goes away; only this authenticated connection may make them.
-    while let Some(l) = line_within(&mut r, cfg.idle_timeout).await.map_err(RendezvousError::Io)? {
-        let report = Report::parse(&l).ok_or(RendezvousError::UnknownReport(hello.id))?;
-        let mut g = lock(shared);
-        if g.attempt != attempt {
-            return Ok(()); // a process of an attempt that has been given up
+    // Meanwhile fresh tokens go the other way (the writer only ends if the AM drops its sender).
+    let reports = async {
+        while let Some(l) = line_within(&mut r, cfg.idle_timeout).await.map_err(RendezvousError::Io)? {
+            let report = Report::parse(&l).ok_or(RendezvousError::UnknownReport(hello.id))?;
+            let mut g = lock(shared);
+            if g.attempt != attempt {
+                return Ok(()); // a process of an attempt that has been given up
+            }
+            if let Report::Failed(why) = &report {
+                log::error!("process {} reports: {why}", hello.id);
+            }
+            g.view.apply(hello.id, report);
         }
-        if let Report::Failed(why) = &report {
-            log::error!("process {} reports: {why}", hello.id);
+        Ok(())
+    };
+    let mut tokens = cfg.tokens.clone();
+    let push = async {
+        while tokens.changed().await.is_ok() {
+            let line = tokens.borrow_and_update().clone();
+            if let Some(line) = line {
+                if let Err(e) = w.write_all(line.as_bytes()).await {
+                    log::warn!("sending fresh tokens to process {}: {e}", hello.id);
+                }
+            }
         }
-        g.view.apply(hello.id, report);
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        r = reports => r,
+        _ = push => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -196,11 +218,16 @@ mod tests {
     type Started = (String, SharedRef, mpsc::UnboundedReceiver<(usize, String, u16)>, watch::Sender<Option<Hostfile>>);
 
     fn start(max: usize) -> Started {
+        start_with_tokens(max, watch::channel(None).1)
+    }
+
+    fn start_with_tokens(max: usize, tokens: watch::Receiver<Option<Arc<String>>>) -> Started {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let l = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
         let addr = l.local_addr().unwrap().to_string();
         let cfg = Config {
             secret: Arc::new(vec![1; 32]),
+            tokens,
             app_id: APP.into(),
             first_line_timeout: Duration::from_millis(300),
             idle_timeout: Duration::from_secs(5),
@@ -271,6 +298,37 @@ mod tests {
         // Now registered, process 1 may not move to another address.
         let other = Hello::new(&key, APP, 1, "127.0.0.1", port.wrapping_add(1), [5; 16]).encode();
         assert_eq!(exchange(&addr, other.as_bytes()), "");
+    }
+
+    /// What `refresh` hands on reaches a registered process over its connection, sealed, and
+    /// replaces the process's credentials file (ps_job's own process side).
+    #[test]
+    fn fresh_tokens_reach_a_registered_process_and_replace_its_credentials_file() {
+        let (tokens_tx, tokens_rx) = watch::channel(None);
+        let (addr, _shared, mut hellos, hosts_tx) = start_with_tokens(8, tokens_rx);
+        let key = [1u8; 32];
+        let a = addr.clone();
+        let joined = std::thread::spawn(move || {
+            ps_job::rendezvous::join(&a, APP, &key, 0, "127.0.0.1", Duration::from_secs(20), None).map(|r| r.2)
+        });
+        let (_, _, port) = hellos.blocking_recv().unwrap();
+        let hosts = Hostfile::new(vec![("127.0.0.1".into(), port), ("127.0.0.1".into(), 1)]);
+        hosts_tx.send(Some(hosts)).unwrap();
+        let link = joined.join().unwrap().unwrap();
+        let dir = std::env::temp_dir().join(format!("ps-am-tokens-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("container_tokens");
+        std::fs::write(&file, b"old tokens").unwrap();
+        ps_job::token_push::take_from(&link, &key, APP, file.clone()).unwrap();
+        for (seq, creds) in [(1, b"HDTS fresh 1"), (2, b"HDTS fresh 2")] {
+            tokens_tx.send_replace(Some(Arc::new(ps_job::token_push::seal(&key, APP, seq, creds))));
+            let t0 = std::time::Instant::now();
+            while std::fs::read(&file).unwrap_or_default() != creds {
+                assert!(t0.elapsed() < Duration::from_secs(10), "refresh {seq} never reached the file");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

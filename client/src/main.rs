@@ -142,8 +142,10 @@ pub struct Cli {
     #[arg(long)]
     pub name: Option<String>,
     /// Secure (Kerberos) clusters: log in as this principal from --keytab instead of using the
-    /// ticket cache, for scheduled jobs that outlive a `kinit` ticket. On YARN the keytab stays
-    /// here: the containers get delegation tokens.
+    /// ticket cache, for scheduled jobs that outlive a `kinit` ticket. On YARN the keytab also
+    /// goes to the application master (owner-only in the staging directory, removed when the job
+    /// ends), which obtains fresh delegation tokens for the job before they expire; the runtime
+    /// containers get tokens only.
     #[arg(long, value_name = "P", requires = "keytab")]
     pub principal: Option<String>,
     /// The keytab file holding --principal's keys.

@@ -23,6 +23,15 @@ pub fn stage(url: &str, data: &[u8], visibility: &str) -> Result<LocalResource> 
     resource(st.as_ref(), url, visibility)
 }
 
+/// The keytab at `path`, staged as `<staging>/<name>` readable by its owner only (0400, in the
+/// private staging directory), for the AM alone (APPLICATION visibility).
+pub fn stage_keytab(staging: &str, name: &str, path: &Path) -> Result<LocalResource> {
+    let url = format!("{staging}/{name}");
+    let r = stage(&url, &read(path)?, "APPLICATION")?;
+    storage_for(&url).and_then(|st| st.set_mode(&url, 0o400)).map_err(ClientError::Storage)?;
+    Ok(r)
+}
+
 fn resource(st: &dyn Storage, url: &str, visibility: &str) -> Result<LocalResource> {
     let (size, timestamp) = st.status(url).map_err(ClientError::Storage)?;
     Ok(LocalResource { resource: url.to_string(), kind: "FILE".into(), visibility: visibility.into(), size, timestamp })

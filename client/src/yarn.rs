@@ -150,13 +150,11 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     // A secure cluster: the containers get an HDFS delegation token (renewed by the RM), never a
     // ticket or keytab, and the user is the Kerberos principal's.
     let secure = conf.kerberos().map_err(ClientError::HadoopConf)?;
-    let (user, tokens) = if secure {
-        // Every file system the job names; relative paths are on the default one.
-        let named = locations.iter().map(|(_, u)| u).chain(&cli.checkpoint).chain(&cli.access_filesystems);
-        delegation(&conf, std::iter::once(&fs).chain(named).map(String::as_str), &login)?
-    } else {
-        (user(), Vec::new())
-    };
+    // Every file system the job names; relative paths are on the default one.
+    let named = locations.iter().map(|(_, u)| u).chain(&cli.checkpoint).chain(&cli.access_filesystems);
+    let token_urls: Vec<String> = std::iter::once(&fs).chain(named).cloned().collect();
+    let (user, tokens) =
+        if secure { delegation(&conf, token_urls.iter().map(String::as_str), &login)? } else { (user(), Vec::new()) };
     let (runtime, app_args) = qualify_paths(runtime, app_args, &locations, &fs, &user);
     let qualified = AppInfo {
         locations: locations.iter().map(|(f, p)| (f.clone(), paths::qualify(p, &fs, &user))).collect(),
@@ -195,6 +193,15 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let mut resources = BTreeMap::new();
     resources.insert("ps-app-master".to_string(), cached_binary(&cache, &am_bin)?);
     let runtime_url = cached_binary(&cache, &rt_bin)?.resource;
+    // With a keytab the AM renews the job's tokens itself (jobs longer than a token's life).
+    let renewal = match (&cli.principal, &cli.keytab) {
+        (Some(p), Some(k)) if secure => {
+            resources.insert(KEYTAB_RESOURCE.to_string(), crate::staging::stage_keytab(&staging, KEYTAB_RESOURCE, k)?);
+            let fs_args: String = token_urls.iter().map(|u| format!(" --token-fs {u}")).collect();
+            format!(" --principal {p} --keytab {KEYTAB_RESOURCE}{fs_args}")
+        }
+        _ => String::new(),
+    };
     let job_bytes = serde_json::to_vec_pretty(&job).map_err(ClientError::Encode)?;
     stage(&format!("{staging}/job.json"), &job_bytes, "APPLICATION")?;
     let dc_map = match dc_map {
@@ -217,7 +224,7 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let restarts = cli.restarts.unwrap_or(if cli.checkpoint.is_some() { 3 } else { 0 });
     let command = format!(
         "./ps-app-master --staging {staging} --runtime-url {runtime_url} --workers {n} --worker-memory {} \
-         --worker-vcores {} --restarts {restarts}{dc_map}{}{} 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr",
+         --worker-vcores {} --restarts {restarts}{dc_map}{renewal}{}{} 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr",
         cli.worker_memory,
         cli.worker_vcores.or(cli.executor_cores.map(|c| c as i32)).unwrap_or(1),
         if cli.keep_staging { " --keep-staging" } else { "" },
@@ -244,6 +251,13 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let rep = follow(rm.as_ref(), &app_id, console, patience);
     console.clear();
     let rep = rep?;
+    if !renewal.is_empty() {
+        // Never left behind, not even in a failed job's staging directory kept for inspection.
+        let keytab = format!("{staging}/{KEYTAB_RESOURCE}");
+        if let Err(e) = storage_for(&keytab).and_then(|st| st.delete(&keytab)) {
+            log::warn!("removing the staged keytab {keytab}: {e}");
+        }
+    }
     copy_report(cli, &staging);
     crate::local::keep_clock_logs(cli, &format!("{staging}/stats"));
     if !rep.succeeded() {
@@ -300,6 +314,9 @@ fn restart_record(staging: &str) -> Option<serde_json::Value> {
         }
     }
 }
+
+/// The name of the keytab among the AM's local resources (in its staging directory meanwhile).
+const KEYTAB_RESOURCE: &str = "ps.keytab";
 
 /// The user (the principal's short name) and HDFS delegation tokens, renewable by the
 /// ResourceManager, for every HDFS behind `urls` (the default file system first: its token's

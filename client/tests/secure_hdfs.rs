@@ -11,6 +11,7 @@ use ps_testkit::{needs, Service};
 use std::ops::AsyncFnOnce;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 const REALM: &str = "PS.TEST";
 
@@ -430,5 +431,63 @@ fn a_yarn_job_on_tokens_alone_survives_a_namenode_failover() {
     // Older checkpoints are pruned as newer ones complete; the last is the end of the job's 200+ clocks.
     assert!(after.iter().any(|&t| t > last_before + 8), "checkpoints after the failover: {before:?} then {after:?}");
     assert!(after.last().is_some_and(|&t| t >= 200), "the final snapshot: {after:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue 41's long job: the secure test HDFS issues tokens that expire 50 s after issue unless
+/// renewed and live 150 s at most (test.sh sets `PS_HDFS_TOKEN_RENEW_MS`/`_MAX_MS`; the stand-in
+/// renews nothing). A YARN job submitted with `--principal`/`--keytab` and no ticket runs
+/// past three renew intervals and the maximum lifetime: its AM logs in from the shipped keytab,
+/// obtains fresh tokens and sends them to the processes, so the output written at the end (a new
+/// HDFS connection, which an expired token could not open) lands as alice. The keytab is gone
+/// from the staging directory afterwards.
+#[test]
+fn a_yarn_job_outlives_its_tokens_on_the_keytab_it_shipped_to_the_am() {
+    if !needs(&[Service::SecureHadoop]) {
+        return;
+    }
+    let conf = ps_yarn::conf::HadoopConf::load_dir(Path::new(&env("PS_SECURE_HDFS_CONF"))).unwrap();
+    let ms = |k: &str| conf.get(k).unwrap().and_then(|v| v.parse::<u64>().ok());
+    let (Some(renew), Some(max)) =
+        (ms("dfs.namenode.delegation.token.renew-interval"), ms("dfs.namenode.delegation.token.max-lifetime"))
+    else {
+        panic!("the secure test HDFS must issue short-lived tokens (PS_HDFS_TOKEN_RENEW_MS, PS_HDFS_TOKEN_MAX_MS)");
+    };
+    let input = alice_input("long");
+    let out = input.replace("/r.tsv", "/out");
+    let dir = std::env::temp_dir().join(format!("ps-secure-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // 400 clocks of at least `delay` each: the job outlives three renew intervals and the lifetime.
+    let job_ms = (3 * renew).max(max) + renew / 3;
+    let delay = format!("{:.3}", job_ms as f64 / 400.0 / 1000.0);
+    let started = std::time::Instant::now();
+    let mut c = Command::new(bin("yarn-submit"));
+    c.env("HADOOP_CONF_DIR", env("PS_SECURE_YARN_CONF"))
+        .env("KRB5CCNAME", format!("FILE:{}/no-ticket", dir.display()))
+        .env("PS_RUNTIME_BIN", bin("ps-runtime"))
+        .env("PS_APP_MASTER_BIN", bin("ps-app-master"))
+        .env_remove("HADOOP_USER_NAME")
+        .args(["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256", "--keep-staging"])
+        .args(["--principal", &format!("alice@{REALM}"), "--keytab", &keytab("alice")])
+        .args(["mf", "--input", &input, "--output", &out, "--passes", "100", "--clocks-per-pass", "4", "--rank", "4"])
+        .args(["--straggler", "random", "--straggler-p", "1", "--straggler-delay", &delay]);
+    let (child, rx) = common::spawn_lines(&mut c);
+    let status = common::wait_within(child, common::JOB_LIMIT + Duration::from_millis(job_ms), "the long secure job");
+    let log: Vec<String> = rx.iter().collect();
+    let text = log.join("\n");
+    assert!(status.success(), "{text}");
+    let took = started.elapsed();
+    assert!(took > Duration::from_millis((3 * renew).max(max)), "the job took only {took:?}");
+    assert_eq!(owner_of(&format!("{out}/_SUCCESS")), "alice");
+    let app =
+        text.lines().find_map(|l| l.split("application id: ").nth(1)).expect("an application id").trim().to_string();
+    let staging = format!("/user/alice/.ps-staging/{app}");
+    let (has_keytab, has_job) = as_principal(&format!("alice@{REALM}"), &keytab("alice"), async move |c| {
+        (
+            c.get_file_info(&format!("{staging}/ps.keytab")).await.is_ok(),
+            c.get_file_info(&format!("{staging}/job.json")).await.is_ok(),
+        )
+    });
+    assert!(has_job && !has_keytab, "the staging directory is kept (--keep-staging) but not the keytab");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -99,6 +99,10 @@ fn run_process(
             watch_memory(id);
             let (l, hosts, am_link) =
                 rendezvous::join(am, &app_id, &secret, id, &host, timeout, job.runtime.port_range)?;
+            // A secure job's HDFS client reads its tokens from this file; the AM may renew them.
+            if let Some(path) = std::env::var_os("HADOOP_TOKEN_FILE_LOCATION") {
+                crate::token_push::take_from(&am_link, &secret, &app_id, path.into())?;
+            }
             *link = Some(am_link);
             (hosts, Some(l))
         }

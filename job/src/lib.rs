@@ -12,6 +12,7 @@
 //! * [`tracking`]: the job as its tracker sees it, `status.json`, the page and `report.html`.
 //! * [`driver`]: the one job driver over a [`driver::Launcher`] (local processes or YARN
 //!   containers), and [`restarts`]: the one restart policy it follows, with its log.
+//! * [`token_push`]: fresh delegation tokens from the AM to the processes of a long secure job.
 
 mod cli;
 pub mod driver;
@@ -21,6 +22,7 @@ pub mod launch;
 pub mod rendezvous;
 pub mod restart_log;
 pub mod restarts;
+pub mod token_push;
 pub mod tracking;
 
 pub use cli::runtime_main;

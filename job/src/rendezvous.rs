@@ -217,6 +217,13 @@ impl AmLink {
         s.write_all(line.as_bytes()).and_then(|_| s.flush()).is_ok()
     }
 
+    /// A reader of what the AM sends on this connection after the hostfile
+    /// (what `token_push` reads).
+    pub fn reader(&self) -> Result<BufReader<TcpStream>> {
+        let s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        s.try_clone().map(BufReader::new).map_err(|e| PsError::io("cloning the AM connection", e))
+    }
+
     /// Sends what `live` has to tell: the clock, the events queued since the last report and,
     /// if it changed since `stale` (updated), the staleness histogram. Events are taken under
     /// the connection's lock, so reports from two threads keep their order.

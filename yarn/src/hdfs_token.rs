@@ -103,6 +103,20 @@ pub fn owner(t: &Token) -> Result<String> {
     String::from_utf8(owner.to_vec()).map_err(|_| YarnError::Codec("the token owner is not UTF-8".into()))
 }
 
+/// How long a delegation token lives at most: `maxDate - issueDate` of its identifier (after
+/// owner, renewer and real user), in milliseconds, as the NameNode's
+/// `dfs.namenode.delegation.token.max-lifetime` set it.
+pub fn max_lifetime_ms(t: &Token) -> Result<i64> {
+    let mut b: &[u8] = &t.identifier;
+    ps_hadoop::vint::take(&mut b, 1)?;
+    for what in ["token owner", "token renewer", "token real user"] {
+        ps_hadoop::vint::read_bytes(&mut b, what)?;
+    }
+    let issued = ps_hadoop::vint::read_vlong(&mut b)?;
+    let max = ps_hadoop::vint::read_vlong(&mut b)?;
+    Ok(max - issued)
+}
+
 /// The short name of a principal as Hadoop's DEFAULT `auth_to_local` rule gives it (`alice` for
 /// `alice@REALM` and `alice/host@REALM`): the user's home is `/user/<short name>`.
 pub fn short_name(principal: &str) -> &str {
@@ -122,6 +136,8 @@ mod tests {
         ];
         let t = Token { identifier: id.to_vec(), kind: KIND_HDFS.into(), ..Default::default() };
         assert_eq!(owner(&t).unwrap(), "alice@PS.TEST");
+        // Issued with Hadoop's default maximum lifetime, 7 days.
+        assert_eq!(max_lifetime_ms(&t).unwrap(), 7 * 24 * 3600 * 1000);
         assert_eq!(short_name("alice@PS.TEST"), "alice");
         assert_eq!(short_name("nn/localhost@PS.TEST"), "nn");
         let bad = Token { identifier: vec![0, 200], ..Default::default() };

@@ -93,6 +93,9 @@ impl Storage for Decoded<'_> {
     fn create_private_dir(&self, dir: &str) -> Result<()> {
         self.0.create_private_dir(dir)
     }
+    fn set_mode(&self, path: &str, mode: u32) -> Result<()> {
+        self.0.set_mode(path, mode)
+    }
     fn status(&self, path: &str) -> Result<(u64, u64)> {
         self.0.status(path)
     }

@@ -52,7 +52,15 @@ fn err(what: impl std::fmt::Display, e: impl std::fmt::Display) -> PsError {
 
 /// What to do about a Kerberos failure of a secure cluster, in words, before GSSAPI's own.
 fn kerberos_hint(e: &str) -> Option<&'static str> {
-    if e.contains("GSS_S_NO_CRED") || e.contains("No Kerberos credentials") {
+    let no_cred = e.contains("GSS_S_NO_CRED") || e.contains("No Kerberos credentials");
+    // In a YARN container the client tried Kerberos only because no usable token was found.
+    if no_cred && std::env::var_os("HADOOP_TOKEN_FILE_LOCATION").is_some() {
+        Some(
+            "no usable delegation token for this file system (expired, or within its last minute, or not \
+             obtained for it): submit with --principal and --keytab so the application master renews the \
+             job's tokens, and name extra file systems with --access-filesystems",
+        )
+    } else if no_cred {
         Some("no Kerberos ticket for this secure cluster: run `kinit` first (or give yarn-submit --principal and --keytab)")
     } else if e.contains("GSS_S_CREDENTIALS_EXPIRED") || e.contains("Ticket expired") {
         Some("the Kerberos ticket has expired: run `kinit` again")
@@ -196,6 +204,12 @@ impl Storage for HdfsFs {
         let st =
             self.rt.block_on(self.client.get_file_info(self.path(url))).map_err(|e| err(format!("stat {url}"), e))?;
         Ok((st.length as u64, st.modification_time))
+    }
+
+    fn set_mode(&self, path: &str, mode: u32) -> Result<()> {
+        self.rt
+            .block_on(self.client.set_permission(self.path(path), mode))
+            .map_err(|e| err(format!("setting the permissions of {path} to {mode:o}"), e))
     }
 
     fn create_private_dir(&self, dir: &str) -> Result<()> {

@@ -123,6 +123,12 @@ impl Storage for LocalFs {
         Ok((m.len(), mtime.map_or(0, |d| d.as_millis() as u64)))
     }
 
+    fn set_mode(&self, path: &str, mode: u32) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(local_path(path), std::fs::Permissions::from_mode(mode))
+            .map_err(|e| PsError::io(format!("setting the permissions of {path} to {mode:o}"), e))
+    }
+
     fn create_private_dir(&self, dir: &str) -> Result<()> {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
         let p = std::path::Path::new(local_path(dir));

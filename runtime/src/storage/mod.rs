@@ -67,6 +67,8 @@ pub trait Storage: Send + Sync {
     /// Creates `dir` (and missing parents) and makes it accessible to its owner only (0700,
     /// set explicitly so no umask loosens it). For directories holding a job's private files.
     fn create_private_dir(&self, dir: &str) -> Result<()>;
+    /// Sets a file's permission bits (`0o400`: readable by its owner only).
+    fn set_mode(&self, path: &str, mode: u32) -> Result<()>;
     /// Length in bytes and modification time in ms since the epoch (what YARN's localizer checks).
     fn status(&self, path: &str) -> Result<(u64, u64)>;
     /// 1-based number of the line holding byte `offset` (for error messages only).
