@@ -86,7 +86,9 @@ fn kill_and_resume(tag: &str, shape: &[&str], cpp: &str) -> Resumed {
     let (st_a, st_b) = (dir.join("a.json"), dir.join("b.json"));
     let job = |ck: &str, stats: &Path, extra: &[&str], app_extra: &[&str]| -> Vec<String> {
         let mut v = strings(shape);
-        v.extend(strings(&["--checkpoint", ck, "--checkpoint-every", "8", "--stats", stats.to_str().unwrap()]));
+        // Every due checkpoint written: the test kills the job after that of clock 16.
+        v.extend(strings(&["--checkpoint", ck, "--checkpoint-every", "8", "--conf", "checkpoint.when_busy=wait"]));
+        v.extend(strings(&["--stats", stats.to_str().unwrap()]));
         v.extend(strings(extra));
         v.extend(strings(&mf_args(&input, cpp, app_extra)));
         v
@@ -170,6 +172,7 @@ fn mf_snapshots_on_hdfs_are_complete_checked_and_evaluable() {
     let stats = dir.join("s.json");
     let mut args = strings(&["--master", "local[2]", "--threads", "2", "--consistency", "bsp"]);
     args.extend(strings(&["--checkpoint", &ck, "--checkpoint-every", "8", "--keep-checkpoints", "2"]));
+    args.extend(strings(&["--conf", "checkpoint.when_busy=wait"]));
     args.extend(strings(&["--stats", stats.to_str().unwrap()]));
     args.extend(strings(&mf_args(&input, "4", &["--output", &out])));
     run_ok(&args);
@@ -345,6 +348,7 @@ fn datanode_stopped_mid_job_fails_it_naming_path_and_operation() {
     let hdfs = PrivateHdfs::start(dir.join("hdfs"));
     let ck = format!("{}/ckpt", hdfs.url);
     let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "2"]);
+    args.extend(strings(&["--conf", "checkpoint.when_busy=wait"]));
     let slow = ["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.05"];
     args.extend(strings(&mf_args(&input, "4", &slow)));
     let (child, rx) = spawn_lines(submit().args(&args).env("HADOOP_CONF_DIR", &hdfs.conf));
@@ -393,6 +397,7 @@ fn datanode_restarted_mid_job_loses_a_checkpoint_not_the_job() {
     // 400 clocks of at least 0.1 s (every worker is a straggler): time for the DataNode to restart.
     let stats = dir.join("stats.json");
     let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "8"]);
+    args.extend(strings(&["--conf", "checkpoint.when_busy=wait"]));
     args.extend(strings(&["--stats", stats.to_str().unwrap()]));
     args.extend(strings(&["mf", "--input", &input, "--passes", "100", "--clocks-per-pass", "4", "--rank", "8"]));
     args.extend(strings(&["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.1"]));
@@ -441,6 +446,7 @@ fn a_namenode_failover_mid_job_is_survived() {
     assert_eq!(hdfs.url, "hdfs://ns1");
     let (ck, out) = (format!("{}/ckpt", hdfs.url), format!("{}/out", hdfs.url));
     let mut args = strings(&["--master", "local[2]", "--threads", "1", "--checkpoint", &ck, "--checkpoint-every", "8"]);
+    args.extend(strings(&["--conf", "checkpoint.when_busy=wait"]));
     args.extend(strings(&["mf", "--input", &input, "--output", &out, "--passes", "30", "--clocks-per-pass", "4"]));
     args.extend(strings(&["--rank", "8", "--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.05"]));
     let (child, rx) = spawn_lines(submit().args(&args).env("HADOOP_CONF_DIR", &hdfs.conf));
@@ -460,5 +466,51 @@ fn a_namenode_failover_mid_job_is_survived() {
     let success = format!("{nn2}/out/_SUCCESS");
     assert!(ps_runtime::storage::storage_for(&success).unwrap().exists(&success).unwrap(), "{text}");
     drop(hdfs);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The default `checkpoint.when_busy=skip` on HDFS, where closing a file waits about half a
+/// second for the NameNode: with a checkpoint due every 2 clocks of a few milliseconds, most fall
+/// due while the one before is still being written. Process 0 skips those for every process
+/// alike, so none is abandoned half-written, every snapshot left is complete and resumable, and
+/// the model is the one the same job writes when it waits for every checkpoint instead.
+#[test]
+fn busy_checkpoints_are_skipped_job_wide_without_changing_the_model() {
+    if !needs(&[Service::Hdfs]) {
+        return;
+    }
+    let dir = tmpdir("skip");
+    let input = ratings(&dir);
+    let base = format!("{}/ps-test/ckpt-skip-{}", hdfs(), std::process::id());
+    let run = |mode: &str| -> (Value, Vec<(i64, bool)>) {
+        let (ck, stats) = (format!("{base}/{mode}"), dir.join(format!("{mode}.json")));
+        let mut args = strings(&["--master", "local[2]", "--threads", "1", "--consistency", "bsp"]);
+        args.extend(strings(&["--checkpoint", &ck, "--checkpoint-every", "2", "--keep-checkpoints", "0"]));
+        args.extend(strings(&["--conf", &format!("checkpoint.when_busy={mode}"), "--stats", stats.to_str().unwrap()]));
+        // Clocks of at least 50 ms: a few checkpoints complete while others fall due.
+        args.extend(strings(&mf_args(&input, "4", &["--straggler", "random", "--straggler-p", "1"])));
+        args.extend(strings(&["--straggler-delay", "0.05"]));
+        run_ok(&args);
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        (v, CheckpointStore::open(&ck).unwrap().list().unwrap())
+    };
+    let (skip, skip_list) = run("skip");
+    let (wait, wait_list) = run("wait");
+    let count = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("no {k}: {v}"));
+    assert!(count(&skip, "snapshots_skipped") >= 1, "nothing skipped: {skip_list:?}");
+    assert_eq!(count(&skip, "snapshots_abandoned"), 0, "{skip_list:?}");
+    assert_eq!(count(&wait, "snapshots_skipped"), 0);
+    assert!(skip_list.iter().all(|x| x.1), "a snapshot left incomplete: {skip_list:?}");
+    assert!(skip_list.len() < wait_list.len(), "skip {skip_list:?} against wait {wait_list:?}");
+    let last = skip_list.last().expect("the end-of-job snapshot").0;
+    assert_eq!(last, wait_list.last().unwrap().0, "both end at the same clock");
+    // The newest periodic checkpoint taken is one to resume from (the end-of-job one is not).
+    assert!(skip_list.len() >= 2, "no periodic checkpoint taken: {skip_list:?}");
+    let m = CheckpointStore::open(&format!("{base}/skip")).unwrap().latest_resumable().unwrap().unwrap();
+    assert_eq!(m.clock, skip_list[skip_list.len() - 2].0, "{skip_list:?}");
+    // BSP, one thread a process: the same model up to the order floating-point sums arrive in.
+    let (a, b) = (objective_at(&dir.join("skip.json"), None), objective_at(&dir.join("wait.json"), None));
+    assert!((a.0 - b.0).abs() <= 1e-6 * b.0 && (a.1 - b.1).abs() <= 1e-6 * b.1, "skip {a:?} against wait {b:?}");
+    ps_runtime::storage::storage_for(&base).unwrap().delete(&base).unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -41,6 +41,8 @@ fn job(input: &str, dir: &Path, run: &str, restarts: &str) -> (Vec<String>, Path
         ck.to_str().unwrap(),
         "--checkpoint-every",
         "4",
+        "--conf",
+        "checkpoint.when_busy=wait",
         "--stats",
         stats.to_str().unwrap(),
         "mf",

@@ -118,6 +118,7 @@ fn logreg_killed_after_a_checkpoint_resumes_exactly() {
         let mut c = Command::new(bin("yarn-submit"));
         c.arg("--runtime-bin").arg(logreg_runtime());
         c.args(["--master", "local[1]", "--threads", "1", "--consistency", "bsp", "--checkpoint-every", "8"]);
+        c.args(["--conf", "checkpoint.when_busy=wait"]);
         c.arg("--checkpoint").arg(ck).arg("--stats").arg(stats).args(extra);
         c.args(["logreg", "--passes", "10", "--input"]).arg(&data);
         c

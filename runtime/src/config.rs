@@ -119,6 +119,20 @@ impl std::str::FromStr for SnapshotMode {
     }
 }
 
+/// What a periodic checkpoint that falls due while the previous one is still being written does.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WhenBusy {
+    /// It is skipped, job-wide (the name node decides, so every process skips the same ones):
+    /// training never waits for storage, and checkpoints come as often as storage takes them
+    /// (as Flink's one concurrent checkpoint). Counted in `snapshots_skipped`.
+    #[default]
+    Skip,
+    /// Workers wait at its clock until the previous one is written: every due checkpoint is
+    /// written, and a slow file system slows the job down to its pace.
+    Wait,
+}
+
 /// Where and when tables (and worker states) are written, and whether to resume.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -132,11 +146,20 @@ pub struct CheckpointConfig {
     pub resume: bool,
     /// Keep this many complete snapshots; older ones are deleted (0: keep all).
     pub keep: usize,
+    /// A periodic checkpoint due while the previous one is still being written: `skip` or `wait`.
+    pub when_busy: WhenBusy,
 }
 
 impl Default for CheckpointConfig {
     fn default() -> Self {
-        CheckpointConfig { url: None, every: 0, snapshot: SnapshotMode::Pure, resume: false, keep: 3 }
+        CheckpointConfig {
+            url: None,
+            every: 0,
+            snapshot: SnapshotMode::Pure,
+            resume: false,
+            keep: 3,
+            when_busy: WhenBusy::Skip,
+        }
     }
 }
 

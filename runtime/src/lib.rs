@@ -66,7 +66,7 @@ pub mod wire;
 pub use client::{RowMut, RowRef, TableHandle, Worker};
 pub use config::{
     CheckpointConfig, Consistency, FaultConfig, JobConfig, Placement, PrefetchPolicy, RowInit, RuntimeConfig,
-    SnapshotMode, TableConfig, TableKey,
+    SnapshotMode, TableConfig, TableKey, WhenBusy,
 };
 pub use error::{PsError, Result};
 pub use geo::{GeoConfig, InterDc, WanMatrix};

@@ -479,6 +479,7 @@ impl Joined {
             mirror_clock_waits: net.mirror_clock_waits.load(Ordering::Relaxed),
             selective_barriers: net.selective_barriers.load(Ordering::Relaxed),
             snapshots_abandoned: net.snapshots_abandoned.load(Ordering::Relaxed),
+            snapshots_skipped: net.snapshots_skipped.load(Ordering::Relaxed),
             rows_recv: net.rows_recv.load(Ordering::Relaxed),
             rows_recv_remote: net.rows_recv_remote.load(Ordering::Relaxed),
             updates_sent: net.updates_sent.load(Ordering::Relaxed),

@@ -158,6 +158,8 @@ pub(crate) struct NetStats {
     pub selective_barriers: AtomicU64,
     /// Periodic checkpoints the name node gave up (they could not be written).
     pub snapshots_abandoned: AtomicU64,
+    /// Periodic checkpoints process 0 planned to skip (the one before was still being written).
+    pub snapshots_skipped: AtomicU64,
 }
 
 /// The state every layer of a process shares.

@@ -106,6 +106,10 @@ pub struct ProcessStats {
     /// 0 in the other processes).
     #[serde(default)]
     pub snapshots_abandoned: u64,
+    /// Periodic checkpoints skipped because the one before was still being written
+    /// (`checkpoint.when_busy=skip`; the name node's count, 0 in the other processes).
+    #[serde(default)]
+    pub snapshots_skipped: u64,
     /// Peak resident set size of the process (bytes, from getrusage).
     pub peak_rss_bytes: u64,
     /// CPU seconds (user + system, every thread of the process) from the first clock's work to
@@ -243,6 +247,7 @@ struct JobStats {
     mirror_clock_waits: u64,
     selective_barriers: u64,
     snapshots_abandoned: u64,
+    snapshots_skipped: u64,
     /// The largest process's peak RSS.
     peak_rss_bytes: u64,
     train_cpu_s: f64,
@@ -294,6 +299,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         mirror_clock_waits: sum(|p| p.mirror_clock_waits),
         selective_barriers: sum(|p| p.selective_barriers),
         snapshots_abandoned: sum(|p| p.snapshots_abandoned),
+        snapshots_skipped: sum(|p| p.snapshots_skipped),
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
         train_cpu_s: stats().map(|p| p.train_cpu_s).sum(),
         train_bytes_sent: sum(|p| p.train_bytes_sent),
@@ -365,6 +371,7 @@ mod tests {
             "mirror_clock_waits": int("mirror_clock_waits"),
             "selective_barriers": int("selective_barriers"),
             "snapshots_abandoned": int("snapshots_abandoned"),
+            "snapshots_skipped": int("snapshots_skipped"),
             "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
             "train_cpu_s": sum("train_cpu_s"),
             "train_bytes_sent": int("train_bytes_sent"),
@@ -396,7 +403,7 @@ mod tests {
             "rows_recv": 1553, "rows_recv_remote": 589 + 375 * k, "updates_sent": 1200, "fetches_sent": 8,
             "wan_bytes_sent": 7000 * k, "wan_bytes_recv": 6000 + k,
             "significant_updates": 40 + k, "mirror_clock_waits": 3 * k,
-            "selective_barriers": 2 * k, "snapshots_abandoned": k,
+            "selective_barriers": 2 * k, "snapshots_abandoned": k, "snapshots_skipped": 3 * k,
             "peak_rss_bytes": 104_857_600 + 4096 * k,
             "staleness_hist": {"-1": 1157 + k, "-2": 797, "-3": 1246, format!("-{}", 4 + k): 7},
             "mean_staleness": -2.0278125,
@@ -431,7 +438,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 28] = [
+    const JOB_KEYS: [&str; 29] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -451,6 +458,7 @@ mod tests {
         "server_bytes_sent",
         "significant_updates",
         "snapshots_abandoned",
+        "snapshots_skipped",
         "staleness_hist",
         "thread_cache_misses",
         "train_bytes_sent",

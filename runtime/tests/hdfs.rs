@@ -144,6 +144,8 @@ fn apps_read_and_write_hdfs() {
     put(st.as_ref(), &format!("{dir}/graph/edges.tsv"), &std::fs::read(&g).unwrap());
     let mut cfg = RuntimeConfig { threads: 2, ..RuntimeConfig::default() };
     cfg.checkpoint.every = 12;
+    // These tests count and resume from particular checkpoints: every due one is written.
+    cfg.checkpoint.when_busy = ps_runtime::WhenBusy::Wait;
     cfg.checkpoint.keep = 0;
     let runs = [
         (

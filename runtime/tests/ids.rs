@@ -280,6 +280,8 @@ fn a_resumed_job_checks_that_its_ids_are_numbered_as_before() {
         let mut cfg =
             RuntimeConfig { threads: 1, consistency: ps_runtime::Consistency::Bsp, ..RuntimeConfig::default() };
         cfg.checkpoint.every = 3;
+        // These tests count and resume from particular checkpoints: every due one is written.
+        cfg.checkpoint.when_busy = ps_runtime::WhenBusy::Wait;
         cfg.checkpoint.url = Some(ck.to_string_lossy().into_owned());
         cfg.checkpoint.resume = resume;
         common::run_cluster(2, &cfg, |_| apps::build("mf", &a).unwrap())

@@ -22,6 +22,8 @@ fn cfg(dir: &std::path::Path, every: i64, mode: SnapshotMode) -> RuntimeConfig {
     let mut c = RuntimeConfig { consistency: Consistency::Ssp, staleness: 2, threads: 2, ..Default::default() };
     c.checkpoint.url = Some(dir.to_string_lossy().into_owned());
     c.checkpoint.every = every;
+    // These tests count and resume from particular checkpoints: every due one is written.
+    c.checkpoint.when_busy = ps_runtime::WhenBusy::Wait;
     c.checkpoint.snapshot = mode;
     c.checkpoint.keep = 0;
     c
@@ -279,6 +281,8 @@ fn every_app_resumes_exactly_with_one_thread_and_bsp() {
     let (dir, r, c, g) = app_inputs("bsp");
     let mut cfg = RuntimeConfig { consistency: Consistency::Bsp, staleness: 0, threads: 1, ..Default::default() };
     cfg.checkpoint.every = 4;
+    // These tests count and resume from particular checkpoints: every due one is written.
+    cfg.checkpoint.when_busy = ps_runtime::WhenBusy::Wait;
     for (app, args) in [
         // Two samples: the training errors summed between them cross a checkpoint.
         ("mf", format!("--input {r} --passes 6 --clocks-per-pass 3 --rank 4 --samples 2")),
@@ -297,6 +301,8 @@ fn every_app_resumes_to_the_same_quality_with_ssp() {
     let (dir, r, c, g) = app_inputs("ssp");
     let mut cfg = RuntimeConfig { consistency: Consistency::Ssp, staleness: 1, threads: 2, ..Default::default() };
     cfg.checkpoint.every = 4;
+    // These tests count and resume from particular checkpoints: every due one is written.
+    cfg.checkpoint.when_busy = ps_runtime::WhenBusy::Wait;
     for (app, args, key, tol) in [
         // 4 workers, staleness 1: 8 item slices rotate; checkpoints fall inside passes.
         ("mf", format!("--input {r} --passes 6 --clocks-per-pass 8 --rank 4"), "value", 0.01),

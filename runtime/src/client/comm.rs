@@ -105,15 +105,24 @@ impl ClientTask {
     /// Ships the oplog of clocks `(sent_upto, upto]` and a clock message to every server. A range
     /// spanning a snapshot boundary (after a barrier jump) is cut there, so a server can tell
     /// updates before a snapshot clock from those after it.
+    /// Process 0 first tells every server whether each periodic snapshot whose boundary it
+    /// crosses is taken (`SnapshotPlan`, ahead of its clock on the same links, so every server
+    /// knows before it could take it).
     fn ship(&mut self, upto: Age) {
-        if let Some(s) = &self.core.snaps {
+        if let Some(s) = self.core.snaps.clone() {
             let every = s.cfg.every;
             if every > 0 && !upto.is_finished() {
                 // Boundary `b = t - 1` for snapshot clock `t`: the last clock the snapshot holds.
                 let sent = self.sent_upto.get();
                 let mut b = (sent + 1).div_euclid(every) * every + every - 1;
-                while b < upto.get() {
+                while b <= upto.get() {
                     if b > sent {
+                        if self.core.shared.pid == 0 {
+                            let msg = Msg::SnapshotPlan { clock: b + 1, take: s.plan(b + 1) };
+                            for q in self.core.shared.servers.clone() {
+                                self.send(q, msg.clone());
+                            }
+                        }
                         self.ship_range(Age::new(b));
                     }
                     b += every;

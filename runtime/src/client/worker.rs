@@ -143,9 +143,11 @@ impl Worker {
     pub fn clock(&mut self) -> Result<()> {
         self.core.shared.check()?;
         let old = self.clock.clock.get();
-        if self.snapshot_due() {
+        let wait = self.core.snaps.as_ref().is_some_and(|s| s.cfg.when_busy == crate::config::WhenBusy::Wait);
+        if wait && self.snapshot_due() {
             // Back-pressure: at most one snapshot per process is queued or being written, so a
             // slow file system throttles the job instead of piling encoded tables up in memory.
+            // (Under `skip`, process 0 skips a snapshot due while the last is unsettled instead.)
             let t0 = Instant::now();
             self.core.shared.wait_ctl("earlier snapshots to be written", None, |c| c.snap_jobs == 0)?;
             self.barrier_wait_ns.set(self.barrier_wait_ns.get() + t0.elapsed().as_nanos() as u64);

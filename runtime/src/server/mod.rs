@@ -165,7 +165,12 @@ impl Server {
                     None => Ok(()),
                 },
                 ServerIn::ManifestDone(clock) => match self.namenode.as_mut() {
-                    Some(nn) => nn.manifest_done(clock, &self.to_client),
+                    Some(nn) => {
+                        if let Some(s) = &self.snaps {
+                            s.settle(clock);
+                        }
+                        nn.manifest_done(clock, &self.to_client)
+                    }
                     None => Ok(()),
                 },
             };
@@ -211,6 +216,10 @@ impl Server {
             }
             Msg::Oplog { table, data } => self.pending.push(from, table, data),
             Msg::Clock { clock } => self.on_clock(from, clock)?,
+            Msg::SnapshotPlan { clock, take } => match (from, self.snap.as_mut()) {
+                (0, Some(plan)) => plan.decided(clock, take),
+                _ => return Err(PsError::codec(format!("process {from} sent an unexpected snapshot plan"))),
+            },
             Msg::MirrorUpdate { table, seq, data } => {
                 check_mirror(&self.mirror, from, "mirror updates")?;
                 let t = self.tables.get_mut(&table).ok_or_else(|| {

@@ -15,11 +15,32 @@ pub(crate) struct SnapPlan {
     taken: i64,
     /// Last real (not "finished") clock completed by each client.
     last_real: Vec<i64>,
+    /// Process 0's decisions (`SnapshotPlan`): periodic snapshots taken (`true`) or skipped.
+    decisions: std::collections::BTreeMap<i64, bool>,
 }
 
 impl SnapPlan {
     pub fn new(s: &Snapshots, clients: usize, start: i64) -> Self {
-        SnapPlan { every: s.cfg.every, pure: s.pure(), taken: start, last_real: vec![start - 1; clients] }
+        SnapPlan {
+            every: s.cfg.every,
+            pure: s.pure(),
+            taken: start,
+            last_real: vec![start - 1; clients],
+            decisions: Default::default(),
+        }
+    }
+
+    /// Process 0 decided whether periodic snapshot `t` is taken.
+    pub fn decided(&mut self, t: i64, take: bool) {
+        self.decisions.insert(t, take);
+    }
+
+    /// Whether periodic snapshot `t` is taken (one not decided is, as before plans existed), and
+    /// forgets decisions up to it.
+    fn take(&mut self, t: i64) -> bool {
+        let later = self.decisions.split_off(&(t + 1));
+        let d = std::mem::replace(&mut self.decisions, later);
+        d.get(&t).copied().unwrap_or(true)
     }
 
     /// The job's length so far: every client's last real clock, plus one.
@@ -75,8 +96,34 @@ impl Server {
             plan.taken = t;
         }
         let approx = !plan.pure;
-        for (t, is_final) in due {
-            self.take_snapshot(t, is_final, approx);
+        // The end-of-job snapshot is always taken, whatever was planned for its clock.
+        let due: Vec<(i64, bool, bool)> = due.into_iter().map(|(t, f)| (t, f, plan.take(t) || f)).collect();
+        for (t, is_final, take) in due {
+            if take {
+                self.take_snapshot(t, is_final, approx);
+            } else {
+                self.skip_snapshot(t);
+            }
+        }
+    }
+
+    /// Periodic snapshot `t` is skipped job-wide (the last one is still being written): what was
+    /// kept for it goes, and process 0 counts it.
+    fn skip_snapshot(&mut self, t: i64) {
+        for table in self.tables.values_mut() {
+            table.discard_snapshot(t);
+        }
+        if let Some(snaps) = &self.snaps {
+            drop(snaps.take_states(t));
+        }
+        if self.shared.pid == 0 {
+            let n = self.shared.net.snapshots_skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let how = "checkpoint.when_busy=skip; counted in snapshots_skipped";
+            if n == 0 {
+                log::info!("snapshot {t} skipped: the one before is still being written ({how})");
+            } else {
+                log::debug!("snapshot {t} skipped: the one before is still being written");
+            }
         }
     }
 

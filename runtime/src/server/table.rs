@@ -22,6 +22,8 @@ pub(crate) trait ServerTableOps: Send {
     /// Appends every row as of snapshot `t` (preserved copies where later updates arrived) to
     /// `out` in the shard payload format, sorted by id; returns the row count.
     fn snapshot(&mut self, t: i64, out: &mut Vec<u8>) -> u64;
+    /// Forgets what was kept for snapshot `t` (and earlier ones): it is skipped.
+    fn discard_snapshot(&mut self, t: i64);
     /// Loads rows from a shard payload (resume); returns the row count.
     fn load(&mut self, payload: &[u8]) -> Result<u64>;
     /// ASP: from now on, also accumulate the updates of this data center's clients per row
@@ -108,6 +110,10 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
 
     fn encode_row(&mut self, row: u64, out: &mut BytesMut) {
         row_mut(&mut self.rows, &self.cfg, row).encode(out);
+    }
+
+    fn discard_snapshot(&mut self, t: i64) {
+        self.forks = self.forks.split_off(&(t + 1));
     }
 
     fn snapshot(&mut self, t: i64, out: &mut Vec<u8>) -> u64 {

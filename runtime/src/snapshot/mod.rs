@@ -31,10 +31,11 @@ mod store;
 pub use format::{crc32c, FileEntry, Manifest, ProcessPart, ShardHeader};
 pub use store::CheckpointStore;
 
-use crate::config::{CheckpointConfig, SnapshotMode};
+use crate::config::{CheckpointConfig, SnapshotMode, WhenBusy};
 use crate::error::{PsError, Result};
 use crate::state::{ClientCmd, Shared};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 
@@ -54,6 +55,10 @@ pub(crate) struct Snapshots {
     committer: Mutex<Sender<Job>>,
     /// Worker states saved per clock, not yet written: (manifest entry, file bytes).
     states: Mutex<BTreeMap<i64, Vec<SavedState>>>,
+    /// Process 0: the last periodic snapshot planned to be taken, and the newest one settled
+    /// (committed or given up) at the name node.
+    last_taken: AtomicI64,
+    settled: AtomicI64,
 }
 
 impl Snapshots {
@@ -96,7 +101,17 @@ impl Snapshots {
         // complete in clock order (pruning relies on it), and servers never block on storage.
         let writer = Mutex::new(Self::job_thread("ps-snapshot")?);
         let committer = Mutex::new(Self::job_thread("ps-manifest")?);
-        Ok(Some(Snapshots { store, cfg: cfg.clone(), resume, writer, committer, states: Mutex::default() }))
+        let start = resume.as_ref().map_or(0, |m| m.clock);
+        Ok(Some(Snapshots {
+            store,
+            cfg: cfg.clone(),
+            resume,
+            writer,
+            committer,
+            states: Mutex::default(),
+            last_taken: AtomicI64::new(start),
+            settled: AtomicI64::new(start),
+        }))
     }
 
     /// A thread that runs the jobs sent to it, in order.
@@ -128,6 +143,23 @@ impl Snapshots {
             })?;
         }
         Ok(())
+    }
+
+    /// Process 0, as its client ships clock `t - 1`: whether periodic snapshot `t` is taken.
+    /// Under `when_busy = skip` only once the last one taken has settled at the name node, so
+    /// that at most one checkpoint is being written at a time and no worker ever waits for one.
+    pub fn plan(&self, t: i64) -> bool {
+        let take = self.cfg.when_busy == WhenBusy::Wait
+            || self.settled.load(Ordering::Acquire) >= self.last_taken.load(Ordering::Acquire);
+        if take {
+            self.last_taken.fetch_max(t, Ordering::AcqRel);
+        }
+        take
+    }
+
+    /// The name node: snapshot `t` is committed or given up.
+    pub fn settle(&self, t: i64) {
+        self.settled.fetch_max(t, Ordering::AcqRel);
     }
 
     pub fn pure(&self) -> bool {
@@ -178,5 +210,34 @@ impl Snapshots {
         let later = s.split_off(&(t + 1));
         let mut upto = std::mem::replace(&mut *s, later);
         upto.remove(&t).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snaps(when_busy: WhenBusy, tag: &str) -> (Snapshots, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("ps-snap-plan-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = CheckpointConfig { url: Some(dir.display().to_string()), every: 10, when_busy, ..Default::default() };
+        (Snapshots::open(&cfg, 0, 1, 1).unwrap().unwrap(), dir)
+    }
+
+    #[test]
+    fn a_busy_checkpoint_is_skipped_until_the_last_taken_settles_unless_told_to_wait() {
+        let (s, dir) = snaps(WhenBusy::Skip, "skip");
+        assert!(s.plan(10), "nothing in flight");
+        assert!(!s.plan(20) && !s.plan(30), "10 is still being written");
+        s.settle(10);
+        assert!(s.plan(40));
+        s.settle(20); // an older clock settling says nothing about 40
+        assert!(!s.plan(50));
+        s.settle(40);
+        assert!(s.plan(60));
+        std::fs::remove_dir_all(dir).ok();
+        let (s, dir) = snaps(WhenBusy::Wait, "wait");
+        assert!((1..=5).all(|k| s.plan(10 * k)), "wait takes every one");
+        std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -10,6 +10,7 @@
 //! server → client: `Rows{kind=Reply|PushPart|PushDone, age, rc, (table,row,row-bytes)*}`, `ClockAck{c}`
 //! client → name node: `Register{tables fingerprint + start clock}`, `BarrierArrive{epoch,clock}`, `Done`, `Bye`, `Abort`,
 //! `SnapshotDone{clock, files of this process as JSON}`
+//! process 0's client → every server: `SnapshotPlan{clock, take}` (a periodic snapshot taken or skipped)
 //! server → server of another data center (ASP): `MirrorUpdate{table, seq, (row,update)*}`, `MirrorClock{c}`
 //! (on the link the sender's client uses; FIFO, so a mirror clock follows the updates it covers), or,
 //! when the link is behind, `SelectiveBarrier{c, (seq,table,row)*}` on the link's control queue (a
@@ -93,6 +94,12 @@ pub enum Msg {
     Exit,
     Abort {
         reason: String,
+    },
+    /// Process 0's client → every server, before its clock `clock - 1`: whether the periodic
+    /// snapshot at `clock` is taken (`checkpoint.when_busy`), so that every server decides alike.
+    SnapshotPlan {
+        clock: i64,
+        take: bool,
     },
     /// The sender wrote its part of the snapshot at `clock` (a JSON `ProcessPart`).
     SnapshotDone {
@@ -250,6 +257,11 @@ impl Msg {
                 b.put_slice(reason.as_bytes());
             }
             Msg::Ping => b.put_u8(15),
+            Msg::SnapshotPlan { clock, take } => {
+                b.put_u8(24);
+                b.put_i64_le(*clock);
+                b.put_u8(u8::from(*take));
+            }
             Msg::SnapshotDone { clock, info } => {
                 b.put_u8(16);
                 b.put_i64_le(clock.raw());
@@ -371,6 +383,15 @@ impl Msg {
             21 => Msg::SyncRequest { clock: Age::new(s.take_i64()?) },
             22 => Msg::MirrorSynced { clock: Age::new(s.take_i64()?) },
             23 => Msg::Synced { clock: Age::new(s.take_i64()?) },
+            24 => {
+                let clock = s.take_i64()?;
+                let take = match s {
+                    [0] => false,
+                    [1] => true,
+                    _ => return Err(PsError::codec("a snapshot plan's decision is not one byte 0 or 1")),
+                };
+                Msg::SnapshotPlan { clock, take }
+            }
             t => return Err(PsError::codec(format!("unknown message tag {t}"))),
         };
         Ok(msg)
@@ -412,6 +433,9 @@ mod tests {
         roundtrip(Msg::Abort { reason: "boom".into() });
         roundtrip(Msg::Ping);
         roundtrip(Msg::SnapshotDone { clock: 5, info: "{}".into() });
+        roundtrip(Msg::SnapshotPlan { clock: 10, take: true });
+        roundtrip(Msg::SnapshotPlan { clock: 20, take: false });
+        assert!(Msg::decode(Bytes::from(vec![24, 10, 0, 0, 0, 0, 0, 0, 0, 2])).is_err(), "a decision of 2");
         roundtrip(Msg::Exchange { epoch: 3, from: 1, to: 2, rest: 0, data: Bytes::from_static(b"r") });
         roundtrip(Msg::Exchange { epoch: 3, from: 1, to: 2, rest: 1 << 40, data: Bytes::new() });
     }
