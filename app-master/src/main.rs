@@ -442,6 +442,16 @@ async fn run(args: Args) -> Result<()> {
         Ok(()) => (APP_SUCCEEDED, format!("all {} processes finished", args.workers)),
         Err(d) => (APP_FAILED, d.to_string()),
     };
+    if let Some(k) = args.keytab.as_ref().and_then(|k| k.file_name()) {
+        // The staged keytab goes whatever the outcome (yarn-submit, if still following, also tries).
+        let url = format!("{}/{}", args.staging, k.to_string_lossy());
+        let u = url.clone();
+        match tokio::task::spawn_blocking(move || storage_for(&u).and_then(|st| st.delete(&u))).await {
+            Ok(Ok(())) => log::info!("removed the staged keytab {url}"),
+            Ok(Err(e)) => log::warn!("removing the staged keytab {url}: {e}"),
+            Err(e) => log::warn!("removing the staged keytab {url}: {e}"),
+        }
+    }
     am.set_status(if outcome.is_ok() { "succeeded" } else { "failed" });
     let page = lock(&am.shared).status_json();
     write_report(&args.staging, page).await;

@@ -147,8 +147,9 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let login = login(Some(cli));
     let (conf, rm) = cluster(cli.conf_dir.as_deref(), cli.submit_via, &login)?;
     let fs = conf.default_fs().map_err(ClientError::HadoopConf)?.trim_end_matches('/').to_string();
-    // A secure cluster: the containers get an HDFS delegation token (renewed by the RM), never a
-    // ticket or keytab, and the user is the Kerberos principal's.
+    // A secure cluster: the containers get HDFS delegation tokens (renewed by the RM) for every
+    // file system the job names, never a ticket (the AM gets the keytab, if one was given), and
+    // the user is the Kerberos principal's.
     let secure = conf.kerberos().map_err(ClientError::HadoopConf)?;
     // Every file system the job names; relative paths are on the default one.
     let named = locations.iter().map(|(_, u)| u).chain(&cli.checkpoint).chain(&cli.access_filesystems);
@@ -197,7 +198,10 @@ fn submit_and_follow(cli: &Cli, console: &Console) -> Result<i32> {
     let renewal = match (&cli.principal, &cli.keytab) {
         (Some(p), Some(k)) if secure => {
             resources.insert(KEYTAB_RESOURCE.to_string(), crate::staging::stage_keytab(&staging, KEYTAB_RESOURCE, k)?);
-            let fs_args: String = token_urls.iter().map(|u| format!(" --token-fs {u}")).collect();
+            // Relative paths are on the default file system, which the list starts with.
+            let mut urls: Vec<&String> = token_urls.iter().filter(|u| u.contains("://")).collect();
+            urls.dedup();
+            let fs_args: String = urls.iter().map(|u| format!(" --token-fs {u}")).collect();
             format!(" --principal {p} --keytab {KEYTAB_RESOURCE}{fs_args}")
         }
         _ => String::new(),
