@@ -182,10 +182,17 @@ if [ "$HA" = 1 ]; then
     echo " -Dhadoop.log.dir='$STATE/logs' -Dhadoop.log.file=haadmin.log -cp '$CP' org.apache.hadoop.hdfs.tools.DFSHAAdmin \"\$@\""
   } > "$STATE/haadmin.sh"
   chmod +x "$STATE/haadmin.sh"
+  active=0
   for _ in $(seq 1 120); do
-    "$STATE/haadmin.sh" -transitionToActive nn1 >"$STATE/logs/haadmin.out" 2>&1 && break
+    if "$STATE/haadmin.sh" -transitionToActive nn1 >"$STATE/logs/haadmin.out" 2>&1; then active=1; break; fi
     sleep 0.5
   done
+  if [ "$active" != 1 ]; then
+    echo "hdfs-up.sh: DFSHAAdmin could not make nn1 active within 60 s; see $STATE/logs/haadmin.out" >&2
+    tail -5 "$STATE/logs/haadmin.out" >&2 || true
+    scripts/hdfs-down.sh >/dev/null 2>&1 || true
+    exit 1
+  fi
 else
   (jvm format org.apache.hadoop.hdfs.server.namenode.NameNode -format -nonInteractive -force) >/dev/null 2>&1
   (jvm namenode org.apache.hadoop.hdfs.server.namenode.NameNode) >"$STATE/logs/namenode.out" 2>&1 &
