@@ -472,16 +472,24 @@ fn a_yarn_job_outlives_its_tokens_on_the_keytab_it_shipped_to_the_am() {
         .args(["mf", "--input", &input, "--output", &out, "--passes", "100", "--clocks-per-pass", "4", "--rank", "4"])
         .args(["--straggler", "random", "--straggler-p", "1", "--straggler-delay", &delay]);
     let (child, rx) = common::spawn_lines(&mut c);
+    let mut log = Vec::new();
+    let app = common::wait_for(&rx, "application id: ", &mut log);
+    let app = app.split("application id: ").nth(1).expect("an application id").trim().to_string();
+    let staging = format!("/user/alice/.ps-staging/{app}");
+    // While the job runs (staged before it was submitted), the keytab is alice's alone.
+    common::wait_for(&rx, ": RUNNING", &mut log);
+    let k = format!("{staging}/ps.keytab");
+    let mode = as_principal(&format!("alice@{REALM}"), &keytab("alice"), async move |c| {
+        c.get_file_info(&k).await.map(|st| (st.owner, st.permission)).ok()
+    });
+    assert_eq!(mode, Some(("alice".to_string(), 0o400)), "the staged keytab's owner and mode");
     let status = common::wait_within(child, common::JOB_LIMIT + Duration::from_millis(job_ms), "the long secure job");
-    let log: Vec<String> = rx.iter().collect();
+    log.extend(rx.iter());
     let text = log.join("\n");
     assert!(status.success(), "{text}");
     let took = started.elapsed();
     assert!(took > Duration::from_millis((3 * renew).max(max)), "the job took only {took:?}");
     assert_eq!(owner_of(&format!("{out}/_SUCCESS")), "alice");
-    let app =
-        text.lines().find_map(|l| l.split("application id: ").nth(1)).expect("an application id").trim().to_string();
-    let staging = format!("/user/alice/.ps-staging/{app}");
     let (has_keytab, has_job) = as_principal(&format!("alice@{REALM}"), &keytab("alice"), async move |c| {
         (
             c.get_file_info(&format!("{staging}/ps.keytab")).await.is_ok(),
