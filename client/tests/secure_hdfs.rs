@@ -252,6 +252,12 @@ fn a_delegation_token_alone_lets_a_job_read_and_write_as_its_owner() {
 /// `yarn-submit --master yarn` with a Kerberos ticket; `PS_RUNTIME_BIN`/`PS_APP_MASTER_BIN` as
 /// the other YARN tests.
 fn yarn_job(ccache: &Path, args: &[&str]) -> std::process::Output {
+    output(yarn_cmd(ccache).args(args))
+}
+
+/// The command of a YARN job of 2 workers on the secure stand-in, with the ticket cache `ccache`
+/// (which need not exist).
+fn yarn_cmd(ccache: &Path) -> Command {
     let mut c = Command::new(bin("yarn-submit"));
     c.env("HADOOP_CONF_DIR", env("PS_SECURE_YARN_CONF"))
         .env("KRB5CCNAME", format!("FILE:{}", ccache.display()))
@@ -260,9 +266,8 @@ fn yarn_job(ccache: &Path, args: &[&str]) -> std::process::Output {
         .env_remove("HADOOP_USER_NAME")
         .env_remove("PS_KERBEROS_PRINCIPAL")
         .env_remove("PS_KERBEROS_KEYTAB")
-        .args(["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"])
-        .args(args);
-    output(&mut c)
+        .args(["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"]);
+    c
 }
 
 fn kinit(dir: &Path, user: &str) -> std::path::PathBuf {
@@ -387,14 +392,8 @@ fn a_yarn_job_on_tokens_alone_survives_a_namenode_failover() {
     let dir = std::env::temp_dir().join(format!("ps-secure-failover-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let alice = kinit(&dir, "alice");
-    let mut c = Command::new(bin("yarn-submit"));
-    c.env("HADOOP_CONF_DIR", env("PS_SECURE_YARN_CONF"))
-        .env("KRB5CCNAME", format!("FILE:{}", alice.display()))
-        .env("PS_RUNTIME_BIN", bin("ps-runtime"))
-        .env("PS_APP_MASTER_BIN", bin("ps-app-master"))
-        .env_remove("HADOOP_USER_NAME")
-        .args(["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256"])
-        .args(["--checkpoint", &ck, "--checkpoint-every", "8"])
+    let mut c = yarn_cmd(&alice);
+    c.args(["--checkpoint", &ck, "--checkpoint-every", "8"])
         .args(["mf", "--input", &input, "--output", &out, "--passes", "50", "--clocks-per-pass", "4", "--rank", "4"])
         // At least 50 ms a clock (every worker a straggler): 10 s of job to fail over in.
         .args(["--straggler", "random", "--straggler-p", "1", "--straggler-delay", "0.05"]);
@@ -461,13 +460,8 @@ fn a_yarn_job_outlives_its_tokens_on_the_keytab_it_shipped_to_the_am() {
     let job_ms = (3 * renew).max(max) + renew / 3;
     let delay = format!("{:.3}", job_ms as f64 / 400.0 / 1000.0);
     let started = std::time::Instant::now();
-    let mut c = Command::new(bin("yarn-submit"));
-    c.env("HADOOP_CONF_DIR", env("PS_SECURE_YARN_CONF"))
-        .env("KRB5CCNAME", format!("FILE:{}/no-ticket", dir.display()))
-        .env("PS_RUNTIME_BIN", bin("ps-runtime"))
-        .env("PS_APP_MASTER_BIN", bin("ps-app-master"))
-        .env_remove("HADOOP_USER_NAME")
-        .args(["--master", "yarn", "--workers", "2", "--threads", "1", "--worker-memory", "256", "--keep-staging"])
+    let mut c = yarn_cmd(&dir.join("no-ticket"));
+    c.arg("--keep-staging")
         .args(["--principal", &format!("alice@{REALM}"), "--keytab", &keytab("alice")])
         .args(["mf", "--input", &input, "--output", &out, "--passes", "100", "--clocks-per-pass", "4", "--rank", "4"])
         .args(["--straggler", "random", "--straggler-p", "1", "--straggler-delay", &delay]);

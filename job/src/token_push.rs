@@ -15,7 +15,7 @@
 //! replayed into another job. The file is replaced atomically (a temporary file renamed over it),
 //! so a client never reads half of it.
 
-use crate::rendezvous::AmLink;
+use crate::rendezvous::{hex, hex_decode as unhex, AmLink};
 use ps_runtime::secret;
 use ps_runtime::{PsError, Result};
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
@@ -103,17 +103,6 @@ fn listen(r: impl BufRead + Send + 'static, job_secret: Vec<u8>, app: String, pa
     if let Err(e) = std::thread::Builder::new().name("ps-tokens".into()).spawn(run) {
         log::warn!("no token refreshes: {e}");
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.is_ascii() {
-        return None;
-    }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
 }
 
 #[cfg(test)]
