@@ -16,8 +16,13 @@
 //! * Selective barrier: if mirror updates sent at an earlier clock have not yet left when the
 //!   next clock's are ready, the link is not keeping up. Then the clock goes as a
 //!   `SelectiveBarrier` on the control queue, ahead of the data, listing the rows of every
-//!   mirror update not yet sent out (by sequence number); the receiver takes the clock at once
-//!   and holds reads of exactly those rows until their updates arrive.
+//!   mirror update not yet sent out and the clock each was taken at ([`super::barrier`]). The
+//!   receiver takes the clock at once; a listed row whose update of clock `k` is still on its way
+//!   is as old as a mirror at `k - 1`, so it is served at most at age `k - 1 + DS` and a read
+//!   that needs a newer one waits for the update. That is the mirror clock's bound applied row by
+//!   row: holding every read of the row until its update arrives made each clock wait a WAN
+//!   transfer and delay whenever the link was behind, which DS exists to hide (MF on MovieLens
+//!   at 5 Mbit/s ran at under half the Baseline's speed with as many bytes).
 //! * Global barriers: after `global_barrier()` every read must see every update made before it,
 //!   but the copies differ by the updates still unsent or on the WAN. So the clients of each
 //!   data center ask their servers to sync at the barrier's age `a` (`SyncRequest`); once the
@@ -32,12 +37,13 @@ use crate::clock::Age;
 use crate::error::{PsError, Result};
 use crate::net::Link;
 use crate::state::Shared;
-use crate::wire::{Msg, BARRIER_ENTRY};
-use bytes::{Buf, BufMut, BytesMut};
+use crate::wire::Msg;
+use bytes::{BufMut, BytesMut};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 
+use super::barrier;
 use super::ServerTableOps;
 
 /// A mirror update frame holds at most this many bytes, so that a control message waits for at
@@ -46,8 +52,8 @@ const FRAME_BYTES: usize = 64 * 1024;
 /// The soft threshold goes down to this fraction of the hard one.
 const SOFT_FLOOR: f64 = 1.0 / 64.0;
 
-/// Rows of a table and the row ids in one mirror update frame.
-type RowIds = Vec<(u32, u64)>;
+/// A mirror update frame's table and row ids (ascending).
+type RowIds = (u32, Vec<u64>);
 
 pub(crate) struct Mirror {
     /// Every server of the other data centers and the last clock it reported.
@@ -62,8 +68,8 @@ pub(crate) struct Mirror {
     ignore_barriers: bool,
     out: FxHashMap<usize, Outgoing>,
     incoming: FxHashMap<usize, Incoming>,
-    /// Rows whose reads wait for announced updates, and how many updates each still waits for.
-    blocked: FxHashMap<(u32, u64), u32>,
+    /// Rows with announced updates still to arrive: the clock each of those was taken at.
+    blocked: FxHashMap<(u32, u64), Vec<Age>>,
     sync: Sync,
 }
 
@@ -91,8 +97,9 @@ impl Sync {
 #[derive(Default)]
 struct Outgoing {
     next_seq: u64,
-    /// Frames sent in order (no barrier listed them) that may not have left yet.
-    unlisted: VecDeque<(u64, RowIds)>,
+    /// Frames sent in order (no barrier listed them) that may not have left yet: sequence
+    /// number, the clock they were taken at, their rows.
+    unlisted: VecDeque<(u64, Age, RowIds)>,
 }
 
 /// Mirror updates from one mirror server.
@@ -100,8 +107,8 @@ struct Outgoing {
 struct Incoming {
     /// Sequence number of the next update to arrive.
     next_seq: u64,
-    /// Rows announced by barriers, per update still to arrive.
-    announced: BTreeMap<u64, RowIds>,
+    /// Rows announced by barriers and the clock they were taken at, per update still to arrive.
+    announced: BTreeMap<u64, (Age, RowIds)>,
 }
 
 impl Mirror {
@@ -183,27 +190,38 @@ impl Mirror {
         self.clocks.contains_key(&from)
     }
 
-    /// True while some rows' announced updates have not arrived: reads of them wait, and so
-    /// does an ESSP push (it would declare them fresh).
-    pub fn is_blocked(&self, table: u32, row: u64) -> bool {
-        self.blocked.contains_key(&(table, row))
+    /// The newest age row `row` of `table` may be served at when the server serves `age`: a
+    /// row whose announced update of clock `k` has not arrived is as old as a mirror at `k - 1`.
+    pub fn row_cap(&self, table: u32, row: u64, age: Age) -> Age {
+        match self.blocked.get(&(table, row)).and_then(|ks| ks.iter().min()) {
+            Some(k) => age.min(k.shifted(self.bound - 1)),
+            None => age,
+        }
     }
 
+    /// True while some rows' announced updates have not arrived: an ESSP push waits (it would
+    /// declare them fresh).
     pub fn any_blocked(&self) -> bool {
         !self.blocked.is_empty()
     }
 
-    /// A selective barrier from mirror `from`: holds reads of the announced rows whose updates
-    /// are still to come, then takes the clock.
-    pub fn on_barrier(&mut self, from: usize, clock: Age, mut data: &[u8]) -> Result<()> {
+    /// A selective barrier from mirror `from`: caps the announced rows whose updates are still
+    /// to come at their clocks, then takes the clock.
+    pub fn on_barrier(&mut self, from: usize, clock: Age, data: &[u8]) -> Result<()> {
         let inc = self.incoming.get_mut(&from).ok_or_else(|| not_a_mirror(from, "a selective barrier"))?;
+        let groups = barrier::parse(data, from)?;
         if !self.ignore_barriers {
-            while data.len() >= BARRIER_ENTRY {
-                let (seq, table, row) = (data.get_u64_le(), data.get_u32_le(), data.get_u64_le());
-                if seq >= inc.next_seq {
-                    inc.announced.entry(seq).or_default().push((table, row));
-                    *self.blocked.entry((table, row)).or_default() += 1;
+            for g in groups.into_iter().filter(|g| g.seq >= inc.next_seq) {
+                if g.clock > clock || inc.announced.contains_key(&g.seq) {
+                    return Err(PsError::codec(format!(
+                        "selective barrier from process {from} at clock {clock:?} lists update {} again or of clock {:?}",
+                        g.seq, g.clock
+                    )));
                 }
+                for &row in &g.rows {
+                    self.blocked.entry((g.table, row)).or_default().push(g.clock);
+                }
+                inc.announced.insert(g.seq, (g.clock, (g.table, g.rows)));
             }
         }
         self.on_clock(from, clock);
@@ -221,12 +239,16 @@ impl Mirror {
             )));
         }
         inc.next_seq += 1;
-        for key in inc.announced.remove(&seq).unwrap_or_default() {
-            if let std::collections::hash_map::Entry::Occupied(mut e) = self.blocked.entry(key) {
-                *e.get_mut() -= 1;
-                if *e.get() == 0 {
+        let Some((clock, (table, rows))) = inc.announced.remove(&seq) else { return Ok(()) };
+        for row in rows {
+            if let std::collections::hash_map::Entry::Occupied(mut e) = self.blocked.entry((table, row)) {
+                let ks = e.get_mut();
+                if let Some(i) = ks.iter().position(|&k| k == clock) {
+                    ks.swap_remove(i);
+                }
+                if ks.is_empty() {
                     e.remove();
-                    freed.push(key);
+                    freed.push((table, row));
                 }
             }
         }
@@ -249,7 +271,7 @@ impl Mirror {
         let mut behind = Vec::new();
         for (&q, o) in self.out.iter_mut() {
             let departed = to_server[q].departed();
-            while o.unlisted.front().is_some_and(|(seq, _)| *seq < departed) {
+            while o.unlisted.front().is_some_and(|(seq, _, _)| *seq < departed) {
                 o.unlisted.pop_front();
             }
             if departed < o.next_seq {
@@ -263,7 +285,7 @@ impl Mirror {
         let scale = self.soft.unwrap_or(1.0);
         let t = (age.get().max(0) + 1) as f64;
         let limit = shared.cfg.batch_bytes.min(FRAME_BYTES);
-        let mut frames: FxHashMap<usize, Vec<(u32, BytesMut, RowIds)>> = FxHashMap::default();
+        let mut frames: FxHashMap<usize, Vec<(u32, BytesMut, Vec<u64>)>> = FxHashMap::default();
         let mut sent = 0;
         for (&id, table) in tables.iter_mut() {
             let cfg = table.config().clone();
@@ -278,26 +300,25 @@ impl Mirror {
                     let (_, b, rows) = fs.last_mut().expect("just pushed");
                     b.put_u64_le(row);
                     b.put_slice(update);
-                    rows.push((id, row));
+                    rows.push(row);
                 }
             });
         }
         shared.net.significant_updates.fetch_add(sent, Ordering::Relaxed);
         for (&q, o) in self.out.iter_mut() {
-            let fs = frames.remove(&q).unwrap_or_default();
+            let mut fs = frames.remove(&q).unwrap_or_default();
+            for (_, _, rows) in fs.iter_mut() {
+                rows.sort_unstable();
+            }
             let barrier = behind.contains(&q);
             if barrier {
-                let listed = o.unlisted.iter().map(|(s, r)| (*s, r));
-                let new = fs.iter().enumerate().map(|(i, (_, _, r))| (o.next_seq + i as u64, r));
                 let mut data = BytesMut::new();
-                for (seq, rows) in listed.chain(new) {
-                    for &(table, row) in rows {
-                        data.put_u64_le(seq);
-                        data.put_u32_le(table);
-                        data.put_u64_le(row);
-                    }
+                for (seq, clock, (table, rows)) in o.unlisted.drain(..) {
+                    barrier::put(&mut data, seq, clock, table, &rows);
                 }
-                o.unlisted.clear();
+                for (i, (table, _, rows)) in fs.iter().enumerate() {
+                    barrier::put(&mut data, o.next_seq + i as u64, age, *table, rows);
+                }
                 to_server[q].send_control(Msg::SelectiveBarrier { clock: age, data: data.freeze() });
                 shared.net.selective_barriers.fetch_add(1, Ordering::Relaxed);
             }
@@ -306,7 +327,7 @@ impl Mirror {
                 o.next_seq += 1;
                 to_server[q].send(Msg::MirrorUpdate { table, seq, data: data.freeze() });
                 if !barrier {
-                    o.unlisted.push_back((seq, rows));
+                    o.unlisted.push_back((seq, age, (table, rows)));
                 }
             }
             if !barrier {
@@ -331,5 +352,63 @@ pub(crate) fn check_mirror(mirror: &Option<Mirror>, from: usize, what: &str) -> 
     match mirror {
         Some(m) if m.is_mirror(from) => Ok(()),
         _ => Err(not_a_mirror(from, what)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mirror state of a server whose one mirror is process 1, with DS = 2.
+    fn mirror() -> Mirror {
+        Mirror {
+            clocks: [(1, Age::new(0))].into_iter().collect(),
+            bound: 2,
+            v: 0.01,
+            soft: None,
+            ignore_barriers: false,
+            out: Default::default(),
+            incoming: [(1, Incoming::default())].into_iter().collect(),
+            blocked: Default::default(),
+            sync: Sync::default(),
+        }
+    }
+
+    #[test]
+    fn a_barrier_caps_its_rows_at_their_clocks_until_their_updates_arrive() {
+        let mut m = mirror();
+        let mut data = BytesMut::new();
+        barrier::put(&mut data, 0, Age::new(3), 7, &[10, 11]);
+        barrier::put(&mut data, 1, Age::new(5), 7, &[11, 12]);
+        m.on_barrier(1, Age::new(5), &data).unwrap();
+        let now = Age::new(7);
+        // Row 10's update of clock 3 is missing: as old as the mirror at 2, plus DS.
+        assert_eq!(m.row_cap(7, 10, now), Age::new(4));
+        assert_eq!(m.row_cap(7, 11, now), Age::new(4), "the earliest missing update counts");
+        assert_eq!(m.row_cap(7, 12, now), Age::new(6));
+        assert_eq!(m.row_cap(7, 13, now), now, "a row no barrier lists");
+        assert_eq!(m.row_cap(8, 10, now), now, "another table's row");
+        assert_eq!(m.row_cap(7, 12, Age::new(5)), Age::new(5), "never above the server's age");
+        let mut freed = Vec::new();
+        m.on_update(1, 0, &mut freed).unwrap();
+        assert_eq!(freed, [(7, 10)]);
+        assert_eq!(m.row_cap(7, 11, now), Age::new(6), "now only its update of clock 5 is missing");
+        m.on_update(1, 1, &mut freed).unwrap();
+        assert_eq!(freed, [(7, 10), (7, 11), (7, 12)]);
+        assert!(!m.any_blocked());
+        assert!(m.on_update(1, 5, &mut freed).is_err(), "updates arrive in order");
+    }
+
+    #[test]
+    fn a_barrier_that_lists_an_update_twice_or_from_the_future_is_refused() {
+        let mut m = mirror();
+        let mut data = BytesMut::new();
+        barrier::put(&mut data, 0, Age::new(3), 7, &[10]);
+        m.on_barrier(1, Age::new(3), &data).unwrap();
+        assert!(m.on_barrier(1, Age::new(4), &data).is_err(), "update 0 listed again");
+        let mut later = BytesMut::new();
+        barrier::put(&mut later, 1, Age::new(9), 7, &[10]);
+        assert!(m.on_barrier(1, Age::new(4), &later).is_err(), "an update of a clock after the barrier's");
+        assert!(m.on_barrier(2, Age::new(4), &[]).is_err(), "not a mirror");
     }
 }

@@ -4,6 +4,7 @@
 //! server task also runs the name node (`namenode`). Runs as one task fed by the connection
 //! readers, so its state needs no locks.
 
+mod barrier;
 mod mirror;
 mod namenode;
 mod push;
@@ -75,9 +76,6 @@ impl RowsOut {
         self.cur.put_u64_le(row);
         self.cur.put_slice(encoded);
     }
-    fn is_empty(&self) -> bool {
-        self.frames.is_empty() && self.cur.is_empty()
-    }
     /// Sends all frames; the last one has kind `last`, earlier ones `part`.
     fn send(mut self, to: &Link, part: RowsKind, last: RowsKind, age: Age, rc: Age) {
         self.frames.push(self.cur.freeze());
@@ -99,7 +97,8 @@ pub(crate) struct Server {
     global: Age,
     pending: PendingBatches,
     parked: BTreeMap<Age, Vec<(usize, FetchReq)>>,
-    /// ASP: reads of rows a selective barrier holds back, until their updates arrive.
+    /// ASP: reads of rows a selective barrier caps below the age they need, until their
+    /// updates arrive.
     held: FxHashMap<(u32, u64), Vec<(usize, FetchReq)>>,
     /// ESSP: a push is due but waits until no row is held back.
     push_deferred: bool,
@@ -200,19 +199,15 @@ impl Server {
         match msg {
             Msg::Fetch(reqs) => {
                 let age = self.visible_age();
-                let mut out = RowsOut::new(self.shared.cfg.batch_bytes);
+                let mut ready = Vec::with_capacity(reqs.len());
                 for r in reqs {
                     if !ServeRule::can_serve(r.min_age, age) {
                         self.parked.entry(r.min_age).or_default().push((from, r));
-                    } else if self.is_held(&r) {
-                        self.held.entry((r.table, r.row)).or_default().push((from, r));
                     } else {
-                        self.serve(from, r, &mut out)?;
+                        ready.push((from, r));
                     }
                 }
-                if !out.is_empty() {
-                    out.send(&self.to_client[from], RowsKind::Reply, RowsKind::Reply, age, self.vc[from]);
-                }
+                self.answer(ready, age)?;
             }
             Msg::Oplog { table, data } => self.pending.push(from, table, data),
             Msg::Clock { clock } => self.on_clock(from, clock)?,
@@ -360,8 +355,10 @@ impl Server {
         }
     }
 
-    fn is_held(&self, r: &FetchReq) -> bool {
-        self.mirror.as_ref().is_some_and(|m| m.is_blocked(r.table, r.row))
+    /// The age row `r` can be served at when the server serves `age` (ASP: lower while a
+    /// selective barrier's update of it is on its way).
+    fn row_cap(&self, r: &FetchReq, age: Age) -> Age {
+        self.mirror.as_ref().map_or(age, |m| m.row_cap(r.table, r.row, age))
     }
 
     fn release_parked(&mut self) -> Result<()> {
@@ -383,21 +380,31 @@ impl Server {
         Ok(())
     }
 
-    /// Answers reads the server can serve at `age`, packed per client; holds back those of rows
-    /// a selective barrier blocks.
+    /// Answers reads the server can serve at `age`, packed per client and the age each row is
+    /// served at; holds back those of rows a selective barrier caps below what they need.
     fn answer(&mut self, reads: Vec<(usize, FetchReq)>, age: Age) -> Result<()> {
-        let mut outs: FxHashMap<usize, RowsOut> = FxHashMap::default();
+        // Few (client, age) pairs: one client per Fetch, and at most DS + 1 ages.
+        let mut outs: Vec<((usize, Age), RowsOut)> = Vec::new();
+        let mut last = usize::MAX;
         for (client, r) in reads {
-            if self.is_held(&r) {
+            let cap = self.row_cap(&r, age);
+            if !ServeRule::can_serve(r.min_age, cap) {
                 self.held.entry((r.table, r.row)).or_default().push((client, r));
                 continue;
             }
-            let mut out = outs.remove(&client).unwrap_or_else(|| RowsOut::new(self.shared.cfg.batch_bytes));
-            self.serve(client, r, &mut out)?;
-            outs.insert(client, out);
+            if outs.get(last).is_none_or(|(k, _)| *k != (client, cap)) {
+                last = match outs.iter().position(|(k, _)| *k == (client, cap)) {
+                    Some(i) => i,
+                    None => {
+                        outs.push(((client, cap), RowsOut::new(self.shared.cfg.batch_bytes)));
+                        outs.len() - 1
+                    }
+                };
+            }
+            self.serve(client, r, &mut outs[last].1)?;
         }
-        for (client, out) in outs {
-            out.send(&self.to_client[client], RowsKind::Reply, RowsKind::Reply, age, self.vc[client]);
+        for ((client, cap), out) in outs {
+            out.send(&self.to_client[client], RowsKind::Reply, RowsKind::Reply, cap, self.vc[client]);
         }
         Ok(())
     }

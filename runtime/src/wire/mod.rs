@@ -5,4 +5,4 @@ pub mod frame;
 pub mod msg;
 
 pub use frame::{FrameCodec, WireProtection};
-pub use msg::{FetchReq, Msg, RowsKind, BARRIER_ENTRY};
+pub use msg::{FetchReq, Msg, RowsKind};

@@ -13,9 +13,10 @@
 //! process 0's client → every server: `SnapshotPlan{clock, take}` (a periodic snapshot taken or skipped)
 //! server → server of another data center (ASP): `MirrorUpdate{table, seq, (row,update)*}`, `MirrorClock{c}`
 //! (on the link the sender's client uses; FIFO, so a mirror clock follows the updates it covers), or,
-//! when the link is behind, `SelectiveBarrier{c, (seq,table,row)*}` on the link's control queue (a
+//! when the link is behind, `SelectiveBarrier{c, (seq,clock,table,rows)*}` on the link's control queue (a
 //! writer drains it before data; `Link::departed` counts mirror updates that have left) announcing
-//! the rows of the updates still queued: the receiver takes clock c and holds reads of those rows until they arrive.
+//! the rows of the updates still queued: the receiver takes clock c and serves those rows no newer than
+//! their updates' clocks allow (DS) until they arrive.
 //! Global barrier under ASP: client → its servers `SyncRequest{B-1}`; server → mirrors, once its data
 //! center completed B-1, every held-back update then `MirrorSynced{a}`; server → its clients `Synced{B-1}`
 //! once every mirror's marker arrived (it claims no age >= B-1 before); the client releases its threads then.
@@ -145,8 +146,8 @@ pub enum Msg {
         clock: Age,
     },
     /// Gaia's selective barrier, sent ahead of queued data: the sender's data center completed
-    /// `clock`, and the mirror updates it has not yet delivered hold these rows:
-    /// (seq u64, table u32, row u64)*. Reads of them wait for those updates.
+    /// `clock`, and the mirror updates it has not yet delivered hold these rows, with the clock
+    /// each was taken at (the server's `barrier` module reads them).
     SelectiveBarrier {
         clock: Age,
         data: Bytes,
@@ -154,9 +155,6 @@ pub enum Msg {
     // either way
     Ping,
 }
-
-/// Bytes of one entry of a selective barrier: seq, table, row.
-pub const BARRIER_ENTRY: usize = 20;
 
 /// Clocks and ages go on the wire as their raw little-endian `i64`.
 trait Raw {
@@ -374,9 +372,6 @@ impl Msg {
             }
             20 => {
                 let clock = Age::new(s.take_i64()?);
-                if !s.len().is_multiple_of(BARRIER_ENTRY) {
-                    return Err(PsError::codec(format!("selective barrier of {} bytes", s.len())));
-                }
                 Msg::SelectiveBarrier { clock, data: frame.slice(9..) }
             }
             19 => Msg::MirrorClock { clock: Age::new(s.take_i64()?) },
@@ -423,8 +418,9 @@ mod tests {
         });
         roundtrip(Msg::Clock { clock: Age::FINISHED });
         roundtrip(Msg::MirrorUpdate { table: 7, seq: 3, data: Bytes::from_static(b"rows") });
-        roundtrip(Msg::SelectiveBarrier { clock: Age::new(4), data: Bytes::from(vec![1; 2 * BARRIER_ENTRY]) });
-        assert!(Msg::decode(Bytes::from(vec![20, 0, 0, 0, 0, 0, 0, 0, 0, 1])).is_err(), "a torn entry");
+        roundtrip(Msg::SelectiveBarrier { clock: Age::new(4), data: Bytes::from(vec![1; 40]) });
+        // The barrier's body is read (and checked) by the server's `barrier` module.
+        assert!(Msg::decode(Bytes::from(vec![20, 0, 0, 0, 0, 0, 0, 0])).is_err(), "a torn clock");
         roundtrip(Msg::MirrorClock { clock: Age::new(12) });
         roundtrip(Msg::SyncRequest { clock: Age::new(3) });
         roundtrip(Msg::MirrorSynced { clock: Age::new(4) });
