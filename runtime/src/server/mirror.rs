@@ -199,10 +199,11 @@ impl Mirror {
         }
     }
 
-    /// True while some rows' announced updates have not arrived: an ESSP push waits (it would
-    /// declare them fresh).
-    pub fn any_blocked(&self) -> bool {
-        !self.blocked.is_empty()
+    /// The newest age an ESSP push may declare every subscribed row fresh at when the server
+    /// serves `age`: the lowest cap of the rows with announced updates still to come that
+    /// somebody subscribed to.
+    pub fn push_cap(&self, age: Age, subscribed: impl Fn(u32, u64) -> bool) -> Age {
+        self.blocked.keys().filter(|&&(t, r)| subscribed(t, r)).fold(age, |a, &(t, r)| self.row_cap(t, r, a))
     }
 
     /// A selective barrier from mirror `from`: caps the announced rows whose updates are still
@@ -382,6 +383,8 @@ mod tests {
         barrier::put(&mut data, 1, Age::new(5), 7, &[11, 12]);
         m.on_barrier(1, Age::new(5), &data).unwrap();
         let now = Age::new(7);
+        assert_eq!(m.push_cap(now, |_, r| r == 12), Age::new(6), "only subscribed rows hold a push back");
+        assert_eq!(m.push_cap(now, |_, _| false), now);
         // Row 10's update of clock 3 is missing: as old as the mirror at 2, plus DS.
         assert_eq!(m.row_cap(7, 10, now), Age::new(4));
         assert_eq!(m.row_cap(7, 11, now), Age::new(4), "the earliest missing update counts");
@@ -395,7 +398,7 @@ mod tests {
         assert_eq!(m.row_cap(7, 11, now), Age::new(6), "now only its update of clock 5 is missing");
         m.on_update(1, 1, &mut freed).unwrap();
         assert_eq!(freed, [(7, 10), (7, 11), (7, 12)]);
-        assert!(!m.any_blocked());
+        assert_eq!(m.push_cap(now, |_, _| true), now, "nothing left to wait for");
         assert!(m.on_update(1, 5, &mut freed).is_err(), "updates arrive in order");
     }
 

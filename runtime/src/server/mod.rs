@@ -100,7 +100,8 @@ pub(crate) struct Server {
     /// ASP: reads of rows a selective barrier caps below the age they need, until their
     /// updates arrive.
     held: FxHashMap<(u32, u64), Vec<(usize, FetchReq)>>,
-    /// ESSP: a push is due but waits until no row is held back.
+    /// ESSP: the last push was capped below the server's age by a row a selective barrier
+    /// holds back; push again when one arrives.
     push_deferred: bool,
     subs: Subscriptions,
     to_client: Vec<Link>,
@@ -374,7 +375,7 @@ impl Server {
     fn release_held(&mut self, freed: Vec<(u32, u64)>) -> Result<()> {
         let reads: Vec<_> = freed.iter().filter_map(|k| self.held.remove(k)).flatten().collect();
         self.answer(reads, self.visible_age())?;
-        if self.push_deferred && !self.mirror.as_ref().is_some_and(Mirror::any_blocked) {
+        if self.push_deferred {
             self.push_rows();
         }
         Ok(())
@@ -412,12 +413,14 @@ impl Server {
     /// ESSP: send every subscribed row changed since the last push to its subscribers, then tell
     /// each subscriber the new clock (which also freshens its unchanged subscribed rows).
     fn push_rows(&mut self) {
-        // A push declares every subscribed row fresh at `age`: not while some wait for updates.
-        self.push_deferred = self.mirror.as_ref().is_some_and(Mirror::any_blocked);
-        if self.push_deferred {
-            return;
-        }
-        let age = self.visible_age();
+        // A push declares every subscribed row fresh at `age`: no newer than a subscribed row a
+        // selective barrier caps, and again once its update arrives. (Deferring the whole push
+        // while any row waited stalled every reader of the objective's rows whenever the WAN was
+        // behind, though nobody subscribed to the rows waited for.)
+        let visible = self.visible_age();
+        let subs = &self.subs;
+        let age = self.mirror.as_ref().map_or(visible, |m| m.push_cap(visible, |t, r| subs.is_subscribed(t, r)));
+        self.push_deferred = age < visible;
         let n = self.shared.nprocs;
         let changed = self.subs.take_changed();
         let mut outs: Vec<RowsOut> =
