@@ -189,14 +189,25 @@ impl<R: Row> ProcessTable<R> {
 
     /// Non-blocking refresh: asks for a version with data age `>= min_age` unless one is cached,
     /// requested, or will be pushed; the fetch (if one is needed) is added to `batch`, which
-    /// `send_fetches` sends as one command.
-    pub fn prefetch_into(&self, row: u64, min_age: Age, batch: &mut Vec<(usize, FetchReq)>) {
+    /// `send_fetches` sends as one command. `now`: the thread reads this version in its current
+    /// clock, so a fetch of a newer one in flight does not do (see below).
+    pub fn prefetch_into(&self, row: u64, min_age: Age, now: bool, batch: &mut Vec<(usize, FetchReq)>) {
         let mut g = lock(&self.shard(row).0);
         let r = g.rows.entry(row).or_insert_with(ProcRow::empty);
-        if r.subscribed || (r.view.is_some() && r.age >= min_age) || r.in_flight >= min_age {
+        if r.subscribed || (r.view.is_some() && r.age >= min_age) {
             return;
         }
-        r.in_flight = min_age;
+        if r.in_flight < min_age {
+            r.in_flight = min_age;
+        } else if now && r.in_flight > min_age && r.wanted < min_age {
+            // The next clock's version is on its way (asked ahead), and the server may hold it
+            // back until this clock ends: ask for this one as well, as a blocked `read` would,
+            // but in the batch. Otherwise every read of such a row waited one round trip on its
+            // own: MF's evaluation across a 5 ms WAN spent 30 s on 3,900 of them.
+            r.wanted = min_age;
+        } else {
+            return;
+        }
         batch.push(self.fetch_req(row, min_age));
     }
 

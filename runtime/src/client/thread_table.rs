@@ -207,7 +207,7 @@ impl<R: Row> ThreadTable<R> {
                     continue;
                 }
                 if let Some(target) = self.rule.prefetch_target(old, age, need) {
-                    self.proc.prefetch_into(row, target, &mut batch);
+                    self.proc.prefetch_into(row, target, false, &mut batch);
                 }
             }
             self.proc.send_fetches(batch);
@@ -302,7 +302,7 @@ impl<R: Row> TableHandle<R> {
         let req = t.required(Clock::new(t.clock.clock.get().get().saturating_add(ahead)));
         let mut batch = Vec::new();
         for row in rows {
-            t.proc.prefetch_into(row, req, &mut batch);
+            t.proc.prefetch_into(row, req, false, &mut batch);
         }
         t.proc.send_fetches(batch);
     }
@@ -315,7 +315,7 @@ impl<R: Row> TableHandle<R> {
         for row in rows {
             let (age, subscribed) = t.proc.cached_age(row);
             if !subscribed {
-                t.proc.prefetch_into(row, ReadRule::refresh_target(age, req), &mut batch);
+                t.proc.prefetch_into(row, ReadRule::refresh_target(age, req), age < req, &mut batch);
             }
         }
         t.proc.send_fetches(batch);
