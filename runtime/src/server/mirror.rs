@@ -70,6 +70,8 @@ pub(crate) struct Mirror {
     incoming: FxHashMap<usize, Incoming>,
     /// Rows with announced updates still to arrive: the clock each of those was taken at.
     blocked: FxHashMap<(u32, u64), Vec<Age>>,
+    /// The clocks of the announced updates still to come, with how many of each.
+    pending: BTreeMap<Age, usize>,
     sync: Sync,
 }
 
@@ -129,6 +131,7 @@ impl Mirror {
             out: others.iter().map(|&q| (q, Outgoing::default())).collect(),
             incoming: others.iter().map(|&q| (q, Incoming::default())).collect(),
             blocked: FxHashMap::default(),
+            pending: BTreeMap::new(),
             sync: Sync { received: others.iter().map(|&q| (q, Age::NONE)).collect(), ..Sync::default() },
         })
     }
@@ -200,10 +203,14 @@ impl Mirror {
     }
 
     /// The newest age an ESSP push may declare every subscribed row fresh at when the server
-    /// serves `age`: the lowest cap of the rows with announced updates still to come that
-    /// somebody subscribed to.
-    pub fn push_cap(&self, age: Age, subscribed: impl Fn(u32, u64) -> bool) -> Age {
-        self.blocked.keys().filter(|&&(t, r)| subscribed(t, r)).fold(age, |a, &(t, r)| self.row_cap(t, r, a))
+    /// serves `age`: the cap of the oldest announced update still to come. (Any row's, not only
+    /// a subscribed one's: finding those took a pass over every waiting row at each push, and a
+    /// server pushes whenever a mirror update arrives.)
+    pub fn push_cap(&self, age: Age) -> Age {
+        match self.pending.first_key_value() {
+            Some((k, _)) => age.min(k.shifted(self.bound - 1)),
+            None => age,
+        }
     }
 
     /// A selective barrier from mirror `from`: caps the announced rows whose updates are still
@@ -222,6 +229,7 @@ impl Mirror {
                 for &row in &g.rows {
                     self.blocked.entry((g.table, row)).or_default().push(g.clock);
                 }
+                *self.pending.entry(g.clock).or_default() += 1;
                 inc.announced.insert(g.seq, (g.clock, (g.table, g.rows)));
             }
         }
@@ -241,6 +249,12 @@ impl Mirror {
         }
         inc.next_seq += 1;
         let Some((clock, (table, rows))) = inc.announced.remove(&seq) else { return Ok(()) };
+        if let std::collections::btree_map::Entry::Occupied(mut e) = self.pending.entry(clock) {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
         for row in rows {
             if let std::collections::hash_map::Entry::Occupied(mut e) = self.blocked.entry((table, row)) {
                 let ks = e.get_mut();
@@ -371,6 +385,7 @@ mod tests {
             out: Default::default(),
             incoming: [(1, Incoming::default())].into_iter().collect(),
             blocked: Default::default(),
+            pending: Default::default(),
             sync: Sync::default(),
         }
     }
@@ -383,8 +398,7 @@ mod tests {
         barrier::put(&mut data, 1, Age::new(5), 7, &[11, 12]);
         m.on_barrier(1, Age::new(5), &data).unwrap();
         let now = Age::new(7);
-        assert_eq!(m.push_cap(now, |_, r| r == 12), Age::new(6), "only subscribed rows hold a push back");
-        assert_eq!(m.push_cap(now, |_, _| false), now);
+        assert_eq!(m.push_cap(now), Age::new(4), "capped by the oldest update still to come");
         // Row 10's update of clock 3 is missing: as old as the mirror at 2, plus DS.
         assert_eq!(m.row_cap(7, 10, now), Age::new(4));
         assert_eq!(m.row_cap(7, 11, now), Age::new(4), "the earliest missing update counts");
@@ -396,9 +410,10 @@ mod tests {
         m.on_update(1, 0, &mut freed).unwrap();
         assert_eq!(freed, [(7, 10)]);
         assert_eq!(m.row_cap(7, 11, now), Age::new(6), "now only its update of clock 5 is missing");
+        assert_eq!(m.push_cap(now), Age::new(6));
         m.on_update(1, 1, &mut freed).unwrap();
         assert_eq!(freed, [(7, 10), (7, 11), (7, 12)]);
-        assert_eq!(m.push_cap(now, |_, _| true), now, "nothing left to wait for");
+        assert_eq!(m.push_cap(now), now, "nothing left to wait for");
         assert!(m.on_update(1, 5, &mut freed).is_err(), "updates arrive in order");
     }
 

@@ -413,13 +413,12 @@ impl Server {
     /// ESSP: send every subscribed row changed since the last push to its subscribers, then tell
     /// each subscriber the new clock (which also freshens its unchanged subscribed rows).
     fn push_rows(&mut self) {
-        // A push declares every subscribed row fresh at `age`: no newer than a subscribed row a
-        // selective barrier caps, and again once its update arrives. (Deferring the whole push
+        // A push declares every subscribed row fresh at `age`: no newer than the rows a selective
+        // barrier caps allow, and again once their updates arrive. (Deferring the whole push
         // while any row waited stalled every reader of the objective's rows whenever the WAN was
-        // behind, though nobody subscribed to the rows waited for.)
+        // behind.)
         let visible = self.visible_age();
-        let subs = &self.subs;
-        let age = self.mirror.as_ref().map_or(visible, |m| m.push_cap(visible, |t, r| subs.is_subscribed(t, r)));
+        let age = self.mirror.as_ref().map_or(visible, |m| m.push_cap(visible));
         self.push_deferred = age < visible;
         let n = self.shared.nprocs;
         let changed = self.subs.take_changed();
