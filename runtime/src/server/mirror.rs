@@ -203,14 +203,18 @@ impl Mirror {
     }
 
     /// The newest age an ESSP push may declare every subscribed row fresh at when the server
-    /// serves `age`: the cap of the oldest announced update still to come. (Any row's, not only
-    /// a subscribed one's: finding those took a pass over every waiting row at each push, and a
-    /// server pushes whenever a mirror update arrives.)
-    pub fn push_cap(&self, age: Age) -> Age {
-        match self.pending.first_key_value() {
-            Some((k, _)) => age.min(k.shifted(self.bound - 1)),
-            None => age,
-        }
+    /// serves `age`: the lowest cap of the rows with announced updates still to come that
+    /// somebody subscribed to. A pass over the waiting rows: see [`Mirror::oldest_pending`].
+    pub fn push_cap(&self, age: Age, subscribed: impl Fn(u32, u64) -> bool) -> Age {
+        self.blocked.keys().filter(|&&(t, r)| subscribed(t, r)).fold(age, |a, &(t, r)| self.row_cap(t, r, a))
+    }
+
+    /// The clock of the oldest announced update still to come. A server pushes again when it
+    /// changes, not at every update that arrives: with hundreds of thousands of rows waiting,
+    /// [`Mirror::push_cap`] at every arrival kept the server thread busy (MF with 1M ratings at
+    /// 400 Mbit/s trained in 18.7 s instead of 9.6 s).
+    pub fn oldest_pending(&self) -> Option<Age> {
+        self.pending.first_key_value().map(|(k, _)| *k)
     }
 
     /// A selective barrier from mirror `from`: caps the announced rows whose updates are still
@@ -398,7 +402,9 @@ mod tests {
         barrier::put(&mut data, 1, Age::new(5), 7, &[11, 12]);
         m.on_barrier(1, Age::new(5), &data).unwrap();
         let now = Age::new(7);
-        assert_eq!(m.push_cap(now), Age::new(4), "capped by the oldest update still to come");
+        assert_eq!(m.push_cap(now, |_, r| r == 12), Age::new(6), "only subscribed rows hold a push back");
+        assert_eq!(m.push_cap(now, |_, _| false), now);
+        assert_eq!(m.oldest_pending(), Some(Age::new(3)));
         // Row 10's update of clock 3 is missing: as old as the mirror at 2, plus DS.
         assert_eq!(m.row_cap(7, 10, now), Age::new(4));
         assert_eq!(m.row_cap(7, 11, now), Age::new(4), "the earliest missing update counts");
@@ -410,10 +416,10 @@ mod tests {
         m.on_update(1, 0, &mut freed).unwrap();
         assert_eq!(freed, [(7, 10)]);
         assert_eq!(m.row_cap(7, 11, now), Age::new(6), "now only its update of clock 5 is missing");
-        assert_eq!(m.push_cap(now), Age::new(6));
+        assert_eq!(m.oldest_pending(), Some(Age::new(5)));
         m.on_update(1, 1, &mut freed).unwrap();
         assert_eq!(freed, [(7, 10), (7, 11), (7, 12)]);
-        assert_eq!(m.push_cap(now), now, "nothing left to wait for");
+        assert_eq!((m.push_cap(now, |_, _| true), m.oldest_pending()), (now, None), "nothing left to wait for");
         assert!(m.on_update(1, 5, &mut freed).is_err(), "updates arrive in order");
     }
 

@@ -225,11 +225,13 @@ impl Server {
                 t.apply_mirrored(&data, &mut |row| subs.touched(table, row)).map_err(|e| {
                     PsError::codec(format!("mirror updates from process {from} for table {table}: {e}"))
                 })?;
-                let mut freed = Vec::new();
+                let (mut freed, mut moved) = (Vec::new(), false);
                 if let Some(m) = self.mirror.as_mut() {
+                    let before = m.oldest_pending();
                     m.on_update(from, seq, &mut freed)?;
+                    moved = m.oldest_pending() != before;
                 }
-                self.release_held(freed)?;
+                self.release_held(freed, moved)?;
             }
             Msg::MirrorClock { clock } => {
                 check_mirror(&self.mirror, from, "a mirror clock")?;
@@ -371,11 +373,11 @@ impl Server {
     }
 
     /// The announced updates of `freed` rows arrived: answers the reads that waited for them,
-    /// and a push that waited for every held row.
-    fn release_held(&mut self, freed: Vec<(u32, u64)>) -> Result<()> {
+    /// and, with `repush` (the oldest update still to come arrived), a push that was capped.
+    fn release_held(&mut self, freed: Vec<(u32, u64)>, repush: bool) -> Result<()> {
         let reads: Vec<_> = freed.iter().filter_map(|k| self.held.remove(k)).flatten().collect();
         self.answer(reads, self.visible_age())?;
-        if self.push_deferred {
+        if self.push_deferred && repush {
             self.push_rows();
         }
         Ok(())
@@ -413,12 +415,13 @@ impl Server {
     /// ESSP: send every subscribed row changed since the last push to its subscribers, then tell
     /// each subscriber the new clock (which also freshens its unchanged subscribed rows).
     fn push_rows(&mut self) {
-        // A push declares every subscribed row fresh at `age`: no newer than the rows a selective
-        // barrier caps allow, and again once their updates arrive. (Deferring the whole push
-        // while any row waited stalled every reader of the objective's rows whenever the WAN was
-        // behind.)
+        // A push declares every subscribed row fresh at `age`: no newer than the subscribed rows a
+        // selective barrier caps allow, and again as their updates arrive. (Deferring the whole
+        // push while any row waited stalled every reader of the objective's rows whenever the
+        // WAN was behind, though nobody subscribed to the rows waited for.)
         let visible = self.visible_age();
-        let age = self.mirror.as_ref().map_or(visible, |m| m.push_cap(visible));
+        let subs = &self.subs;
+        let age = self.mirror.as_ref().map_or(visible, |m| m.push_cap(visible, |t, r| subs.is_subscribed(t, r)));
         self.push_deferred = age < visible;
         let n = self.shared.nprocs;
         let changed = self.subs.take_changed();

@@ -38,6 +38,10 @@ impl Subscriptions {
         dirty.into_iter().map(|k| (k, self.subs.get(&k).map(|v| v.as_slice()).unwrap_or(&[]))).collect()
     }
 
+    pub fn is_subscribed(&self, table: u32, row: u64) -> bool {
+        self.subs.contains_key(&(table, row))
+    }
+
     pub fn has_subscriptions(&self, client: usize) -> bool {
         self.has_subs[client]
     }
