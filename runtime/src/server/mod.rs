@@ -227,9 +227,9 @@ impl Server {
                 })?;
                 let (mut freed, mut moved) = (Vec::new(), false);
                 if let Some(m) = self.mirror.as_mut() {
-                    let before = m.oldest_pending();
+                    let before = m.push_cap(Age::FINISHED);
                     m.on_update(from, seq, &mut freed)?;
-                    moved = m.oldest_pending() != before;
+                    moved = m.push_cap(Age::FINISHED) != before;
                 }
                 self.release_held(freed, moved)?;
             }
@@ -242,7 +242,14 @@ impl Server {
             }
             Msg::SelectiveBarrier { clock, data } => {
                 check_mirror(&self.mirror, from, "a selective barrier")?;
-                self.on_mirror_clock(|m| m.on_barrier(from, clock, &data))?;
+                let subs = &self.subs;
+                if let Some(m) = self.mirror.as_mut() {
+                    m.on_barrier(from, clock, &data, |t, r| subs.is_subscribed(t, r))?;
+                }
+                self.on_mirror_clock(|m| {
+                    m.on_clock(from, clock);
+                    Ok(())
+                })?;
             }
             Msg::MirrorSynced { clock } => {
                 check_mirror(&self.mirror, from, "a sync")?;
@@ -285,6 +292,9 @@ impl Server {
         out.add(r.table, r.row, &self.scratch);
         if r.subscribe && self.rule.subscribes() {
             self.subs.subscribe(client, r.table, r.row);
+            if let Some(m) = self.mirror.as_mut() {
+                m.on_subscribe(r.table, r.row);
+            }
         }
         Ok(())
     }
@@ -373,7 +383,7 @@ impl Server {
     }
 
     /// The announced updates of `freed` rows arrived: answers the reads that waited for them,
-    /// and, with `repush` (the oldest update still to come arrived), a push that was capped.
+    /// and, with `repush` (a push's cap moved), a push that was capped.
     fn release_held(&mut self, freed: Vec<(u32, u64)>, repush: bool) -> Result<()> {
         let reads: Vec<_> = freed.iter().filter_map(|k| self.held.remove(k)).flatten().collect();
         self.answer(reads, self.visible_age())?;
@@ -420,8 +430,7 @@ impl Server {
         // push while any row waited stalled every reader of the objective's rows whenever the
         // WAN was behind, though nobody subscribed to the rows waited for.)
         let visible = self.visible_age();
-        let subs = &self.subs;
-        let age = self.mirror.as_ref().map_or(visible, |m| m.push_cap(visible, |t, r| subs.is_subscribed(t, r)));
+        let age = self.mirror.as_ref().map_or(visible, |m| m.push_cap(visible));
         self.push_deferred = age < visible;
         let n = self.shared.nprocs;
         let changed = self.subs.take_changed();
