@@ -20,6 +20,7 @@ ap.add_argument("--bin", default="target/release")
 ap.add_argument("--out", default="results/experiments")
 ap.add_argument("--workloads", default="mf-ml100k,mf-netflix,lda-nyt")
 ap.add_argument("--datacenters", default="2,4")
+ap.add_argument("--per-dc", type=int, default=1, help="processes in each data center")
 ap.add_argument("--wans", default="continental,worst-pair")
 ap.add_argument("--timeout-s", type=float, default=300, help="per run; a run cut off counts as not reached")
 ap.add_argument("--plot-only", action="store_true", help="redraw gaia.png from the gaia.json in --out")
@@ -53,7 +54,7 @@ work = Path(tempfile.mkdtemp(prefix="exp-gaia-"))
 
 def run(tag, d, geo, app, passes, target=None):
     stats = work / f"{tag}.json"
-    cmd = [str(bin_dir / "yarn-submit"), "--master", f"local[{d}]", "--threads", "1", "--stats", str(stats)] + geo
+    cmd = [str(bin_dir / "yarn-submit"), "--master", f"local[{d * a.per_dc}]", "--threads", "1", "--stats", str(stats)] + geo
     cmd += app + ["--passes", str(passes)]
     if target is not None:
         cmd += [f"--target={target!r}"]  # "=": a negative target is not a flag
@@ -115,7 +116,7 @@ def measure():
         wr = csv.DictWriter(f, fieldnames=keys)
         wr.writeheader()
         wr.writerows(rows)
-    (out / "gaia.json").write_text(json.dumps({"wans": WANS, "command": "yarn-submit --master local[D] --threads 1",
+    (out / "gaia.json").write_text(json.dumps({"wans": WANS, "command": f"yarn-submit --master local[{'D' if a.per_dc == 1 else f'{a.per_dc}D'}] --threads 1",
                                                "runs": rows}, indent=1))
     return rows
 
