@@ -77,7 +77,6 @@ pub(crate) struct Mirror {
 }
 
 /// A row with announced updates still to come.
-#[derive(Default)]
 struct Waiting {
     /// The clock each of those updates was taken at.
     clocks: Vec<Age>,
@@ -206,10 +205,13 @@ impl Mirror {
     /// The newest age row `row` of `table` may be served at when the server serves `age`: a
     /// row whose announced update of clock `k` has not arrived is as old as a mirror at `k - 1`.
     pub fn row_cap(&self, table: u32, row: u64, age: Age) -> Age {
-        match self.blocked.get(&(table, row)).and_then(|w| w.clocks.iter().min()) {
-            Some(k) => age.min(k.shifted(self.bound - 1)),
-            None => age,
-        }
+        self.capped(age, self.blocked.get(&(table, row)).and_then(|w| w.clocks.iter().min()).copied())
+    }
+
+    /// `age`, no newer than a row missing an update of clock `k` may claim: as old as a mirror at
+    /// `k - 1`, plus DS.
+    fn capped(&self, age: Age, k: Option<Age>) -> Age {
+        k.map_or(age, |k| age.min(k.shifted(self.bound - 1)))
     }
 
     /// The newest age an ESSP push may declare every subscribed row fresh at when the server
@@ -218,10 +220,12 @@ impl Mirror {
     /// server pushes again as updates arrive, kept the server thread busy; MF with 1M ratings
     /// at 400 Mbit/s trained in 18.7 s instead of 9.6 s.)
     pub fn push_cap(&self, age: Age) -> Age {
-        match self.pending_subscribed.first_key_value() {
-            Some((k, _)) => age.min(k.shifted(self.bound - 1)),
-            None => age,
-        }
+        self.capped(age, self.oldest_subscribed())
+    }
+
+    /// The clock of the oldest announced update still to come of a subscribed row.
+    fn oldest_subscribed(&self) -> Option<Age> {
+        self.pending_subscribed.first_key_value().map(|(k, _)| *k)
     }
 
     /// A client subscribed to a row: if it waits for announced updates, they now cap pushes.
@@ -271,8 +275,9 @@ impl Mirror {
     }
 
     /// Mirror update `seq` from `from` arrived (and was applied): the rows a barrier announced
-    /// for it that no other announced update holds are free again.
-    pub fn on_update(&mut self, from: usize, seq: u64, freed: &mut Vec<(u32, u64)>) -> Result<()> {
+    /// for it that no other announced update holds are free again. Returns whether the push
+    /// cap ([`Mirror::push_cap`]) moved, so that a capped push is worth retrying.
+    pub fn on_update(&mut self, from: usize, seq: u64, freed: &mut Vec<(u32, u64)>) -> Result<bool> {
         let inc = self.incoming.get_mut(&from).ok_or_else(|| not_a_mirror(from, "mirror updates"))?;
         if seq != inc.next_seq {
             return Err(PsError::codec(format!(
@@ -281,7 +286,8 @@ impl Mirror {
             )));
         }
         inc.next_seq += 1;
-        let Some((clock, (table, rows))) = inc.announced.remove(&seq) else { return Ok(()) };
+        let Some((clock, (table, rows))) = inc.announced.remove(&seq) else { return Ok(false) };
+        let oldest = self.oldest_subscribed();
         for row in rows {
             if let std::collections::hash_map::Entry::Occupied(mut e) = self.blocked.entry((table, row)) {
                 let w = e.get_mut();
@@ -297,7 +303,7 @@ impl Mirror {
                 }
             }
         }
-        Ok(())
+        Ok(self.oldest_subscribed() != oldest)
     }
 
     /// This data center completed clock `age`: sends the significant updates of every table to

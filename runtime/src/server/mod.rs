@@ -227,9 +227,7 @@ impl Server {
                 })?;
                 let (mut freed, mut moved) = (Vec::new(), false);
                 if let Some(m) = self.mirror.as_mut() {
-                    let before = m.push_cap(Age::FINISHED);
-                    m.on_update(from, seq, &mut freed)?;
-                    moved = m.push_cap(Age::FINISHED) != before;
+                    moved = m.on_update(from, seq, &mut freed)?;
                 }
                 self.release_held(freed, moved)?;
             }
