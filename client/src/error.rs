@@ -88,12 +88,6 @@ pub enum ClientError {
         #[source]
         source: PsError,
     },
-    #[error("uploading {url}: {source}")]
-    UploadWrite {
-        url: String,
-        #[source]
-        source: std::io::Error,
-    },
     #[error(transparent)]
     Storage(PsError),
     #[error("{flag} {url}: {source}")]
@@ -227,7 +221,6 @@ mod tests {
             ),
             (ClientError::StagingDir(ps()), "creating the staging directory: hdfs down"),
             (ClientError::Upload { url: "hdfs://n/f".into(), source: ps() }, "uploading hdfs://n/f: hdfs down"),
-            (ClientError::UploadWrite { url: "hdfs://n/f".into(), source: io() }, "uploading hdfs://n/f: gone"),
             (
                 ClientError::NoHadoopConf,
                 "neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set: point one at the cluster's configuration (yarn-site.xml, core-site.xml)",

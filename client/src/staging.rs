@@ -7,7 +7,6 @@ use crate::error::{ClientError, Result};
 use ps_runtime::storage::{storage_for, Storage};
 use ps_yarn::submit::LocalResource;
 use sha2::{Digest, Sha256};
-use std::io::Write;
 use std::path::Path;
 
 /// Cache entries kept: the newest ones by upload time (a few builds' worth of binaries).
@@ -16,10 +15,7 @@ const CACHE_KEEP: usize = 12;
 /// Uploads `data` to `url` and returns it as a LocalResource (size and mtime read back from HDFS).
 pub fn stage(url: &str, data: &[u8], visibility: &str) -> Result<LocalResource> {
     let st = storage_for(url).map_err(ClientError::Storage)?;
-    let upload = |source| ClientError::Upload { url: url.to_string(), source };
-    let mut f = st.create(url).map_err(upload)?;
-    f.write_all(data).map_err(|source| ClientError::UploadWrite { url: url.to_string(), source })?;
-    f.close().map_err(upload)?;
+    st.write_file(url, data).map_err(|source| ClientError::Upload { url: url.to_string(), source })?;
     resource(st.as_ref(), url, visibility)
 }
 

@@ -12,6 +12,11 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 
 const CHUNK: usize = 4 << 20;
+/// A write the NameNode refused because the file's last block has not reached its minimum
+/// replication yet is tried again this many times, after 0.4 s, 0.8 s, ... (Hadoop's client:
+/// `dfs.client.block.write.locateFollowingBlock.retries` and `.initial.delay.ms`).
+const BLOCK_RETRIES: u32 = 5;
+const BLOCK_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// URL schemes served by the hdfs-native client: HDFS, and ViewFs mount tables over HDFS name
 /// services (`fs.viewfs.mounttable.<cluster>.link.<path>` in the Hadoop configuration).
@@ -168,6 +173,14 @@ impl Storage for HdfsFs {
             buf: Vec::with_capacity(CHUNK),
             url: url.to_string(),
         }))
+    }
+
+    fn write_file(&self, url: &str, data: &[u8]) -> Result<()> {
+        retry_unreplicated(url, BLOCK_RETRY_DELAY, || {
+            let mut f = self.create(url)?;
+            f.write_all(data).map_err(|e| PsError::io(format!("writing {url}"), e))?;
+            f.close()
+        })
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<()> {
@@ -342,5 +355,56 @@ impl OutFile for HdfsWriter {
         self.push().map_err(|e| PsError::Io(e.to_string()))?;
         let mut w = self.writer.take().ok_or_else(|| PsError::Io(format!("HDFS {}: closed twice", self.url)))?;
         self.rt.block_on(w.close()).map_err(|e| err(format!("closing {}", self.url), e))
+    }
+}
+
+/// Runs `write` (a whole file's write), again while the NameNode answers that the file's last
+/// block is not yet replicated (`NotReplicatedYetException`: a DataNode has not reported it
+/// yet; its next block cannot be placed). Hadoop's client retries the block request itself;
+/// the client library here does not, so the whole write goes again.
+fn retry_unreplicated(url: &str, delay: std::time::Duration, mut write: impl FnMut() -> Result<()>) -> Result<()> {
+    let mut wait = delay;
+    for attempt in 1.. {
+        match write() {
+            Err(e) if attempt <= BLOCK_RETRIES && e.to_string().contains("NotReplicatedYetException") => {
+                log::info!("{url}: the NameNode has not seen the last block replicated yet; writing again in {wait:?}");
+                std::thread::sleep(wait);
+                wait *= 2;
+            }
+            other => return other,
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_refused_for_an_unreplicated_block_is_tried_again_and_nothing_else_is() {
+        let refused = "HDFS write of x: RPC error: org.apache.hadoop.hdfs.server.namenode.NotReplicatedYetException: Not replicated yet";
+        let mut calls = 0;
+        let r = retry_unreplicated("x", std::time::Duration::ZERO, || {
+            calls += 1;
+            if calls < 3 {
+                Err(PsError::Io(refused.into()))
+            } else {
+                Ok(())
+            }
+        });
+        assert!(r.is_ok() && calls == 3, "{r:?} after {calls}");
+        calls = 0;
+        let r = retry_unreplicated("x", std::time::Duration::ZERO, || {
+            calls += 1;
+            Err(PsError::Io(refused.into()))
+        });
+        assert!(r.is_err() && calls == 1 + BLOCK_RETRIES as usize, "gives up: {calls}");
+        calls = 0;
+        let r = retry_unreplicated("x", std::time::Duration::ZERO, || {
+            calls += 1;
+            Err(PsError::Io("HDFS write of x: permission denied".into()))
+        });
+        assert!(r.is_err() && calls == 1, "other errors are not retried");
     }
 }

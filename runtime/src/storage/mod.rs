@@ -57,6 +57,13 @@ pub trait Storage: Send + Sync {
     /// Creates (truncates) a file for writing, creating parent directories. The data is only
     /// guaranteed to be stored once `close` returned Ok.
     fn create(&self, path: &str) -> Result<Box<dyn OutFile>>;
+    /// Writes `data` as the whole file `path` (created or truncated) and closes it. Storage
+    /// that can refuse a write for a while and then take it (HDFS) tries again.
+    fn write_file(&self, path: &str, data: &[u8]) -> Result<()> {
+        let mut f = self.create(path)?;
+        std::io::Write::write_all(&mut f, data).map_err(|e| PsError::io(format!("writing {path}"), e))?;
+        f.close()
+    }
     /// Renames a file or directory (the commit step of every output).
     fn rename(&self, from: &str, to: &str) -> Result<()>;
     fn exists(&self, path: &str) -> Result<bool>;
@@ -135,9 +142,7 @@ pub fn write_atomic(st: &dyn Storage, path: &str, data: &[u8], what: &str) -> Re
 pub fn write_staged(st: &dyn Storage, path: &str, data: &[u8], what: &str) -> Result<()> {
     let tmp = format!("{path}.tmp");
     let fail = |op: &str, e: &dyn std::fmt::Display| PsError::Io(format!("{op} {what} {tmp}: {e}"));
-    let mut f = st.create(&tmp).map_err(|e| fail("creating", &e))?;
-    std::io::Write::write_all(&mut f, data).map_err(|e| fail("writing", &e))?;
-    f.close().map_err(|e| fail("closing", &e))
+    st.write_file(&tmp, data).map_err(|e| fail("writing", &e))
 }
 
 /// The second half of [`write_atomic`]: the staged file appears under `path`, whole (one
