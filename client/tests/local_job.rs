@@ -231,19 +231,24 @@ fn geo_flags_place_processes_in_data_centers_and_count_wan_bytes() {
     let out = output(submit().args(["--master", "local[2]", "--soft-significance=maybe", "demo"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("'maybe' is not one of on, off"));
-    let out = output(submit().args([
-        "--master",
-        "local[2]",
-        "--datacenters",
-        "2",
-        "--inter-dc",
-        "asp",
-        "--checkpoint",
-        "/tmp/x",
-        "demo",
-    ]));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("checkpoint.url: snapshots of geo.inter_dc asp jobs"));
+    // ASP jobs checkpoint: one data center's copy holds the tables, every worker its state.
+    let ck = dir.join("asp-ck");
+    let out = output(
+        submit()
+            .args(["--master", "local[2]", "--threads", "1", "--datacenters", "2", "--inter-dc", "asp"])
+            .arg("--checkpoint")
+            .arg(&ck)
+            .args(["--checkpoint-every", "2", "--conf", "checkpoint.when_busy=wait", "demo", "--clocks", "5"]),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ck.join("clock-4/MANIFEST.json")).unwrap()).unwrap();
+    assert_eq!(m["resumable"], true, "{m}");
+    assert_eq!(m["workers"].as_array().unwrap().len(), 2, "{m}");
+    for t in m["tables"].as_array().unwrap() {
+        let owners: Vec<u64> = t["shards"].as_array().unwrap().iter().map(|f| f["owner"].as_u64().unwrap()).collect();
+        assert_eq!(owners, [0], "{m}");
+    }
     // Placement by YARN node needs YARN.
     let out = output(submit().args(["--master", "local[2]", "--dc-by", "rack", "demo"]));
     assert_eq!(out.status.code(), Some(2));

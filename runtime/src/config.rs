@@ -262,12 +262,6 @@ impl RuntimeConfig {
             return bad("staleness", "is unreasonably large (use consistency async)");
         }
         self.geo.validate()?;
-        if self.geo.inter_dc == crate::geo::InterDc::Asp && self.checkpoint.url.is_some() {
-            return bad(
-                "checkpoint.url",
-                "snapshots of geo.inter_dc asp jobs are not supported yet (each data center holds its own copy of the model)",
-            );
-        }
         // Liveness counts whole frames: a batch must cross the slowest emulated link well within
         // the peer timeout, or a busy link would look like a dead peer.
         if let Some((mbps, delay_ms)) = self.geo.slowest() {

@@ -32,9 +32,14 @@ fn payloads(m: &Msg) {
     match m {
         Msg::Oplog { table, data } => {
             let mut t = server_table(*table, (*table as usize >> 3) % 64);
-            let _ = t.apply_batch(data, 3, &[], &mut |_| {});
+            let _ = t.apply_batch(data, 3, &[], i64::MAX, &mut |_| {});
             // The copy-on-write path of pure snapshots reads the same bytes.
-            let _ = t.apply_batch(data, 1, &[2], &mut |_| {});
+            let _ = t.apply_batch(data, 1, &[2], 4, &mut |_| {});
+        }
+        Msg::MirrorUpdate { table, data, .. } => {
+            let mut t = server_table(*table, (*table as usize >> 3) % 64);
+            t.start_mirroring();
+            let _ = t.apply_mirrored(data, 2, &[2], &mut |_| {});
         }
         Msg::Rows { data, .. } => {
             let mut s: &[u8] = data;
@@ -143,12 +148,12 @@ pub fn job_config(data: &[u8]) {
 pub fn snapshot_files(data: &[u8]) {
     if let Ok((h, payload)) = ShardHeader::parse(data, "fuzz") {
         let i = ROW_TYPES.iter().position(|t| *t == h.row_type).unwrap_or(0) as u32;
-        let _ = server_table(i, (h.columns as usize).min(1 << 16)).load(payload);
+        let _ = server_table(i, (h.columns as usize).min(1 << 16)).load(payload, &|_| true);
     }
     // The same bytes as a payload whose header checked out (a CRC collision is not needed to
     // reach the row decoders).
     for i in 0..8 {
-        let _ = server_table(i, 4).load(data);
+        let _ = server_table(i, 4).load(data, &|r| r % 2 == 0);
     }
     for r in format::payload_rows(data) {
         if r.is_err() {

@@ -336,6 +336,13 @@ impl Topology {
         }
     }
 
+    /// True if process `p`'s server writes its table shards into checkpoints: under ASP only
+    /// those of process 0's data center do (every data center's copy is the same model at a
+    /// snapshot's clock, and one copy is all a resumed job needs).
+    pub fn writes_shards(&self, p: usize) -> bool {
+        !self.asp || self.dc[p] == self.dc[0]
+    }
+
     /// Under ASP, every server of the other data centers (mirror clocks go to all of them).
     pub fn other_dcs(&self, p: usize) -> Vec<usize> {
         let mine = self.dc[p];

@@ -282,8 +282,16 @@ impl PsContext {
                     serde_json::to_string(&cfg).unwrap_or_default()
                 )));
             }
-            let (_, payload) = snaps.store.read_shard(m.clock, self.process_id(), cfg.id)?;
-            let rows = server.load(&payload)?;
+            // Under ASP, only process 0's data center wrote shards: the others' rows are in them.
+            let (pid, servers) = (self.process_id(), &self.core.shared.servers);
+            let (read, filter) = saved.shards_for(servers, pid);
+            let mine = servers.iter().position(|&q| q == pid).unwrap_or(0);
+            let keep = |row: u64| !filter || cfg.server_of(row, servers.len()) == mine;
+            let mut rows = 0;
+            for owner in read {
+                let (_, payload) = snaps.store.read_shard(m.clock, owner, cfg.id)?;
+                rows += server.load(&payload, &keep)?;
+            }
             log::debug!("table {} ({}): {rows} rows restored from {dir}", cfg.id, cfg.name);
         }
         let (ops, any) = self.registry.process_table(&cfg, &self.core.shared, &self.core.push)?;

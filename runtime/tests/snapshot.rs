@@ -321,3 +321,101 @@ fn every_app_resumes_to_the_same_quality_with_ssp() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// An ASP job of `procs` processes in two data centers whose significance filter holds back
+/// what `significance` says, over a WAN of 5 ms each way.
+fn asp_cfg(dir: &std::path::Path, significance: f64) -> RuntimeConfig {
+    let mut c = cfg(dir, 4, SnapshotMode::Pure);
+    c.geo = ps_runtime::GeoConfig {
+        datacenters: 2,
+        inter_dc: ps_runtime::InterDc::Asp,
+        significance,
+        mirror_clock_bound: 1,
+        wan_delay_ms: 5.0,
+        ..Default::default()
+    };
+    c
+}
+
+/// Under ASP every data center holds its own copy of the tables, yet a pure checkpoint is one
+/// model: every data center's updates of clocks `< t` and none after. With a filter that holds
+/// every update back, the other data center's updates reach process 0's (the copy that is
+/// written) only through the syncs at snapshot clocks; with every change mirrored, updates of
+/// later clocks keep arriving from the data center ahead while the other is still behind.
+#[test]
+fn asp_checkpoints_hold_exactly_every_data_centers_first_t_clocks() {
+    let (procs, threads, clocks) = (4usize, 2usize, 18i64);
+    let args = format!("--clocks {clocks} --skew-ms 2 --shared-rows 3 --barrier-checks-only");
+    for significance in [1e12, 0.0] {
+        let dir = tmp(&format!("asp-{significance}"));
+        let mut c = asp_cfg(&dir, significance);
+        // Thread g pauses 2g ms a clock: the data center written (processes 0 and 3) is the slower.
+        c.geo.dc_of = vec![0, 1, 1, 0];
+        all_ok(run_cluster(procs, &c, |_| demo(&args)));
+        let store = CheckpointStore::open(dir.to_str().unwrap()).unwrap();
+        let list = store.list().unwrap();
+        assert_eq!(list.iter().map(|x| x.0).collect::<Vec<_>>(), vec![4, 8, 12, 16, 18], "{significance}");
+        for (t, complete) in list {
+            assert!(complete, "snapshot {t} has no manifest");
+            let m = store.read_manifest(t).unwrap();
+            assert_eq!(m.resumable, t != clocks, "snapshot {t}");
+            for e in &m.tables {
+                let owners: Vec<u32> = e.shards.iter().map(|s| s.owner).collect();
+                assert_eq!(owners, [0, 3], "table {}: only process 0's data center writes shards", e.config.id);
+            }
+            let extra = check_demo_snapshot(&store, t, (procs * threads) as u64, clocks);
+            assert_eq!(extra, 0, "significance {significance}: snapshot {t} holds {extra} updates of clocks >= {t}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    // Checkpoints skipped while the last is written: process 0 decides for every data center,
+    // so they all skip the same ones and every snapshot listed is complete. The last clock's is
+    // skipped before the job is known to end there, and is still written as the final one.
+    for asp in [true, false] {
+        let dir = tmp(&format!("skip-{asp}"));
+        let mut c = asp_cfg(&dir, 0.01);
+        if !asp {
+            c.geo = Default::default();
+        }
+        c.checkpoint.when_busy = ps_runtime::WhenBusy::Skip;
+        c.checkpoint.every = 1;
+        all_ok(run_cluster(procs, &c, |_| demo(&args)));
+        let store = CheckpointStore::open(dir.to_str().unwrap()).unwrap();
+        let list = store.list().unwrap();
+        assert!(list.iter().all(|x| x.1) && list.last() == Some(&(clocks, true)), "asp {asp}: {list:?}");
+        assert!(list.len() < clocks as usize, "asp {asp}: nothing was skipped: {list:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// A resumed ASP job: every process of the other data center loads its rows from process 0's
+/// data center's shards (with 3 processes, its one server reads both shards and keeps all),
+/// and the job ends with the same tables as an uninterrupted one.
+#[test]
+fn asp_jobs_resume_from_one_data_centers_shards_to_the_same_tables() {
+    let args = "--clocks 14 --shared-rows 2 --jitter-ms 2 --barrier-checks-only";
+    let full = tmp("asp-full");
+    all_ok(run_cluster(3, &asp_cfg(&full, 1e12), |_| demo(args)));
+    let part = tmp("asp-part");
+    std::fs::create_dir_all(&part).unwrap();
+    for t in [4, 8] {
+        let from = full.join(format!("clock-{t}"));
+        assert!(std::process::Command::new("cp").arg("-r").arg(from).arg(&part).status().unwrap().success());
+    }
+    let mut c = asp_cfg(&part, 1e12);
+    c.checkpoint.resume = true;
+    all_ok(run_cluster(3, &c, |_| demo(args)));
+    let a = CheckpointStore::open(full.to_str().unwrap()).unwrap();
+    let b = CheckpointStore::open(part.to_str().unwrap()).unwrap();
+    assert_eq!(b.list().unwrap().iter().map(|x| x.0).collect::<Vec<_>>(), vec![4, 8, 12, 14]);
+    for t in [12, 14] {
+        let (ma, mb) = (a.read_manifest(t).unwrap(), b.read_manifest(t).unwrap());
+        let own = |s: &CheckpointStore, m| read_table::<DenseRow<i64>>(s, m, OWN.id()).unwrap();
+        let shared = |s: &CheckpointStore, m| read_table::<SparseRow<i32>>(s, m, SHARED.id()).unwrap();
+        assert_eq!(own(&a, &ma), own(&b, &mb), "own rows at {t}");
+        assert_eq!(shared(&a, &ma), shared(&b, &mb), "shared rows at {t}");
+        assert_eq!(check_demo_snapshot(&b, t, 6, 14), 0);
+    }
+    let _ = std::fs::remove_dir_all(full);
+    let _ = std::fs::remove_dir_all(part);
+}

@@ -117,9 +117,13 @@ impl ClientTask {
                 let mut b = (sent + 1).div_euclid(every) * every + every - 1;
                 while b <= upto.get() {
                     if b > sent {
-                        if self.core.shared.pid == 0 {
+                        let shared = self.core.shared.clone();
+                        if shared.pid == 0 {
                             let msg = Msg::SnapshotPlan { clock: b + 1, take: s.plan(b + 1) };
-                            for q in self.core.shared.servers.clone() {
+                            // Under ASP the other data centers' servers (not this client's) take
+                            // snapshots too, and wait for the decision.
+                            let all: Vec<usize> = (0..shared.nprocs).collect();
+                            for &q in if shared.topo.is_asp() { &all } else { &shared.servers } {
                                 self.send(q, msg.clone());
                             }
                         }

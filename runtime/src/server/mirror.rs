@@ -31,6 +31,9 @@
 //!   until then it claims no age `>= a`. Clients release the barrier after every server's
 //!   `Synced` (and drop the ages of their cached rows, which may predate it).
 //!
+//! * Checkpoints: the copies also sync at each snapshot clock, with no worker waiting
+//!   ([`super::mirror_snap`]).
+//!
 //! Received mirror updates are applied but not summed again (they are never sent on).
 
 use crate::clock::Age;
@@ -44,6 +47,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 
 use super::barrier;
+use super::mirror_snap::SnapSync;
 use super::ServerTableOps;
 
 /// A mirror update frame holds at most this many bytes, so that a control message waits for at
@@ -74,6 +78,8 @@ pub(crate) struct Mirror {
     /// with how many of each: the oldest caps a push.
     pending_subscribed: BTreeMap<Age, usize>,
     sync: Sync,
+    /// Checkpoints: where updates wait, and the syncs at snapshot clocks.
+    pub snaps: SnapSync,
 }
 
 /// A row with announced updates still to come.
@@ -141,7 +147,9 @@ impl Mirror {
             incoming: others.iter().map(|&q| (q, Incoming::default())).collect(),
             blocked: FxHashMap::default(),
             pending_subscribed: BTreeMap::new(),
-            sync: Sync { received: others.iter().map(|&q| (q, Age::NONE)).collect(), ..Sync::default() },
+            // Nothing before the start is owed to anyone.
+            sync: Sync { received: others.iter().map(|&q| (q, start)).collect(), sent: Some(start), ..Sync::default() },
+            snaps: SnapSync::new(&shared.cfg.checkpoint),
         })
     }
 
@@ -192,10 +200,23 @@ impl Mirror {
         match self.clocks.get_mut(&from) {
             Some(c) => {
                 *c = (*c).max(clock);
+                self.snaps.mirror_clock(clock);
                 true
             }
             None => false,
         }
+    }
+
+    /// The newest age at which this server's copy holds every data center's updates and no
+    /// later ones that a snapshot cannot tell apart: this data center's and every mirror's
+    /// last sync (snapshots are taken up to it).
+    pub fn synced_upto(&self) -> Age {
+        self.sync.sent.unwrap_or(Age::NONE).min(self.sync.complete().unwrap_or(Age::FINISHED))
+    }
+
+    /// The clock mirror `from`'s updates count as for snapshots: just after its last sync.
+    pub fn update_clock(&self, from: usize) -> i64 {
+        self.sync.received.get(&from).map_or(Age::NONE, |a| *a).get().saturating_add(1)
     }
 
     pub fn is_mirror(&self, from: usize) -> bool {
@@ -307,10 +328,11 @@ impl Mirror {
     }
 
     /// This data center completed clock `age`: sends the significant updates of every table to
-    /// their mirrors (all unsent ones once `age` is final or a barrier wants a sync), then the
-    /// clock itself, in order, or as a selective barrier ahead of them where a link is behind;
-    /// after a sync's updates, `MirrorSynced`. Called again at the same age when a sync is asked
-    /// for after the data center got there.
+    /// their mirrors (all unsent ones once `age` is final, a barrier wants a sync or a snapshot
+    /// is due after it), then the clock itself, in order, or as a selective barrier ahead of
+    /// them where a link is behind; after a sync's updates, `MirrorSynced`. Each snapshot clock
+    /// crossed on the way gets a sync of its own first. Called again at the same age when a
+    /// sync is asked for after the data center got there.
     pub fn advance(
         &mut self,
         shared: &Shared,
@@ -329,20 +351,55 @@ impl Mirror {
                 behind.push(q);
             }
         }
-        let flush = self.must_flush(age);
+        for b in self.snaps.boundaries_before(age, self.sync.sent) {
+            let upto = self.snaps.bucket(b);
+            self.round(
+                shared,
+                Round { age: b, upto, threshold: None, clock: false, sync: true },
+                &[],
+                tables,
+                to_server,
+            );
+        }
+        let flush = self.must_flush(age) || age.is_finished() || self.snaps.is_boundary(age);
         if let Some(f) = self.soft.as_mut().filter(|_| !flush) {
             *f = if behind.is_empty() { (*f / 2.0).max(SOFT_FLOOR) } else { (*f * 2.0).min(1.0) };
         }
-        let scale = self.soft.unwrap_or(1.0);
         let t = (age.get().max(0) + 1) as f64;
+        let threshold = (!flush).then(|| self.v / t.sqrt() * self.soft.unwrap_or(1.0));
+        if age.is_finished() {
+            // Every data center ends its final snapshot at the same clock: the latest any
+            // client of any of them reached (true to claim: this one has completed all).
+            if let Some(last) = self.snaps.last_real {
+                for &q in self.out.keys() {
+                    to_server[q].send(Msg::MirrorClock { clock: last });
+                }
+            }
+        }
+        let upto = self.snaps.bucket(age);
+        self.round(shared, Round { age, upto, threshold, clock: true, sync: flush }, &behind, tables, to_server);
+    }
+
+    /// Sends one round of mirror updates (of buckets `<= upto`, above `threshold` unless it is
+    /// `None`), then, with `clock`, the clock (as a selective barrier where a link is `behind`),
+    /// and with `sync`, `MirrorSynced`.
+    fn round(
+        &mut self,
+        shared: &Shared,
+        r: Round,
+        behind: &[usize],
+        tables: &mut FxHashMap<u32, Box<dyn ServerTableOps>>,
+        to_server: &[Link],
+    ) {
+        let Round { age, upto, threshold, clock, sync } = r;
         let limit = shared.cfg.batch_bytes.min(FRAME_BYTES);
         let mut frames: FxHashMap<usize, Vec<(u32, BytesMut, Vec<u64>)>> = FxHashMap::default();
         let mut sent = 0;
+        let scale = self.soft.unwrap_or(1.0);
         for (&id, table) in tables.iter_mut() {
             let cfg = table.config().clone();
-            let threshold =
-                (!age.is_finished() && !flush).then(|| cfg.significance.unwrap_or(self.v / t.sqrt()) * scale);
-            sent += table.take_significant(threshold, &mut |row, update| {
+            let threshold = threshold.map(|t| cfg.significance.map_or(t, |s| s * scale));
+            sent += table.take_significant(threshold, upto, &mut |row, update| {
                 for q in shared.topo.mirrors(shared.pid, cfg.slot(row)) {
                     let fs = frames.entry(q).or_default();
                     if fs.last().is_none_or(|(tid, b, _)| *tid != id || b.len() >= limit) {
@@ -361,7 +418,7 @@ impl Mirror {
             for (_, _, rows) in fs.iter_mut() {
                 rows.sort_unstable();
             }
-            let barrier = behind.contains(&q);
+            let barrier = clock && behind.contains(&q);
             if barrier {
                 let mut data = BytesMut::new();
                 for (seq, clock, (table, rows)) in o.unlisted.drain(..) {
@@ -381,17 +438,31 @@ impl Mirror {
                     o.unlisted.push_back((seq, age, (table, rows)));
                 }
             }
-            if !barrier {
+            if clock && !barrier {
                 to_server[q].send(Msg::MirrorClock { clock: age });
             }
-            if flush {
+            if sync {
                 to_server[q].send(Msg::MirrorSynced { clock: age });
             }
         }
-        if flush {
+        if sync {
             self.sync.sent = Some(age);
         }
     }
+}
+
+/// One round of mirror updates ([`Mirror::round`]).
+struct Round {
+    /// The data center's clock the updates are taken at.
+    age: Age,
+    /// The newest bucket whose updates may go.
+    upto: i64,
+    /// Significance threshold (`None`: everything goes).
+    threshold: Option<f64>,
+    /// Send the clock after the updates.
+    clock: bool,
+    /// Send `MirrorSynced` after the updates.
+    sync: bool,
 }
 
 /// Takes one `clock` out of a multiset of clocks.
@@ -433,6 +504,7 @@ mod tests {
             blocked: Default::default(),
             pending_subscribed: Default::default(),
             sync: Sync::default(),
+            snaps: SnapSync::default(),
         }
     }
 

@@ -6,6 +6,7 @@
 
 mod barrier;
 mod mirror;
+mod mirror_snap;
 mod namenode;
 mod push;
 mod snapshot;
@@ -141,7 +142,7 @@ impl Server {
             to_server,
             mirror: Mirror::new(&shared),
             namenode: (shared.pid == 0).then(|| NameNode::new(n, shared.clone(), snaps.clone(), inbox)),
-            snap: snaps.as_ref().map(|s| snapshot::SnapPlan::new(s, n, start.get())),
+            snap: snaps.as_ref().map(|s| snapshot::SnapPlan::new(s, n, start.get(), &shared.topo, shared.pid)),
             rule: ServeRule::new(&shared.cfg),
             scratch: BytesMut::new(),
             snaps,
@@ -213,7 +214,13 @@ impl Server {
             Msg::Oplog { table, data } => self.pending.push(from, table, data),
             Msg::Clock { clock } => self.on_clock(from, clock)?,
             Msg::SnapshotPlan { clock, take } => match (from, self.snap.as_mut()) {
-                (0, Some(plan)) => plan.decided(clock, take),
+                (0, Some(plan)) => {
+                    plan.decided(clock, take);
+                    if self.mirror.is_some() {
+                        // Under ASP a snapshot may be waiting for this decision.
+                        self.take_due_snapshots();
+                    }
+                }
                 _ => return Err(PsError::codec(format!("process {from} sent an unexpected snapshot plan"))),
             },
             Msg::MirrorUpdate { table, seq, data } => {
@@ -221,8 +228,11 @@ impl Server {
                 let t = self.tables.get_mut(&table).ok_or_else(|| {
                     PsError::codec(format!("process {from} sent mirror updates of unknown table {table}"))
                 })?;
+                // For snapshots, updates after the mirror's last sync count as later clocks.
+                let clock = self.mirror.as_ref().map_or(0, |m| m.update_clock(from));
+                let after = self.snap.as_ref().map(|p| p.pending_upto(clock, self.global)).unwrap_or_default();
                 let subs = &mut self.subs;
-                t.apply_mirrored(&data, &mut |row| subs.touched(table, row)).map_err(|e| {
+                t.apply_mirrored(&data, clock, &after, &mut |row| subs.touched(table, row)).map_err(|e| {
                     PsError::codec(format!("mirror updates from process {from} for table {table}: {e}"))
                 })?;
                 let (mut freed, mut moved) = (Vec::new(), false);
@@ -264,6 +274,7 @@ impl Server {
                     m.advance(&self.shared, global, &mut self.tables, &self.to_server);
                 }
                 self.announce_sync();
+                self.take_due_snapshots();
             }
             Msg::Exchange { epoch, from: f, to, rest, data } => {
                 let threads = self.shared.cfg.threads;
@@ -304,13 +315,20 @@ impl Server {
             Some(p) => p.pending_before(from, clock, self.global),
             None => Vec::new(),
         };
+        let bucket = match self.mirror.as_mut() {
+            Some(m) => {
+                m.snaps.client_clock(clock);
+                m.snaps.bucket(clock)
+            }
+            None => i64::MAX,
+        };
         for (table, data) in self.pending.take(from) {
             let t = self
                 .tables
                 .get_mut(&table)
                 .ok_or_else(|| PsError::codec(format!("process {from} sent updates of unknown table {table}")))?;
             let subs = &mut self.subs;
-            t.apply_batch(&data, clock.get(), &after, &mut |row| subs.touched(table, row))
+            t.apply_batch(&data, clock.get(), &after, bucket, &mut |row| subs.touched(table, row))
                 .map_err(|e| PsError::codec(format!("updates from process {from} for table {table}: {e}")))?;
         }
         self.vc[from] = self.vc[from].max(clock);
@@ -343,6 +361,8 @@ impl Server {
         }
         // Before any row this lets the server serve: the clients must learn of the sync first.
         self.announce_sync();
+        // Under ASP a snapshot may be waiting for its mirrors' sync.
+        self.take_due_snapshots();
         let now = self.visible_age();
         if now > before {
             // Reads a mirror's clock releases were held back by the mirror clock.

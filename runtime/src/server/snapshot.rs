@@ -11,8 +11,16 @@ use crate::state::ClientCmd;
 pub(crate) struct SnapPlan {
     every: i64,
     pure: bool,
-    /// Last snapshot clock taken.
+    /// This server writes table shards (under ASP, only in process 0's data center), so pure
+    /// snapshots keep rows apart for them.
+    shards: bool,
+    /// ASP: snapshots wait for process 0's decision (it reaches other data centers on links
+    /// of its own) and, where shards are written, for the copies to sync.
+    asp: bool,
+    /// Last snapshot clock taken (or skipped).
     taken: i64,
+    /// Last periodic snapshot clock skipped.
+    skipped: i64,
     /// Last real (not "finished") clock completed by each client.
     last_real: Vec<i64>,
     /// Process 0's decisions (`SnapshotPlan`): periodic snapshots taken (`true`) or skipped.
@@ -20,11 +28,14 @@ pub(crate) struct SnapPlan {
 }
 
 impl SnapPlan {
-    pub fn new(s: &Snapshots, clients: usize, start: i64) -> Self {
+    pub fn new(s: &Snapshots, clients: usize, start: i64, topo: &crate::geo::Topology, pid: usize) -> Self {
         SnapPlan {
             every: s.cfg.every,
             pure: s.pure(),
+            shards: topo.writes_shards(pid),
+            asp: topo.is_asp(),
             taken: start,
+            skipped: -1,
             last_real: vec![start - 1; clients],
             decisions: Default::default(),
         }
@@ -43,6 +54,48 @@ impl SnapPlan {
         d.get(&t).copied().unwrap_or(true)
     }
 
+    /// The snapshots due once snapshots up to clock `g + 1` may be taken and, at the end of the
+    /// job, the final one at `end`: `(clock, is_final, taken)`, marked handled.
+    fn due(&mut self, g: i64, end: Option<i64>) -> Vec<(i64, bool, bool)> {
+        let last = end.unwrap_or(i64::MAX);
+        let mut due = Vec::new();
+        let mut waiting = false;
+        if self.every > 0 {
+            let mut t = (self.taken / self.every + 1) * self.every;
+            while t - 1 <= g && t <= last {
+                if self.asp && t != last && !self.decisions.contains_key(&t) {
+                    waiting = true;
+                    break;
+                }
+                due.push((t, t == last));
+                t += self.every;
+            }
+        }
+        // The end-of-job snapshot, unless a periodic one at its clock was taken (one skipped
+        // there before the job was known to end does not count: the final tables must be
+        // written; the rows are all in by now).
+        if let Some(end) = end.filter(|_| !waiting) {
+            if due.last().map(|d| d.0) != Some(end) && (end > self.taken || end == self.skipped) {
+                due.push((end, true));
+            }
+        }
+        if let Some(&(t, _)) = due.last() {
+            self.taken = self.taken.max(t);
+        }
+        due.into_iter()
+            .map(|(t, is_final)| {
+                // The end-of-job snapshot is always taken, whatever was planned for its clock.
+                let take = self.take(t) || is_final;
+                if !take {
+                    self.skipped = t;
+                } else if t == self.skipped {
+                    self.skipped = -1;
+                }
+                (t, is_final, take)
+            })
+            .collect()
+    }
+
     /// The job's length so far: every client's last real clock, plus one.
     fn final_clock(&self) -> i64 {
         self.last_real.iter().copied().max().unwrap_or(0) + 1
@@ -55,15 +108,18 @@ impl SnapPlan {
         if !clock.is_finished() {
             self.last_real[from] = self.last_real[from].max(clock.get());
         }
-        if !self.pure {
-            return Vec::new();
-        }
         // Updates shipped with the "finished" clock (made after a worker's last `clock()`) come
         // after every periodic snapshot of the run but belong to the end-of-job one.
         let hi = if clock.is_finished() { self.final_clock() - 1 } else { clock.get() };
+        self.pending_upto(hi, global)
+    }
+
+    /// The pending pure-snapshot clocks `t <= hi` (not yet taken; without ASP, `t - 1 > global`
+    /// too, since those are taken as soon as the clock gets there) whose rows this server keeps.
+    pub fn pending_upto(&self, hi: i64, global: Age) -> Vec<i64> {
         let mut v = Vec::new();
-        if self.every > 0 {
-            let mut t = (global.get() + 2).max(self.taken + 1);
+        if self.pure && self.shards && self.every > 0 {
+            let mut t = if self.asp { self.taken + 1 } else { (global.get() + 2).max(self.taken + 1) };
             t = t.div_euclid(self.every) * self.every + if t % self.every == 0 { 0 } else { self.every };
             while t <= hi {
                 v.push(t);
@@ -76,29 +132,20 @@ impl SnapPlan {
 
 impl Server {
     /// Takes every snapshot whose clock every client has now finished, and the end-of-job one.
+    /// Under ASP, where shards are written, once the copies have synced there too, and only
+    /// snapshots process 0 has decided on ([`super::mirror_snap`]).
     pub(super) fn take_due_snapshots(&mut self) {
         let Some(plan) = self.snap.as_mut() else { return };
-        let finished = self.global.is_finished();
-        let g = self.global.get();
-        let mut due = Vec::new();
-        let end = if finished { plan.final_clock() } else { i64::MAX };
-        if plan.every > 0 {
-            let mut t = (plan.taken / plan.every + 1) * plan.every;
-            while t - 1 <= g && t <= end {
-                due.push((t, t == end));
-                t += plan.every;
-            }
-        }
-        if finished && due.last().map(|d| d.0) != Some(end) && end > plan.taken {
-            due.push((end, true));
-        }
-        if let Some(&(t, _)) = due.last() {
-            plan.taken = t;
-        }
+        let synced = self.mirror.as_ref().map_or(Age::FINISHED, |m| m.synced_upto());
+        let finished = self.global.is_finished() && synced.is_finished();
+        let g = if plan.shards && plan.pure { self.global.min(synced) } else { self.global }.get();
+        let end = match (finished, &self.mirror) {
+            (false, _) => None,
+            (true, None) => Some(plan.final_clock()),
+            (true, Some(m)) => Some(m.snaps.final_clock(plan.final_clock())),
+        };
         let approx = !plan.pure;
-        // The end-of-job snapshot is always taken, whatever was planned for its clock.
-        let due: Vec<(i64, bool, bool)> = due.into_iter().map(|(t, f)| (t, f, plan.take(t) || f)).collect();
-        for (t, is_final, take) in due {
+        for (t, is_final, take) in plan.due(g, end) {
             if take {
                 self.take_snapshot(t, is_final, approx);
             } else {
@@ -131,7 +178,8 @@ impl Server {
         let Some(snaps) = self.snaps.clone() else { return };
         let pid = self.shared.pid;
         let flags = if approx { FLAG_APPROX } else { 0 } | if is_final { FLAG_FINAL } else { 0 };
-        let mut ids: Vec<u32> = self.tables.keys().copied().collect();
+        let shards = self.snap.as_ref().is_some_and(|p| p.shards);
+        let mut ids: Vec<u32> = if shards { self.tables.keys().copied().collect() } else { Vec::new() };
         ids.sort_unstable();
         let mut files = Vec::with_capacity(ids.len());
         for id in ids {
@@ -200,5 +248,41 @@ impl Server {
                 .send(ClientCmd::SnapshotDone { clock: t, info: info(&ProcessPart { stored: true, failed, ..part }) });
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(asp: bool) -> SnapPlan {
+        let (every, pure, shards, taken, skipped) = (2, true, true, 0, -1);
+        SnapPlan { every, pure, shards, asp, taken, skipped, last_real: vec![-1; 2], decisions: Default::default() }
+    }
+
+    #[test]
+    fn a_periodic_snapshot_skipped_at_the_last_clock_is_still_the_final_one() {
+        let mut p = plan(false);
+        assert_eq!(p.due(1, None), [(2, false, true)], "undecided ones are taken");
+        p.decided(4, false);
+        assert_eq!(p.due(3, None), [(4, false, false)], "skipped: the last one is being written");
+        assert_eq!(p.due(i64::MAX / 4, Some(4)), [(4, true, true)], "the job ended at 4: its tables are written");
+        assert_eq!(p.due(i64::MAX / 4, Some(4)), [], "once");
+        let mut p = plan(false);
+        p.decided(2, true);
+        assert_eq!(p.due(1, None), [(2, false, true)]);
+        assert_eq!(p.due(i64::MAX / 4, Some(2)), [], "taken as a periodic one, not twice");
+    }
+
+    #[test]
+    fn under_asp_a_periodic_snapshot_waits_for_process_0s_decision() {
+        let mut p = plan(true);
+        assert_eq!(p.due(5, None), []);
+        p.decided(2, true);
+        assert_eq!(p.due(5, None), [(2, false, true)], "4 is not decided yet");
+        p.decided(4, false);
+        p.decided(6, true);
+        assert_eq!(p.due(5, None), [(4, false, false), (6, false, true)]);
+        assert_eq!(p.pending_upto(9, Age::new(5)), [8], "pending: not yet taken");
     }
 }

@@ -15,8 +15,17 @@ pub(crate) trait ServerTableOps: Send {
     fn config(&self) -> &TableConfig;
     /// Applies a batch of (row, update) pairs of clocks up to `clock`; reports each touched row.
     /// `after`: pending pure-snapshot clocks `t <= clock` whose rows must be preserved (copied
-    /// before the first later update) until the snapshot is taken.
-    fn apply_batch(&mut self, data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()>;
+    /// before the first later update) until the snapshot is taken. `bucket`: under ASP, where
+    /// the updates wait to be mirrored (the next snapshot clock after `clock`; see
+    /// [`ServerTableOps::take_significant`]).
+    fn apply_batch(
+        &mut self,
+        data: &[u8],
+        clock: i64,
+        after: &[i64],
+        bucket: i64,
+        touched: &mut dyn FnMut(u64),
+    ) -> Result<()>;
     /// Appends the encoding of `row` (a zero row if it was never updated).
     fn encode_row(&mut self, row: u64, out: &mut BytesMut);
     /// Appends every row as of snapshot `t` (preserved copies where later updates arrived) to
@@ -24,16 +33,20 @@ pub(crate) trait ServerTableOps: Send {
     fn snapshot(&mut self, t: i64, out: &mut Vec<u8>) -> u64;
     /// Forgets what was kept for snapshot `t` (and earlier ones): it is skipped.
     fn discard_snapshot(&mut self, t: i64);
-    /// Loads rows from a shard payload (resume); returns the row count.
-    fn load(&mut self, payload: &[u8]) -> Result<u64>;
+    /// Loads the rows `keep` accepts from a shard payload (resume); returns how many.
+    fn load(&mut self, payload: &[u8], keep: &dyn Fn(u64) -> bool) -> Result<u64>;
     /// ASP: from now on, also accumulate the updates of this data center's clients per row
     /// (what the other data centers have not been sent yet).
     fn start_mirroring(&mut self);
-    /// ASP: hands every accumulated update whose significance exceeds `threshold` (all of them
-    /// with `None`) to `send` as `(row, encoded update)` and forgets it; returns how many.
-    fn take_significant(&mut self, threshold: Option<f64>, send: &mut dyn FnMut(u64, &[u8])) -> u64;
-    /// ASP: applies another data center's updates (not accumulated: they are not sent on).
-    fn apply_mirrored(&mut self, data: &[u8], touched: &mut dyn FnMut(u64)) -> Result<()>;
+    /// ASP: hands every accumulated update of buckets `<= upto` whose significance exceeds
+    /// `threshold` (all of them with `None`) to `send` as `(row, encoded update)` and forgets
+    /// it; returns how many. Updates are summed per bucket (the snapshot clock they precede),
+    /// so that what a data center sends before it syncs at a snapshot's clock holds no later
+    /// clock's updates.
+    fn take_significant(&mut self, threshold: Option<f64>, upto: i64, send: &mut dyn FnMut(u64, &[u8])) -> u64;
+    /// ASP: applies another data center's updates (not accumulated: they are not sent on), as
+    /// if they were of clock `clock` for pending snapshots (`after` as for `apply_batch`).
+    fn apply_mirrored(&mut self, data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()>;
 }
 
 pub(crate) struct ServerTable<R: Row> {
@@ -42,8 +55,9 @@ pub(crate) struct ServerTable<R: Row> {
     /// Per pending pure snapshot `t`: rows as they were before their first update of a clock
     /// `>= t`. Updates of clocks `< t` that arrive later are applied to these copies too.
     forks: BTreeMap<i64, FxHashMap<u64, R>>,
-    /// ASP: per row, the sum of this data center's updates not yet sent to the others.
-    unsent: Option<FxHashMap<u64, R::Update>>,
+    /// ASP: per bucket (the next snapshot clock after the updates' clocks; `i64::MAX` without
+    /// snapshots) and row, the sum of this data center's updates not yet sent to the others.
+    unsent: Option<BTreeMap<i64, FxHashMap<u64, R::Update>>>,
     scratch: BytesMut,
     /// Every received update is decoded into this one, reusing its allocation.
     update: R::Update,
@@ -79,21 +93,21 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
         &self.cfg
     }
 
-    fn apply_batch(&mut self, data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()> {
+    fn apply_batch(
+        &mut self,
+        data: &[u8],
+        clock: i64,
+        after: &[i64],
+        bucket: i64,
+        touched: &mut dyn FnMut(u64),
+    ) -> Result<()> {
         let forking = !after.is_empty() || !self.forks.is_empty();
         let ServerTable { cfg, rows, forks, unsent, update, .. } = self;
+        let mut unsent = unsent.as_mut().map(|u| u.entry(bucket).or_default());
         oplog::each_entry(data, cfg.columns, update, |row, u| {
             let r = row_mut(rows, cfg, row);
             if forking {
-                for &t in after {
-                    forks.entry(t).or_default().entry(row).or_insert_with(|| r.clone());
-                }
-                // Forks of snapshots this batch belongs to (clock < t) must see it as well.
-                for (_, fork) in forks.range_mut(clock.saturating_add(1)..) {
-                    if let Some(f) = fork.get_mut(&row) {
-                        f.apply(u);
-                    }
-                }
+                fork_for(forks, after, clock, row, r, u);
             }
             r.apply(u);
             if let Some(unsent) = unsent.as_mut() {
@@ -133,10 +147,13 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
         ids.len() as u64
     }
 
-    fn load(&mut self, payload: &[u8]) -> Result<u64> {
+    fn load(&mut self, payload: &[u8], keep: &dyn Fn(u64) -> bool) -> Result<u64> {
         let mut n = 0;
         for rec in payload_rows(payload) {
             let (id, mut bytes) = rec?;
+            if !keep(id) {
+                continue;
+            }
             let r = R::decode(&mut bytes, self.cfg.columns)
                 .map_err(|e| PsError::codec(format!("table {} row {id}: {e}", self.cfg.id)))?;
             if !bytes.is_empty() {
@@ -149,34 +166,65 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
     }
 
     fn start_mirroring(&mut self) {
-        self.unsent.get_or_insert_with(FxHashMap::default);
+        self.unsent.get_or_insert_with(BTreeMap::new);
     }
 
-    fn take_significant(&mut self, threshold: Option<f64>, send: &mut dyn FnMut(u64, &[u8])) -> u64 {
+    fn take_significant(&mut self, threshold: Option<f64>, upto: i64, send: &mut dyn FnMut(u64, &[u8])) -> u64 {
         let Some(unsent) = self.unsent.as_mut() else { return 0 };
         let (rows, cfg, scratch) = (&mut self.rows, &self.cfg, &mut self.scratch);
         let mut n = 0;
-        unsent.retain(|&row, u| {
-            let due = match threshold {
-                None => true,
-                Some(t) => row_mut(rows, cfg, row).significance(u) > t,
-            };
-            if due {
-                scratch.clear();
-                u.encode(scratch);
-                send(row, scratch);
-                n += 1;
-            }
-            !due
-        });
+        for bucket in unsent.range_mut(..=upto).map(|(_, b)| b) {
+            bucket.retain(|&row, u| {
+                let due = match threshold {
+                    None => true,
+                    Some(t) => row_mut(rows, cfg, row).significance(u) > t,
+                };
+                if due {
+                    scratch.clear();
+                    u.encode(scratch);
+                    send(row, scratch);
+                    n += 1;
+                }
+                !due
+            });
+        }
+        // Emptied buckets go (the newest stays: updates keep arriving there).
+        let newest = unsent.keys().next_back().copied();
+        unsent.retain(|k, b| !b.is_empty() || Some(*k) == newest);
         n
     }
 
-    fn apply_mirrored(&mut self, data: &[u8], touched: &mut dyn FnMut(u64)) -> Result<()> {
-        let ServerTable { cfg, rows, update, .. } = self;
+    fn apply_mirrored(&mut self, data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()> {
+        let forking = !after.is_empty() || !self.forks.is_empty();
+        let ServerTable { cfg, rows, forks, update, .. } = self;
         oplog::each_entry(data, cfg.columns, update, |row, u| {
-            row_mut(rows, cfg, row).apply(u);
+            let r = row_mut(rows, cfg, row);
+            if forking {
+                fork_for(forks, after, clock, row, r, u);
+            }
+            r.apply(u);
             touched(row);
         })
+    }
+}
+
+/// Pure snapshots: before `r` takes update `u` of clock `clock`, it is copied for every pending
+/// snapshot in `after` (those `u` comes after), and `u` goes into the copies of the snapshots
+/// it comes before (`t > clock`).
+fn fork_for<R: Row>(
+    forks: &mut BTreeMap<i64, FxHashMap<u64, R>>,
+    after: &[i64],
+    clock: i64,
+    row: u64,
+    r: &R,
+    u: &R::Update,
+) {
+    for &t in after {
+        forks.entry(t).or_default().entry(row).or_insert_with(|| r.clone());
+    }
+    for (_, fork) in forks.range_mut(clock.saturating_add(1)..) {
+        if let Some(f) = fork.get_mut(&row) {
+            f.apply(u);
+        }
     }
 }

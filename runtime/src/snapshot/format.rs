@@ -204,6 +204,33 @@ pub struct TableEntry {
     pub shards: Vec<FileEntry>,
 }
 
+impl TableEntry {
+    /// The shards a resumed process `p` reads its rows from, when the job's processes serve
+    /// rows as `servers` lists them (a row goes to `servers[slot mod len]`, as it went to the
+    /// shard owners' list when the snapshot was written), and whether rows of other servers must
+    /// be left out: the same layout reads one shard whole; another (an ASP job's other data
+    /// centers, whose copies are in the shards of process 0's) reads the shards whose rows can
+    /// map to `p` and keeps its own.
+    pub fn shards_for(&self, servers: &[usize], p: usize) -> (Vec<usize>, bool) {
+        let owners: Vec<usize> = self.shards.iter().map(|f| f.owner as usize).collect();
+        if owners == servers {
+            return (vec![p], false);
+        }
+        let Some(i) = servers.iter().position(|&q| q == p) else { return (Vec::new(), true) };
+        let g = gcd(owners.len(), servers.len()).max(1);
+        let read = owners.iter().enumerate().filter(|(j, _)| j % g == i % g).map(|(_, &o)| o).collect();
+        (read, true)
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 /// What one process contributed to a snapshot (sent to the name node).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ProcessPart {

@@ -23,6 +23,9 @@
 //! picks the newest manifest that is resumable, loads its server shards in `create_table`, starts all
 //! clocks (threads, tracker, `vc`, `sent_upto`) at `t`, and workers read their state with
 //! `resume_state()`. Shutdown waits for the final snapshot and its manifest.
+//!
+//! Under ASP (several data centers, each with its own copy of the tables) the copies sync at each
+//! snapshot clock and only process 0's data center writes shards; `server::mirror_snap` says how.
 
 pub(crate) mod format;
 pub mod read;
