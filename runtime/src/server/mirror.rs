@@ -296,7 +296,8 @@ impl Mirror {
     }
 
     /// Mirror update `seq` from `from` arrived (and was applied): the rows a barrier announced
-    /// for it that no other announced update holds are free again. Returns whether the push
+    /// for it whose cap rose (free again, or waiting only for a later clock's update) go to
+    /// `freed`, so that their held reads are looked at again. Returns whether the push
     /// cap ([`Mirror::push_cap`]) moved, so that a capped push is worth retrying.
     pub fn on_update(&mut self, from: usize, seq: u64, freed: &mut Vec<(u32, u64)>) -> Result<bool> {
         let inc = self.incoming.get_mut(&from).ok_or_else(|| not_a_mirror(from, "mirror updates"))?;
@@ -312,6 +313,7 @@ impl Mirror {
         for row in rows {
             if let std::collections::hash_map::Entry::Occupied(mut e) = self.blocked.entry((table, row)) {
                 let w = e.get_mut();
+                let before = w.clocks.iter().min().copied();
                 if let Some(i) = w.clocks.iter().position(|&k| k == clock) {
                     w.clocks.swap_remove(i);
                     if w.subscribed {
@@ -320,6 +322,10 @@ impl Mirror {
                 }
                 if w.clocks.is_empty() {
                     e.remove();
+                    freed.push((table, row));
+                } else if w.clocks.iter().min().copied() != before {
+                    // Still waiting, for a later clock's update: its cap rose, and reads held
+                    // back may be served now.
                     freed.push((table, row));
                 }
             }
@@ -529,11 +535,12 @@ mod tests {
         assert_eq!(m.row_cap(7, 12, Age::new(5)), Age::new(5), "never above the server's age");
         let mut freed = Vec::new();
         m.on_update(1, 0, &mut freed).unwrap();
-        assert_eq!(freed, [(7, 10)]);
+        assert_eq!(freed, [(7, 10), (7, 11)], "row 11's cap rose: its held reads are looked at again");
         assert_eq!(m.row_cap(7, 11, now), Age::new(6), "now only its update of clock 5 is missing");
         assert_eq!(m.push_cap(now), Age::new(6));
+        freed.clear();
         m.on_update(1, 1, &mut freed).unwrap();
-        assert_eq!(freed, [(7, 10), (7, 11), (7, 12)]);
+        assert_eq!(freed, [(7, 11), (7, 12)]);
         assert_eq!(m.push_cap(now), now, "nothing left to wait for");
         assert!(m.pending_subscribed.is_empty() && m.blocked.is_empty());
         assert!(m.on_update(1, 5, &mut freed).is_err(), "updates arrive in order");

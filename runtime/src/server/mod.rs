@@ -400,8 +400,9 @@ impl Server {
         self.answer(reads, age)
     }
 
-    /// The announced updates of `freed` rows arrived: answers the reads that waited for them,
-    /// and, with `repush` (a push's cap moved), a push that was capped.
+    /// Announced updates of `freed` rows arrived: answers the reads that waited for them (those
+    /// still capped below what they need are held again), and, with `repush` (a push's cap
+    /// moved), a push that was capped.
     fn release_held(&mut self, freed: Vec<(u32, u64)>, repush: bool) -> Result<()> {
         let reads: Vec<_> = freed.iter().filter_map(|k| self.held.remove(k)).flatten().collect();
         self.answer(reads, self.visible_age())?;
