@@ -361,7 +361,7 @@ impl Mirror {
             let upto = self.snaps.bucket(b);
             self.round(
                 shared,
-                Round { age: b, upto, threshold: None, clock: false, sync: true },
+                Round { age: b, upto, threshold: None, clock: false, sync: true, last: None },
                 &[],
                 tables,
                 to_server,
@@ -373,17 +373,12 @@ impl Mirror {
         }
         let t = (age.get().max(0) + 1) as f64;
         let threshold = (!flush).then(|| self.v / t.sqrt() * self.soft.unwrap_or(1.0));
-        if age.is_finished() {
-            // Every data center ends its final snapshot at the same clock: the latest any
-            // client of any of them reached (true to claim: this one has completed all).
-            if let Some(last) = self.snaps.last_real {
-                for &q in self.out.keys() {
-                    to_server[q].send(Msg::MirrorClock { clock: last });
-                }
-            }
-        }
+        // Every data center ends its final snapshot at the same clock: the latest any client of
+        // any of them reached. Sent after the last updates (true to claim by then).
+        let last = self.snaps.last_real.filter(|_| age.is_finished());
         let upto = self.snaps.bucket(age);
-        self.round(shared, Round { age, upto, threshold, clock: true, sync: flush }, &behind, tables, to_server);
+        let r = Round { age, upto, threshold, clock: true, sync: flush, last };
+        self.round(shared, r, &behind, tables, to_server);
     }
 
     /// Sends one round of mirror updates (of buckets `<= upto`, above `threshold` unless it is
@@ -397,7 +392,7 @@ impl Mirror {
         tables: &mut FxHashMap<u32, Box<dyn ServerTableOps>>,
         to_server: &[Link],
     ) {
-        let Round { age, upto, threshold, clock, sync } = r;
+        let Round { age, upto, threshold, clock, sync, last } = r;
         let limit = shared.cfg.batch_bytes.min(FRAME_BYTES);
         let mut frames: FxHashMap<usize, Vec<(u32, BytesMut, Vec<u64>)>> = FxHashMap::default();
         let mut sent = 0;
@@ -447,6 +442,9 @@ impl Mirror {
             if clock && !barrier {
                 to_server[q].send(Msg::MirrorClock { clock: age });
             }
+            if let Some(last) = last {
+                to_server[q].send(Msg::MirrorClock { clock: last });
+            }
             if sync {
                 to_server[q].send(Msg::MirrorSynced { clock: age });
             }
@@ -469,6 +467,8 @@ struct Round {
     clock: bool,
     /// Send `MirrorSynced` after the updates.
     sync: bool,
+    /// At the end: this data center's latest clock, sent before `MirrorSynced`.
+    last: Option<Age>,
 }
 
 /// Takes one `clock` out of a multiset of clocks.

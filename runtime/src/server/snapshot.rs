@@ -63,7 +63,9 @@ impl SnapPlan {
         if self.every > 0 {
             let mut t = (self.taken / self.every + 1) * self.every;
             while t - 1 <= g && t <= last {
-                if self.asp && t != last && !self.decisions.contains_key(&t) {
+                // Once the job is over every decision process 0 made has arrived (on the link
+                // its server's last sync came by); one it never made is a clock it never got to.
+                if self.asp && end.is_none() && !self.decisions.contains_key(&t) {
                     waiting = true;
                     break;
                 }
@@ -284,5 +286,6 @@ mod tests {
         p.decided(6, true);
         assert_eq!(p.due(5, None), [(4, false, false), (6, false, true)]);
         assert_eq!(p.pending_upto(9, Age::new(5)), [8], "pending: not yet taken");
+        assert_eq!(p.due(i64::MAX / 4, Some(11)), [(8, false, true), (10, false, true), (11, true, true)], "at the end");
     }
 }
