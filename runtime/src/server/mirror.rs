@@ -149,7 +149,7 @@ impl Mirror {
             pending_subscribed: BTreeMap::new(),
             // Nothing before the start is owed to anyone.
             sync: Sync { received: others.iter().map(|&q| (q, start)).collect(), sent: Some(start), ..Sync::default() },
-            snaps: SnapSync::new(&shared.cfg.checkpoint),
+            snaps: SnapSync::new(&shared.cfg.checkpoint, start),
         })
     }
 
@@ -357,17 +357,13 @@ impl Mirror {
                 behind.push(q);
             }
         }
-        for b in self.snaps.boundaries_before(age, self.sync.sent) {
-            let upto = self.snaps.bucket(b);
-            self.round(
-                shared,
-                Round { age: b, upto, threshold: None, clock: false, sync: true, last: None },
-                &[],
-                tables,
-                to_server,
-            );
+        // A barrier's sync and the end send everything, so they sync at undecided snapshots too.
+        let flush = self.must_flush(age) || age.is_finished();
+        let owed = self.snaps.owed(age, flush);
+        for b in owed.syncs {
+            let r = Round { age: b, upto: self.snaps.bucket(b), threshold: None, clock: false, sync: true, last: None };
+            self.round(shared, r, &[], tables, to_server);
         }
-        let flush = self.must_flush(age) || age.is_finished() || self.snaps.is_boundary(age);
         if let Some(f) = self.soft.as_mut().filter(|_| !flush) {
             *f = if behind.is_empty() { (*f / 2.0).max(SOFT_FLOOR) } else { (*f * 2.0).min(1.0) };
         }
@@ -376,8 +372,10 @@ impl Mirror {
         // Every data center ends its final snapshot at the same clock: the latest any client of
         // any of them reached. Sent after the last updates (true to claim by then).
         let last = self.snaps.last_real.filter(|_| age.is_finished());
-        let upto = self.snaps.bucket(age);
-        let r = Round { age, upto, threshold, clock: true, sync: flush, last };
+        // While a snapshot's decision is awaited its later updates wait, so the clock claims
+        // no more than its boundary (sent again when the decision comes).
+        let age = if self.snaps.waiting { age.min(Age::new(owed.upto - 1)) } else { age };
+        let r = Round { age, upto: owed.upto, threshold, clock: true, sync: flush, last };
         self.round(shared, r, &behind, tables, to_server);
     }
 
@@ -450,7 +448,7 @@ impl Mirror {
             }
         }
         if sync {
-            self.sync.sent = Some(age);
+            self.sync.sent = self.sync.sent.max(Some(age));
         }
     }
 }

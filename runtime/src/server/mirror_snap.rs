@@ -21,6 +21,7 @@
 
 use crate::clock::Age;
 use crate::config::{CheckpointConfig, SnapshotMode};
+use std::collections::BTreeMap;
 
 /// A server's view of the checkpoint schedule under ASP.
 #[derive(Default)]
@@ -32,13 +33,37 @@ pub(crate) struct SnapSync {
     /// The latest real clock any mirror reported: at the end, its data center's latest.
     pub mirror_last_real: Option<Age>,
     on: bool,
+    /// The last snapshot boundary synced at or passed over (its checkpoint skipped).
+    handled: i64,
+    /// Process 0's decisions of the snapshots not yet handled: taken (`true`) or skipped.
+    decisions: BTreeMap<i64, bool>,
+    /// A boundary waits for its decision (the next one to arrive may free it).
+    pub waiting: bool,
+}
+
+/// What a data center that completed some clock owes its mirrors for the snapshots on the way.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Owed {
+    /// Boundaries to sync at, in order.
+    pub syncs: Vec<Age>,
+    /// The newest bucket that may be sent now: the one of a boundary whose snapshot is not yet
+    /// decided (its later updates wait until it is), else every one.
+    pub upto: i64,
 }
 
 impl SnapSync {
-    pub fn new(cfg: &CheckpointConfig) -> Self {
+    pub fn new(cfg: &CheckpointConfig, start: Age) -> Self {
         let on = cfg.url.is_some();
         let pure = cfg.snapshot == SnapshotMode::Pure;
-        SnapSync { every: if on && pure { cfg.every.max(0) } else { 0 }, on, ..Default::default() }
+        let every = if on && pure { cfg.every.max(0) } else { 0 };
+        SnapSync { every, on, handled: start.get(), ..Default::default() }
+    }
+
+    /// Process 0 decided whether periodic snapshot `t` is taken.
+    pub fn decided(&mut self, t: i64, take: bool) {
+        if self.every > 0 && t - 1 > self.handled {
+            self.decisions.insert(t, take);
+        }
     }
 
     /// A client of this data center completed `clock`.
@@ -65,28 +90,37 @@ impl SnapSync {
         }
     }
 
-    /// True if a snapshot is due after clock `age` (`age + 1` is a snapshot clock).
-    pub fn is_boundary(&self, age: Age) -> bool {
-        self.every > 0 && !age.is_finished() && (age.get() + 1).rem_euclid(self.every) == 0
-    }
-
-    /// The snapshot boundaries after `sent` and before `age` that have not been synced at; at
-    /// the end, those up to the data center's latest clock.
-    pub fn boundaries_before(&self, age: Age, sent: Option<Age>) -> Vec<Age> {
+    /// The data center completed `age` (at the end: its latest clock): the snapshot boundaries
+    /// up to it not yet handled, synced at if their snapshot is taken, passed over if skipped
+    /// (no flush: the filter goes on as if there were none), and the first undecided one holds
+    /// later buckets back. With `force` (a barrier's sync, or the end, which must send
+    /// everything) an undecided one is synced at: a sync nobody needed costs only its flush.
+    pub fn owed(&mut self, age: Age, force: bool) -> Owed {
+        let mut owed = Owed { syncs: Vec::new(), upto: self.bucket(age) };
         if self.every == 0 {
-            return Vec::new();
+            return owed;
         }
-        let hi = if age.is_finished() { self.last_real.map_or(-1, Age::get) } else { age.get() - 1 };
-        let lo = sent.map_or(-1, Age::get);
-        let mut b = (lo + 1).div_euclid(self.every) * self.every + self.every - 1;
-        let mut v = Vec::new();
+        let hi = if age.is_finished() { self.last_real.map_or(-1, Age::get) } else { age.get() };
+        let mut b = (self.handled + 1).div_euclid(self.every) * self.every + self.every - 1;
         while b <= hi {
-            if b > lo {
-                v.push(Age::new(b));
+            if b > self.handled {
+                match self.decisions.get(&(b + 1)).copied() {
+                    Some(false) => {}
+                    Some(true) => owed.syncs.push(Age::new(b)),
+                    None if force => owed.syncs.push(Age::new(b)),
+                    None => {
+                        owed.upto = b + 1;
+                        self.waiting = true;
+                        return owed;
+                    }
+                }
+                self.handled = b;
             }
             b += self.every;
         }
-        v
+        self.decisions = self.decisions.split_off(&(self.handled + 2));
+        self.waiting = false;
+        owed
     }
 
     /// The final snapshot's clock given this data center's (`own`): the latest of all.
@@ -101,7 +135,11 @@ mod tests {
 
     fn sync(every: i64) -> SnapSync {
         let cfg = CheckpointConfig { url: Some("/x".into()), every, ..Default::default() };
-        SnapSync::new(&cfg)
+        SnapSync::new(&cfg, Age::new(-1))
+    }
+
+    fn ages(v: &[i64]) -> Vec<Age> {
+        v.iter().map(|&c| Age::new(c)).collect()
     }
 
     #[test]
@@ -110,21 +148,23 @@ mod tests {
         assert_eq!([0, 3, 4, 7, 8].map(|c| s.bucket(Age::new(c))), [4, 4, 8, 8, 12]);
         assert_eq!(s.bucket(Age::FINISHED), i64::MAX);
         assert_eq!(sync(0).bucket(Age::new(5)), i64::MAX);
-        assert!(s.is_boundary(Age::new(3)) && s.is_boundary(Age::new(7)) && !s.is_boundary(Age::new(4)));
-        assert!(!s.is_boundary(Age::FINISHED));
     }
 
     #[test]
-    fn every_boundary_crossed_gets_its_own_sync_and_the_end_covers_the_last_real_clock() {
+    fn taken_snapshots_are_synced_at_skipped_ones_passed_and_undecided_ones_wait() {
         let mut s = sync(4);
-        let b = |v: &[i64]| v.iter().map(|&c| Age::new(c)).collect::<Vec<_>>();
-        assert_eq!(s.boundaries_before(Age::new(3), None), b(&[]), "3 itself is synced in its round");
-        assert_eq!(s.boundaries_before(Age::new(12), Some(Age::new(3))), b(&[7, 11]));
-        assert_eq!(s.boundaries_before(Age::new(12), Some(Age::new(7))), b(&[11]));
-        assert_eq!(s.boundaries_before(Age::new(12), Some(Age::new(9))), b(&[11]), "a barrier's sync at 9");
+        assert_eq!(s.owed(Age::new(2), false), Owed { syncs: vec![], upto: 4 });
+        assert_eq!(s.owed(Age::new(3), false), Owed { syncs: vec![], upto: 4 }, "4 undecided: later buckets wait");
+        assert!(s.waiting);
+        assert_eq!(s.owed(Age::new(5), false), Owed { syncs: vec![], upto: 4 });
+        s.decided(4, true);
+        s.decided(8, false);
+        assert_eq!(s.owed(Age::new(9), false), Owed { syncs: ages(&[3]), upto: 12 }, "8 skipped: no sync at 7");
+        assert!(!s.waiting);
+        assert_eq!(s.owed(Age::new(9), false), Owed { syncs: vec![], upto: 12 }, "once");
+        assert_eq!(s.owed(Age::new(11), true), Owed { syncs: ages(&[11]), upto: 12 }, "a barrier forces 12's");
         s.client_clock(Age::new(16));
-        s.client_clock(Age::FINISHED);
-        assert_eq!(s.boundaries_before(Age::FINISHED, Some(Age::new(11))), b(&[15]));
+        assert_eq!(s.owed(Age::FINISHED, true), Owed { syncs: ages(&[15]), upto: i64::MAX }, "the end forces too");
         assert_eq!(s.final_clock(17), 17);
         s.mirror_clock(Age::new(19));
         s.mirror_clock(Age::FINISHED);

@@ -216,8 +216,12 @@ impl Server {
             Msg::SnapshotPlan { clock, take } => match (from, self.snap.as_mut()) {
                 (0, Some(plan)) => {
                     plan.decided(clock, take);
-                    if self.mirror.is_some() {
-                        // Under ASP a snapshot may be waiting for this decision.
+                    if let Some(m) = self.mirror.as_mut() {
+                        // Under ASP a sync and a snapshot may be waiting for this decision.
+                        m.snaps.decided(clock, take);
+                        if m.snaps.waiting {
+                            m.advance(&self.shared, self.global, &mut self.tables, &self.to_server);
+                        }
                         self.take_due_snapshots();
                     }
                 }

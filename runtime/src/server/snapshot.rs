@@ -54,19 +54,24 @@ impl SnapPlan {
         d.get(&t).copied().unwrap_or(true)
     }
 
-    /// The snapshots due once snapshots up to clock `g + 1` may be taken and, at the end of the
-    /// job, the final one at `end`: `(clock, is_final, taken)`, marked handled.
-    fn due(&mut self, g: i64, end: Option<i64>) -> Vec<(i64, bool, bool)> {
+    /// The snapshots due now that every client completed clock `g` (and, for one that is taken,
+    /// the copies synced at `synced`) and, at the end of the job, the final one at `end`:
+    /// `(clock, is_final, taken)`, marked handled.
+    fn due(&mut self, g: i64, synced: i64, end: Option<i64>) -> Vec<(i64, bool, bool)> {
         let last = end.unwrap_or(i64::MAX);
         let mut due = Vec::new();
         let mut waiting = false;
         if self.every > 0 {
             let mut t = (self.taken / self.every + 1) * self.every;
             while t - 1 <= g && t <= last {
+                let decision = self.decisions.get(&t).copied();
                 // Once the job is over every decision process 0 made has arrived (on the link
                 // its server's last sync came by); one it never made is a clock it never got to.
-                if self.asp && end.is_none() && !self.decisions.contains_key(&t) {
+                if self.asp && end.is_none() && decision.is_none() {
                     waiting = true;
+                    break;
+                }
+                if decision != Some(false) && t - 1 > synced {
                     break;
                 }
                 due.push((t, t == last));
@@ -140,14 +145,16 @@ impl Server {
         let Some(plan) = self.snap.as_mut() else { return };
         let synced = self.mirror.as_ref().map_or(Age::FINISHED, |m| m.synced_upto());
         let finished = self.global.is_finished() && synced.is_finished();
-        let g = if plan.shards && plan.pure { self.global.min(synced) } else { self.global }.get();
+        let g = self.global.get();
+        // Only the copy written must have synced (a skipped snapshot needs no sync).
+        let g_synced = if plan.shards && plan.pure { self.global.min(synced).get() } else { g };
         let end = match (finished, &self.mirror) {
             (false, _) => None,
             (true, None) => Some(plan.final_clock()),
             (true, Some(m)) => Some(m.snaps.final_clock(plan.final_clock())),
         };
         let approx = !plan.pure;
-        for (t, is_final, take) in plan.due(g, end) {
+        for (t, is_final, take) in plan.due(g, g_synced, end) {
             if take {
                 self.take_snapshot(t, is_final, approx);
             } else {
@@ -265,27 +272,40 @@ mod tests {
     #[test]
     fn a_periodic_snapshot_skipped_at_the_last_clock_is_still_the_final_one() {
         let mut p = plan(false);
-        assert_eq!(p.due(1, None), [(2, false, true)], "undecided ones are taken");
+        assert_eq!(p.due(1, 1, None), [(2, false, true)], "undecided ones are taken");
         p.decided(4, false);
-        assert_eq!(p.due(3, None), [(4, false, false)], "skipped: the last one is being written");
-        assert_eq!(p.due(i64::MAX / 4, Some(4)), [(4, true, true)], "the job ended at 4: its tables are written");
-        assert_eq!(p.due(i64::MAX / 4, Some(4)), [], "once");
+        assert_eq!(p.due(3, 3, None), [(4, false, false)], "skipped: the last one is being written");
+        assert_eq!(
+            p.due(i64::MAX / 4, i64::MAX / 4, Some(4)),
+            [(4, true, true)],
+            "the job ended at 4: its tables are written"
+        );
+        assert_eq!(p.due(i64::MAX / 4, i64::MAX / 4, Some(4)), [], "once");
         let mut p = plan(false);
         p.decided(2, true);
-        assert_eq!(p.due(1, None), [(2, false, true)]);
-        assert_eq!(p.due(i64::MAX / 4, Some(2)), [], "taken as a periodic one, not twice");
+        assert_eq!(p.due(1, 1, None), [(2, false, true)]);
+        assert_eq!(p.due(i64::MAX / 4, i64::MAX / 4, Some(2)), [], "taken as a periodic one, not twice");
     }
 
     #[test]
     fn under_asp_a_periodic_snapshot_waits_for_process_0s_decision() {
         let mut p = plan(true);
-        assert_eq!(p.due(5, None), []);
+        assert_eq!(p.due(5, 5, None), []);
         p.decided(2, true);
-        assert_eq!(p.due(5, None), [(2, false, true)], "4 is not decided yet");
+        assert_eq!(p.due(5, 5, None), [(2, false, true)], "4 is not decided yet");
         p.decided(4, false);
         p.decided(6, true);
-        assert_eq!(p.due(5, None), [(4, false, false), (6, false, true)]);
+        assert_eq!(p.due(5, 5, None), [(4, false, false), (6, false, true)]);
         assert_eq!(p.pending_upto(9, Age::new(5)), [8], "pending: not yet taken");
-        assert_eq!(p.due(i64::MAX / 4, Some(11)), [(8, false, true), (10, false, true), (11, true, true)], "at the end");
+        assert_eq!(
+            p.due(i64::MAX / 4, i64::MAX / 4, Some(11)),
+            [(8, false, true), (10, false, true), (11, true, true)],
+            "at the end"
+        );
+        let mut p = plan(true);
+        p.decided(2, false);
+        p.decided(4, true);
+        assert_eq!(p.due(5, 0, None), [(2, false, false)], "a skipped one needs no sync; 4 waits for its");
+        assert_eq!(p.due(5, 3, None), [(4, false, true)]);
     }
 }

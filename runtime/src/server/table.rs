@@ -171,9 +171,23 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
 
     fn take_significant(&mut self, threshold: Option<f64>, upto: i64, send: &mut dyn FnMut(u64, &[u8])) -> u64 {
         let Some(unsent) = self.unsent.as_mut() else { return 0 };
+        // What goes now goes as one sum per row (a round lists each row once): the buckets up to
+        // `upto` merge into the newest of them (usually there is just one).
+        let keys: Vec<i64> = unsent.range(..=upto).map(|(k, _)| *k).collect();
+        let Some((&newest, older)) = keys.split_last() else { return 0 };
+        for k in older {
+            for (row, u) in unsent.remove(k).unwrap_or_default() {
+                match unsent.entry(newest).or_default().entry(row) {
+                    std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().merge(&u),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(u);
+                    }
+                }
+            }
+        }
         let (rows, cfg, scratch) = (&mut self.rows, &self.cfg, &mut self.scratch);
         let mut n = 0;
-        for bucket in unsent.range_mut(..=upto).map(|(_, b)| b) {
+        if let Some(bucket) = unsent.get_mut(&newest) {
             bucket.retain(|&row, u| {
                 let due = match threshold {
                     None => true,
@@ -226,5 +240,37 @@ fn fork_for<R: Row>(
         if let Some(f) = fork.get_mut(&row) {
             f.apply(u);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::row::DenseRow;
+    use bytes::BufMut;
+
+    /// One batch entry: row `row` changed by `v` in its one column.
+    fn entry(row: u64, v: f64) -> Vec<u8> {
+        let mut b = BytesMut::new();
+        b.put_u64_le(row);
+        Row::encode(&DenseRow(vec![v]), &mut b);
+        b.to_vec()
+    }
+
+    #[test]
+    fn a_row_waiting_in_two_buckets_goes_once_with_their_sum() {
+        let cfg = TableConfig::new(1, "t", DenseRow::<f64>::type_name(), 1);
+        let mut t = ServerTable::<DenseRow<f64>>::new(cfg);
+        t.start_mirroring();
+        t.apply_batch(&entry(7, 1.0), 2, &[], 4, &mut |_| {}).unwrap();
+        t.apply_batch(&entry(7, 2.0), 5, &[], 8, &mut |_| {}).unwrap();
+        t.apply_batch(&entry(9, 4.0), 9, &[], 12, &mut |_| {}).unwrap();
+        let mut sent = Vec::new();
+        let n = t.take_significant(None, 8, &mut |row, mut u| {
+            sent.push((row, <DenseRow<f64> as Row>::decode(&mut u, 1).unwrap()));
+        });
+        assert_eq!(n, 1);
+        assert_eq!(sent, [(7, DenseRow(vec![3.0]))], "bucket 12 waits");
+        assert_eq!(t.take_significant(None, i64::MAX, &mut |row, _| assert_eq!(row, 9)), 1);
     }
 }
