@@ -3,15 +3,17 @@
 //! center's clocks before its clock `t` and none after.
 //!
 //! * Each server sums its data center's unsent updates per bucket, the next snapshot clock
-//!   after their clock ([`SnapSync::bucket`]), and sends a bucket's sums only before it syncs
-//!   at the bucket's boundary `t - 1`: there it sends everything unsent of clocks `< t`, then
-//!   `MirrorSynced { t - 1 }`, while later buckets wait (significant or not) until after it.
+//!   after their clock ([`SnapSync::bucket`]). At the boundary `t - 1` of a snapshot process 0
+//!   takes, it sends everything unsent of clocks `< t`, then `MirrorSynced { t - 1 }`; later
+//!   buckets are sent (significant ones) only after it. A skipped snapshot's boundary is passed
+//!   over (no flush); until process 0's decision arrives, later buckets wait and the mirror
+//!   clock claims no later clock ([`SnapSync::owed`]).
 //! * A server counts another data center's updates arriving after that mirror's sync at `t - 1`
 //!   as later than `t` (pure snapshots copy the rows they touch first, as for late clients'
 //!   batches), and takes snapshot `t` once its own data center completed `t - 1`, it has sent
 //!   its own sync and every mirror has synced at `t - 1` (`Mirror::synced_upto`). No worker
 //!   waits for any of it: the cost is the flush (what the significance filter held back
-//!   crosses the WAN at each checkpoint).
+//!   crosses the WAN at each checkpoint written).
 //! * The data center of process 0 writes the table shards; the others write only their workers'
 //!   states, and every process of a resumed job loads its rows from those shards
 //!   (`snapshot::format::shards_for`).
