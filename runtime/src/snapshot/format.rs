@@ -296,6 +296,24 @@ mod tests {
     }
 
     #[test]
+    fn a_resumed_process_reads_the_shards_its_rows_can_be_in() {
+        let entry = |owners: &[u32]| TableEntry {
+            config: crate::config::TableConfig::new(1, "t", "dense_f64", 1),
+            shards: owners
+                .iter()
+                .map(|&owner| FileEntry { file: String::new(), owner, rows: 0, bytes: 0, crc32c: 0 })
+                .collect(),
+        };
+        let asp = entry(&[0, 1]);
+        assert_eq!(asp.shards_for(&[0, 1], 1), (vec![1], false), "the data center that wrote them");
+        assert_eq!(asp.shards_for(&[2, 3], 3), (vec![1], true), "as many processes: one shard each");
+        assert_eq!(asp.shards_for(&[2], 2), (vec![0, 1], true), "one process: all of them");
+        // Slots 1 and 3 mod 4 are 1 mod 2: written by 4 servers, read by the second of 2.
+        assert_eq!(entry(&[0, 1, 2, 3]).shards_for(&[0, 1], 1), (vec![1, 3], true));
+        assert_eq!(entry(&[0, 1, 2]).shards_for(&[3, 4], 4), (vec![0, 1, 2], true));
+    }
+
+    #[test]
     fn crc32c_matches_the_standard_check_value() {
         // The CRC catalogue's check value for CRC-32/ISCSI over "123456789".
         assert_eq!(crc32c(b"123456789"), 0xe306_9283);
