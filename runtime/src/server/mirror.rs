@@ -334,11 +334,11 @@ impl Mirror {
     }
 
     /// This data center completed clock `age`: sends the significant updates of every table to
-    /// their mirrors (all unsent ones once `age` is final, a barrier wants a sync or a snapshot
-    /// is due after it), then the clock itself, in order, or as a selective barrier ahead of
-    /// them where a link is behind; after a sync's updates, `MirrorSynced`. Each snapshot clock
-    /// crossed on the way gets a sync of its own first. Called again at the same age when a
-    /// sync is asked for after the data center got there.
+    /// their mirrors (all unsent ones once `age` is final or a barrier wants a sync), then the
+    /// clock itself, in order, or as a selective barrier ahead of them where a link is behind;
+    /// after a sync's updates, `MirrorSynced`. Each checkpoint taken on the way gets a sync of
+    /// its own first ([`SnapSync::owed`]). Called again at the same age when a sync is asked
+    /// for, or a checkpoint decided, after the data center got there.
     pub fn advance(
         &mut self,
         shared: &Shared,
