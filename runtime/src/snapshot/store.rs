@@ -34,10 +34,9 @@ impl CheckpointStore {
     /// Writes a whole file; `what` says which part of which snapshot it is (for error messages).
     pub fn write(&self, t: i64, name: &str, bytes: &[u8], what: &str) -> Result<()> {
         let path = format!("{}/{name}", self.clock_dir(t));
-        let fail = |op: &str, e: &dyn std::fmt::Display| PsError::Io(format!("{op} {path} ({what}): {e}"));
-        let mut f = self.storage.create(&path).map_err(|e| fail("creating", &e))?;
-        std::io::Write::write_all(&mut f, bytes).map_err(|e| fail("writing", &e))?;
-        f.close().map_err(|e| fail("closing", &e))
+        // Through `write_file`: on HDFS a shard of several blocks may meet a NameNode that has
+        // not seen the last one replicated yet, and is written again.
+        self.storage.write_file(&path, bytes).map_err(|e| PsError::Io(format!("writing {path} ({what}): {e}")))
     }
 
     pub fn read(&self, t: i64, name: &str) -> Result<Vec<u8>> {
