@@ -16,7 +16,7 @@
 //!   crosses the WAN at each checkpoint written).
 //! * The data center of process 0 writes the table shards; the others write only their workers'
 //!   states, and every process of a resumed job loads its rows from those shards
-//!   (`snapshot::format::shards_for`).
+//!   (`TableEntry::shards_for` in `snapshot::format`).
 //! * The final snapshot's clock is the latest clock any worker of any data center reached:
 //!   at the end each server tells its mirrors its data center's latest (a `MirrorClock` before
 //!   the final sync), and waits for theirs.

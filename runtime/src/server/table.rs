@@ -101,25 +101,7 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
         bucket: i64,
         touched: &mut dyn FnMut(u64),
     ) -> Result<()> {
-        let forking = !after.is_empty() || !self.forks.is_empty();
-        let ServerTable { cfg, rows, forks, unsent, update, .. } = self;
-        let mut unsent = unsent.as_mut().map(|u| u.entry(bucket).or_default());
-        oplog::each_entry(data, cfg.columns, update, |row, u| {
-            let r = row_mut(rows, cfg, row);
-            if forking {
-                fork_for(forks, after, clock, row, r, u);
-            }
-            r.apply(u);
-            if let Some(unsent) = unsent.as_mut() {
-                match unsent.entry(row) {
-                    std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().merge(u),
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(u.clone());
-                    }
-                }
-            }
-            touched(row);
-        })
+        self.apply_entries(data, clock, after, Some(bucket), touched)
     }
 
     fn encode_row(&mut self, row: u64, out: &mut BytesMut) {
@@ -177,12 +159,7 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
         let Some((&newest, older)) = keys.split_last() else { return 0 };
         for k in older {
             for (row, u) in unsent.remove(k).unwrap_or_default() {
-                match unsent.entry(newest).or_default().entry(row) {
-                    std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().merge(&u),
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(u);
-                    }
-                }
+                add_to(unsent.entry(newest).or_default(), row, &u);
             }
         }
         let (rows, cfg, scratch) = (&mut self.rows, &self.cfg, &mut self.scratch);
@@ -209,16 +186,45 @@ impl<R: Row> ServerTableOps for ServerTable<R> {
     }
 
     fn apply_mirrored(&mut self, data: &[u8], clock: i64, after: &[i64], touched: &mut dyn FnMut(u64)) -> Result<()> {
+        self.apply_entries(data, clock, after, None, touched)
+    }
+}
+
+impl<R: Row> ServerTable<R> {
+    /// Applies a batch's entries as of clock `clock` (`after`: as for `apply_batch`); under ASP,
+    /// with `bucket`, also adds them to what this data center has not yet mirrored.
+    fn apply_entries(
+        &mut self,
+        data: &[u8],
+        clock: i64,
+        after: &[i64],
+        bucket: Option<i64>,
+        touched: &mut dyn FnMut(u64),
+    ) -> Result<()> {
         let forking = !after.is_empty() || !self.forks.is_empty();
-        let ServerTable { cfg, rows, forks, update, .. } = self;
+        let ServerTable { cfg, rows, forks, unsent, update, .. } = self;
+        let mut unsent = unsent.as_mut().zip(bucket).map(|(u, b)| u.entry(b).or_default());
         oplog::each_entry(data, cfg.columns, update, |row, u| {
             let r = row_mut(rows, cfg, row);
             if forking {
                 fork_for(forks, after, clock, row, r, u);
             }
             r.apply(u);
+            if let Some(unsent) = unsent.as_mut() {
+                add_to(unsent, row, u);
+            }
             touched(row);
         })
+    }
+}
+
+/// Adds update `u` of `row` to the row's sum in `sums`.
+fn add_to<U: RowUpdate>(sums: &mut FxHashMap<u64, U>, row: u64, u: &U) {
+    match sums.entry(row) {
+        std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().merge(u),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(u.clone());
+        }
     }
 }
 
