@@ -7,7 +7,10 @@ mod common;
 
 use common::{demo, summary};
 use proptest::prelude::*;
-use ps_runtime::{App, Consistency, PrefetchPolicy, ProcessStats, PsError, Result, RuntimeConfig};
+use ps_runtime::{
+    App, Consistency, DenseRow, PrefetchPolicy, ProcessStats, PsContext, PsError, Result, RuntimeConfig, TableConfig,
+    Worker,
+};
 use std::sync::RwLock;
 
 /// Jobs of this file run in parallel on a small machine. The one test that compares
@@ -226,4 +229,57 @@ fn the_staleness_profile_accounts_for_every_read() {
     }
     let off = run_cluster(2, &cfg(Consistency::Ssp, 1, 1, PrefetchPolicy::Off), |_| demo("--clocks 5"));
     assert!(off.iter().all(|r| r.as_ref().unwrap().staleness_profile.is_none()), "profiled without asking");
+}
+
+/// Process 0 reads a row early in its clock 1; only then does process 1 complete clock 0, whose
+/// update of the row the server pushes. Process 0's later reads in the same clock see it (and
+/// still see process 0's own changes of that clock exactly once), instead of the copy its thread
+/// cache took at the clock's first read.
+struct LatePush;
+
+impl App for LatePush {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        ctx.create_table(TableConfig::new(0, "late", "dense_f64", 1))
+    }
+
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let mut t = w.table::<DenseRow<f64>>(0)?;
+        let me = w.process_id();
+        t.get(0)?; // subscribes the row
+        if me == 0 {
+            w.clock()?;
+            // Clock 1: the first read copies the row as of before process 1's update.
+            let first = t.get(0)?[0];
+            t.get_mut(0)?[0] += 10.0; // in place: read-my-updates across the refresh below
+            w.exchange(vec![Vec::new(), Vec::new()])?; // "read": process 1 may now clock
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            let mut seen = t.get(0)?[0];
+            while seen != 11.0 && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                seen = t.get(0)?[0];
+            }
+            if first != 0.0 || seen != 11.0 {
+                return Err(PsError::Violation(format!("clock 1 read {first}, then {seen} (want 0, then 11)")));
+            }
+        } else {
+            t.inc_col(0, 0, 1.0)?;
+            w.exchange(vec![Vec::new(), Vec::new()])?;
+            w.clock()?;
+        }
+        w.clock()?;
+        w.global_barrier()?;
+        let end = t.get(0)?[0];
+        if end != 11.0 {
+            return Err(PsError::Violation(format!("process {me} read {end} after the barrier (want 11)")));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn essp_reads_see_a_push_within_the_clock_it_lands_in() {
+    let cfg = cfg(Consistency::Essp, 1, 1, PrefetchPolicy::Off);
+    for r in run_cluster(2, &cfg, |_| Box::new(LatePush)) {
+        r.expect("process failed");
+    }
 }

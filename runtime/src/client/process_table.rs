@@ -66,6 +66,9 @@ pub(crate) struct CopyTarget<'a, R: Row> {
     pub age: &'a mut Age,
     pub version: &'a mut u64,
     pub pending: Option<&'a R::Update>,
+    /// Set to the row's server when the row is subscribed (pushed), so the thread cache can
+    /// tell when a push has brought a newer version (`ProcessTable::pushed_past`).
+    pub pushed_by: &'a mut Option<u32>,
 }
 
 pub(crate) struct ProcessTable<R: Row> {
@@ -160,6 +163,7 @@ impl<R: Row> ProcessTable<R> {
                     *dst.version = r.version;
                 }
                 *dst.age = eff;
+                *dst.pushed_by = r.subscribed.then(|| self.server(row) as u32);
                 break;
             }
             // Subscribed rows arrive by push when the server clock advances: no request needed.
@@ -185,6 +189,14 @@ impl<R: Row> ProcessTable<R> {
             st.wait_ns += t0.elapsed().as_nanos() as u64;
         }
         Ok(())
+    }
+
+    /// ESSP: whether server `server` has pushed a newer version than data age `age` of its
+    /// subscribed rows since a thread copied one (one atomic load, for every read of a pushed
+    /// row in the thread cache).
+    #[inline]
+    pub fn pushed_past(&self, server: u32, age: Age) -> bool {
+        self.push.of(server as usize) > age
     }
 
     /// Non-blocking refresh: asks for a version with data age `>= min_age` unless one is cached,

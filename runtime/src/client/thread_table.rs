@@ -1,7 +1,8 @@
 //! Per-thread cache and oplog of one table: the hot path of `get` and `inc`. A cache hit is one
 //! lookup in a map owned by the thread (`Slots`: an array for small ids, a hash map for the rest;
 //! no lock, no allocation). The first read of a row in a
-//! clock consults the process cache once, which is how pushed (ESSP) or fetched rows reach threads.
+//! clock consults the process cache once, which is how pushed (ESSP) or fetched rows reach threads;
+//! a pushed row is consulted again within the clock once its server has pushed a newer version.
 
 use super::process_table::{CopyTarget, ProcessTable};
 use super::slots::Slots;
@@ -27,6 +28,8 @@ pub(crate) struct Entry<R: Row> {
     version: u64,
     /// Clock at which `view` was last checked against the process cache.
     checked: Option<Clock>,
+    /// ESSP: the server that pushes this row, when it is subscribed.
+    pushed_by: Option<u32>,
     /// Last clock in which the row was read (prefetch history, eviction).
     touched: Option<Clock>,
     /// This thread's updates of the current clock not counted by `base`.
@@ -46,6 +49,7 @@ impl<R: Row> Entry<R> {
             age: Age::NONE,
             version: u64::MAX,
             checked: None,
+            pushed_by: None,
             touched: None,
             pending: None,
             base: None,
@@ -117,11 +121,20 @@ impl<R: Row> ThreadTable<R> {
     fn read_entry(&mut self, row: u64, c: Clock, req: Age, write: bool) -> Result<&mut Entry<R>> {
         let ThreadTable { cache, stats, touched, proc, dirty, profile, .. } = self;
         let e = cache.get_or_insert_with(row, Entry::new);
-        if e.checked != Some(c) || !ReadRule::admits(e.age, req) || e.view.is_none() {
+        // A pushed row is looked at again within a clock once its server has pushed a newer
+        // version: a push that lands after the row's first read of a clock would otherwise
+        // reach this thread only in its next clock, staler than a pull at that read would be.
+        let pushed = e.pushed_by.is_some_and(|s| proc.pushed_past(s, e.age));
+        if e.checked != Some(c) || pushed || !ReadRule::admits(e.age, req) || e.view.is_none() {
             stats.thread_cache_misses += 1;
             e.fold_base()?;
-            let target =
-                CopyTarget { view: &mut e.view, age: &mut e.age, version: &mut e.version, pending: e.pending.as_ref() };
+            let target = CopyTarget {
+                view: &mut e.view,
+                age: &mut e.age,
+                version: &mut e.version,
+                pending: e.pending.as_ref(),
+                pushed_by: &mut e.pushed_by,
+            };
             proc.read(row, req, target, stats)?;
             e.checked = Some(c);
         }
