@@ -199,7 +199,7 @@ impl<A: Iterative> Driver<A> {
             }
             c.straggle(w.process_id(), w.num_processes(), clock);
             if w.thread_id() == 0 {
-                self.obj.record_cpu(false, w.bytes_sent());
+                self.obj.record_cpu(false, w.bytes_sent(), w.wan_bytes_sent());
             }
             alg.run_clock(st, clock)?;
             if c.is_sample_clock(clock) && clock != last {
@@ -223,7 +223,7 @@ impl<A: Iterative> Driver<A> {
         // checkpoint gets here directly.
         w.global_barrier()?;
         if w.thread_id() == 0 {
-            self.obj.record_cpu(true, w.bytes_sent());
+            self.obj.record_cpu(true, w.bytes_sent(), w.wan_bytes_sent());
         }
         tracker.evaluate(w, last + 1, || alg.evaluate(st, true))
     }

@@ -38,7 +38,8 @@ pub struct Objective {
     /// job's wall time outside training goes.
     phases: Mutex<Vec<(&'static str, Value)>>,
     /// This process's CPU seconds and socket bytes sent when its first thread started training
-    /// and at the barrier after the last clock (`train_cpu_s`, `train_bytes_sent`).
+    /// and at the barrier after the last clock (`train_cpu_s`, `train_bytes_sent`,
+    /// `train_wan_bytes_sent`).
     cpu: Mutex<(Option<Mark>, Option<Mark>)>,
 }
 
@@ -56,9 +57,9 @@ impl Objective {
     }
 
     /// Marks the start (`end` false) or the end of this process's training, in CPU seconds and
-    /// the process's `bytes_sent` so far.
-    pub fn record_cpu(&self, end: bool, bytes_sent: u64) {
-        let now = (ps_runtime::stats::process_cpu_s(), bytes_sent);
+    /// the process's `bytes_sent` and `wan_bytes_sent` so far.
+    pub fn record_cpu(&self, end: bool, bytes_sent: u64, wan_bytes_sent: u64) {
+        let now = (ps_runtime::stats::process_cpu_s(), bytes_sent, wan_bytes_sent);
         let mut c = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
         if end {
             c.1 = Some(now);
@@ -93,6 +94,7 @@ impl Objective {
         if let (Some(a), Some(b)) = *self.cpu.lock().unwrap_or_else(|e| e.into_inner()) {
             m.insert("train_cpu_s".into(), json!(b.0 - a.0));
             m.insert("train_bytes_sent".into(), json!(b.1.saturating_sub(a.1)));
+            m.insert("train_wan_bytes_sent".into(), json!(b.2.saturating_sub(a.2)));
         }
         for (name, v) in self.phases.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             m.insert((*name).into(), v.clone());
@@ -101,8 +103,9 @@ impl Objective {
     }
 }
 
-/// CPU seconds and socket bytes sent of a process at one moment.
-type Mark = (f64, u64);
+/// CPU seconds, socket bytes sent and the part of them sent to other data centers, of a process
+/// at one moment.
+type Mark = (f64, u64, u64);
 
 /// A worker's side of objective tracking.
 pub struct Tracker {

@@ -496,6 +496,7 @@ impl Joined {
             // The iterative driver measures it (`ps_apps`'s `objective`); a typed field, summed.
             train_cpu_s: app.remove("train_cpu_s").and_then(|v| v.as_f64()).unwrap_or(0.0),
             train_bytes_sent: app.remove("train_bytes_sent").and_then(|v| v.as_u64()).unwrap_or(0),
+            train_wan_bytes_sent: app.remove("train_wan_bytes_sent").and_then(|v| v.as_u64()).unwrap_or(0),
             staleness_hist,
             mean_staleness,
             staleness_profile: core.cfg.staleness_profile.then(|| StalenessProfile::of(&self.total)),

@@ -121,6 +121,10 @@ pub struct ProcessStats {
     /// load-time exchanges (`bytes_sent` counts the whole job). Summed over processes.
     #[serde(default)]
     pub train_bytes_sent: u64,
+    /// The part of `train_bytes_sent` that crossed data centers (`wan_bytes_sent` counts the
+    /// load-time exchanges too). Summed over processes.
+    #[serde(default)]
+    pub train_wan_bytes_sent: u64,
     /// Observed staleness (row data age minus reader clock) -> count.
     pub staleness_hist: BTreeMap<i64, u64>,
     pub mean_staleness: f64,
@@ -252,6 +256,7 @@ struct JobStats {
     peak_rss_bytes: u64,
     train_cpu_s: f64,
     train_bytes_sent: u64,
+    train_wan_bytes_sent: u64,
     staleness_hist: BTreeMap<i64, u64>,
     mean_staleness: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -303,6 +308,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
         train_cpu_s: stats().map(|p| p.train_cpu_s).sum(),
         train_bytes_sent: sum(|p| p.train_bytes_sent),
+        train_wan_bytes_sent: sum(|p| p.train_wan_bytes_sent),
         staleness_hist: hist,
         mean_staleness: mean,
         staleness_profile: stats().filter_map(|p| p.staleness_profile.as_ref()).fold(None, |acc, p| {
@@ -375,6 +381,7 @@ mod tests {
             "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
             "train_cpu_s": sum("train_cpu_s"),
             "train_bytes_sent": int("train_bytes_sent"),
+            "train_wan_bytes_sent": int("train_wan_bytes_sent"),
             "staleness_hist": hist.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<Map<_, _>>(),
             "mean_staleness": mean,
             "config": procs.first().and_then(|p| p.get("config")).cloned().unwrap_or(Value::Null),
@@ -438,7 +445,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 29] = [
+    const JOB_KEYS: [&str; 30] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -463,6 +470,7 @@ mod tests {
         "thread_cache_misses",
         "train_bytes_sent",
         "train_cpu_s",
+        "train_wan_bytes_sent",
         "updates_sent",
         "wait_s",
         "wall_s",

@@ -231,6 +231,10 @@ fn asp_mf_matches_one_data_center_with_a_fraction_of_the_baseline_wan_bytes() {
     // Measured: 55-60% of the Baseline's bytes (on 48 short clocks most rows stay significant).
     assert!(bytes * 4 < base_bytes * 3, "ASP sent {bytes} bytes across, the Baseline {base_bytes}");
     assert!(gaia.iter().map(|s| s.significant_updates).sum::<u64>() > 0);
+    // Training's part of the WAN bytes: some, and not the ratings moved to their users at load.
+    for s in gaia.iter().chain(&baseline) {
+        assert!(s.train_wan_bytes_sent > 0 && s.train_wan_bytes_sent < s.wan_bytes_sent, "{s:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -85,6 +85,10 @@ impl Worker {
     pub fn bytes_sent(&self) -> u64 {
         self.core.shared.net.bytes_sent.load(std::sync::atomic::Ordering::Relaxed)
     }
+    /// The part of [`Worker::bytes_sent`] that went to other data centers (`wan_bytes_sent`).
+    pub fn wan_bytes_sent(&self) -> u64 {
+        self.core.shared.net.wan_bytes_sent.load(std::sync::atomic::Ordering::Relaxed)
+    }
 
     /// The clock this thread is in.
     pub fn current_clock(&self) -> i64 {
