@@ -7,8 +7,8 @@
 //! other workers' ranks do. Dangling nodes feed a global term spread uniformly. Under BSP this is
 //! exactly the synchronous (Jacobi) iteration; under SSP it is an asynchronous one with the same
 //! fixed point: r = (1-d)/N + d (P^T r + dangling mass / N). The threads of a process compute
-//! each source's share once, into one array (`pagerank_shares`). The table keeps ranks as f32,
-//! the owners compute in f64 (`pagerank_table`).
+//! each source's share once, into one array of f32 (`pagerank_shares`). The table keeps ranks as
+//! f32, the owners sum and compute in f64 (`pagerank_table`).
 //! Quality: L1 change per iteration (`l1_delta`) and, with `--reference`, L1 error against a
 //! converged sequential run (`ref_l1`).
 
