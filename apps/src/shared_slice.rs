@@ -38,7 +38,8 @@ impl<V> ProcessSlice<V> {
     pub(super) fn new(threads: usize) -> Self {
         let turns =
             Turns { slots: vec![Turn::default(); threads], gone: vec![false; threads], waits_for: vec![None; threads] };
-        let slots = (0..threads).map(|_| Mutex::new(Slot { rows: Vec::new(), values: Vec::new() })).collect();
+        let slots =
+            (0..threads).map(|_| Mutex::new(Slot { rows: Vec::new(), values: Vec::new(), at: Vec::new() })).collect();
         ProcessSlice { turns: Mutex::new(turns), wake: (0..threads).map(|_| Condvar::new()).collect(), slots }
     }
 
@@ -81,15 +82,44 @@ pub(super) struct Slot<V> {
     rows: Vec<u64>,
     /// `values[i]` is row `rows[i]`'s; any past the rows are spare, kept for reuse.
     pub(super) values: Vec<V>,
+    /// `at[row - rows[0]]` is row's place in `rows` (`u32::MAX` for none), when the rows' span is
+    /// at most a few times their number: a training loop looks a row up for nearly every rating
+    /// or token, and a binary search there cost MF's 1-thread loop a tenth of its time.
+    at: Vec<u32>,
 }
 
 impl<V> Slot<V> {
     /// Where table row `row` is in `values`.
+    #[inline]
     pub(super) fn index(&self, row: u64) -> Result<usize> {
-        self.rows.binary_search(&row).map_err(|_| {
-            PsError::Usage(format!("table row {row} is not in the model slice its block of the data was made for"))
-        })
+        let first = self.rows.first().copied().unwrap_or(0);
+        let direct = row.checked_sub(first).and_then(|k| self.at.get(k as usize)).filter(|&&i| i != u32::MAX);
+        match direct {
+            Some(&i) => Ok(i as usize),
+            None if !self.at.is_empty() => Err(not_in_slice(row)),
+            None => self.rows.binary_search(&row).map_err(|_| not_in_slice(row)),
+        }
     }
+
+    /// Sets the rows (ascending) and their places.
+    fn set_rows(&mut self, rows: &[u64]) {
+        self.rows.clear();
+        self.rows.extend_from_slice(rows);
+        self.at.clear();
+        if let (Some(&lo), Some(&hi)) = (rows.first(), rows.last()) {
+            let span = (hi - lo) as usize + 1;
+            if span <= 4 * rows.len() + 1024 {
+                self.at.resize(span, u32::MAX);
+                for (i, &r) in rows.iter().enumerate() {
+                    self.at[(r - lo) as usize] = i as u32;
+                }
+            }
+        }
+    }
+}
+
+fn not_in_slice(row: u64) -> PsError {
+    PsError::Usage(format!("table row {row} is not in the model slice its block of the data was made for"))
 }
 
 fn stopped() -> PsError {
@@ -152,9 +182,8 @@ impl<V: Default> ThreadSlice<V> {
     pub(super) fn load(&self, rows: &[u64], clock: i64, mut fill: impl FnMut(u64, &mut V) -> Result<()>) -> Result<()> {
         {
             let mut slot = self.slot(self.tid)?;
-            let Slot { rows: held, values } = &mut *slot;
-            held.clear();
-            held.extend_from_slice(rows);
+            slot.set_rows(rows);
+            let values = &mut slot.values;
             // Values past the rows are kept for later clocks: slices differ in their number of
             // rows, and dropping and remaking values (LDA's lists) each clock had the threads
             // queue on the allocator's lock.
@@ -250,6 +279,26 @@ impl<V> Drop for Held<'_, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A row's place is found through the direct table when the rows are dense enough, by binary
+    /// search otherwise, and a row not in the slot is an error either way.
+    #[test]
+    fn rows_are_found_in_their_slot() {
+        for rows in [vec![3u64, 4, 7, 9, 10], vec![5, 100_000, 9_000_000]] {
+            let mut slot = Slot::<u8> { rows: Vec::new(), values: Vec::new(), at: Vec::new() };
+            slot.set_rows(&rows);
+            assert_eq!(slot.at.is_empty(), rows.len() == 3, "direct table only for dense rows");
+            for (i, &r) in rows.iter().enumerate() {
+                assert_eq!(slot.index(r).unwrap(), i);
+            }
+            for missing in [0, 6, 8, 11, 99_999, u64::MAX] {
+                assert!(slot.index(missing).is_err(), "{missing} in {rows:?}");
+            }
+        }
+        let mut slot = Slot::<u8> { rows: Vec::new(), values: Vec::new(), at: Vec::new() };
+        slot.set_rows(&[]);
+        assert!(slot.index(0).is_err());
+    }
 
     /// A thread that stops before loading its sub-slice is told to the one waiting for it, which
     /// fails instead of waiting forever.
