@@ -277,7 +277,8 @@ impl Iterative for Mf {
         // Taken first: should this thread stop, the others are not left waiting at the steps.
         let threads = w.threads_per_process();
         let subs = if self.rotates && self.names().by_process { threads } else { 1 };
-        let slice = (subs > 1).then(|| self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone());
+        let slice = (self.rotates && self.names().by_process)
+            .then(|| self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone());
         let slice = slice.map(|s| ThreadSlice::new(s, w.thread_id()));
         let t0 = std::time::Instant::now();
         let RatingTable { mut ratings, stats: st, users: user_keys, items: item_keys } = self.read(gid, nw)?;

@@ -3,6 +3,8 @@
 //! sub-slice per thread, and in a clock each thread runs SGD on its ratings of every sub-slice in
 //! turn, changing the process's one copy of the item rows in place, as LIBMF's threads change
 //! one model. Each thread keeps its own users' factors (`--user-factors local`, the default).
+//! A process with one thread takes this path too: its slot finds a row in O(1), where the thread
+//! cache's lookup per rating cost more.
 //!
 //! When every thread rotated on its own, each moved the whole item model through five copies
 //! once a pass (server reply, process cache, thread cache, the base copy for the difference, the
