@@ -276,9 +276,10 @@ impl Iterative for Mf {
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         // Taken first: should this thread stop, the others are not left waiting at the steps.
         let threads = w.threads_per_process();
-        let subs = if self.rotates && self.names().by_process { threads } else { 1 };
-        let slice = (self.rotates && self.names().by_process)
-            .then(|| self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone());
+        // Slices rotating among processes are shared by a process's threads, one thread too.
+        let by_process = self.rotates && self.names().by_process;
+        let subs = if by_process { threads } else { 1 };
+        let slice = by_process.then(|| self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone());
         let slice = slice.map(|s| ThreadSlice::new(s, w.thread_id()));
         let t0 = std::time::Instant::now();
         let RatingTable { mut ratings, stats: st, users: user_keys, items: item_keys } = self.read(gid, nw)?;
