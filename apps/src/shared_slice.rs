@@ -38,8 +38,7 @@ impl<V> ProcessSlice<V> {
     pub(super) fn new(threads: usize) -> Self {
         let turns =
             Turns { slots: vec![Turn::default(); threads], gone: vec![false; threads], waits_for: vec![None; threads] };
-        let slots =
-            (0..threads).map(|_| Mutex::new(Slot { rows: Vec::new(), values: Vec::new(), at: Vec::new() })).collect();
+        let slots = (0..threads).map(|_| Mutex::new(Slot::empty())).collect();
         ProcessSlice { turns: Mutex::new(turns), wake: (0..threads).map(|_| Condvar::new()).collect(), slots }
     }
 
@@ -89,15 +88,20 @@ pub(super) struct Slot<V> {
 }
 
 impl<V> Slot<V> {
+    fn empty() -> Self {
+        Slot { rows: Vec::new(), values: Vec::new(), at: Vec::new() }
+    }
+
     /// Where table row `row` is in `values`.
     #[inline]
     pub(super) fn index(&self, row: u64) -> Result<usize> {
-        let first = self.rows.first().copied().unwrap_or(0);
-        let direct = row.checked_sub(first).and_then(|k| self.at.get(k as usize)).filter(|&&i| i != u32::MAX);
-        match direct {
-            Some(&i) => Ok(i as usize),
-            None if !self.at.is_empty() => Err(not_in_slice(row)),
-            None => self.rows.binary_search(&row).map_err(|_| not_in_slice(row)),
+        if self.at.is_empty() {
+            return self.rows.binary_search(&row).map_err(|_| not_in_slice(row));
+        }
+        // `at` is not empty, so neither are the rows.
+        match row.checked_sub(self.rows[0]).and_then(|k| self.at.get(k as usize)) {
+            Some(&i) if i != u32::MAX => Ok(i as usize),
+            _ => Err(not_in_slice(row)),
         }
     }
 
@@ -285,7 +289,7 @@ mod tests {
     #[test]
     fn rows_are_found_in_their_slot() {
         for rows in [vec![3u64, 4, 7, 9, 10], vec![5, 100_000, 9_000_000]] {
-            let mut slot = Slot::<u8> { rows: Vec::new(), values: Vec::new(), at: Vec::new() };
+            let mut slot = Slot::<u8>::empty();
             slot.set_rows(&rows);
             assert_eq!(slot.at.is_empty(), rows.len() == 3, "direct table only for dense rows");
             for (i, &r) in rows.iter().enumerate() {
@@ -295,7 +299,7 @@ mod tests {
                 assert!(slot.index(missing).is_err(), "{missing} in {rows:?}");
             }
         }
-        let mut slot = Slot::<u8> { rows: Vec::new(), values: Vec::new(), at: Vec::new() };
+        let mut slot = Slot::<u8>::empty();
         slot.set_rows(&[]);
         assert!(slot.index(0).is_err());
     }
