@@ -14,7 +14,7 @@ use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
 use super::lda_shared::{ProcessSlice, RowWords, ThreadSlice};
 use super::lda_table::{read_bow_table, BowColumns, TableCorpus};
 use super::lda_text::{read_text_table, write_vocab, TextColumns};
-use super::lda_tokens::{token_offsets, unpack_assignments, Block};
+use super::lda_tokens::{doc_order, set_doc_order, token_offsets, unpack_assignments, Block};
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
@@ -374,13 +374,15 @@ impl Iterative for Lda {
             .map(|r| fine.as_ref().map_or((0, 0), |f| f.place(r)))
             .collect();
         let place = |row: u64| places[row as usize];
-        let blocks = (0..plan.blocks() * subs)
-            .map(|i| {
-                let (b, u) = (i / subs, i % subs);
-                let part = plan.part_range(b / plan.slices, n);
-                Block::new(&docs, part, v, |w| place(rows.row(w as u64)) == (b % plan.slices, u))
-            })
+        // Block `(part x slices + slice) x subs + sub`: a part's blocks are its fine slices.
+        let fine_of = |w: u32| {
+            let (slice, sub) = place(rows.row(w as u64));
+            Some(slice * subs + sub)
+        };
+        let blocks: Vec<Block> = (0..plan.parts)
+            .flat_map(|p| Block::split(&docs, plan.part_range(p, n), v, plan.slices * subs, fine_of))
             .collect();
+        debug_assert_eq!(blocks.len(), plan.blocks() * subs);
         let mut slot_rows = vec![Vec::new(); plan.slices];
         if shared.is_some() {
             for r in 0..v.div_ceil(rows.per_row as usize) as u64 {
@@ -419,9 +421,10 @@ impl Iterative for Lda {
             }
         };
         let first = token_offsets(&st.docs);
-        for b in &mut st.blocks {
-            b.set_doc_order(&st.docs, v, &z[first[b.docs.start]..first[b.docs.end]])?;
-            st.sampler.docs.count(b);
+        for part in st.blocks.chunks_mut(st.plan.slices * subs) {
+            let docs = part[0].docs.clone();
+            set_doc_order(part, &st.docs, v, &z[first[docs.start]..first[docs.end]])?;
+            part.iter().for_each(|b| st.sampler.docs.count(b));
         }
         if saved.is_some() {
             // Resumed: the tables hold the counts of the saved assignments.
@@ -512,8 +515,9 @@ impl Iterative for Lda {
     fn save(&self, st: &LdaWorker) -> (Value, Vec<u8>) {
         let mut z = vec![0u32; st.tokens];
         let first = token_offsets(&st.docs);
-        for b in &st.blocks {
-            b.doc_order(&st.docs, st.v, &mut z[first[b.docs.start]..first[b.docs.end]]);
+        for part in st.blocks.chunks(st.blocks.len() / st.plan.parts.max(1)) {
+            let docs = part[0].docs.clone();
+            doc_order(part, &st.docs, st.v, &mut z[first[docs.start]..first[docs.end]]);
         }
         (json!({"ids": fingerprints(&[st.doc_dict.as_ref()])}), z.iter().flat_map(|t| t.to_le_bytes()).collect())
     }

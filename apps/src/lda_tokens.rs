@@ -30,28 +30,45 @@ impl Block {
     /// Groups the tokens of `docs[range]` with `keep(word)` by word (a stable counting sort over
     /// the vocabulary).
     pub fn new(docs: &[Vec<u32>], range: Range<usize>, vocab: usize, keep: impl Fn(u32) -> bool) -> Self {
-        let mut count = vec![0usize; vocab + 1];
+        let mut one = Block::split(docs, range, vocab, 1, |w| keep(w).then_some(0));
+        one.pop().expect("one block")
+    }
+
+    /// The `count` blocks of `docs[range]`: word `w`'s tokens go to block `block_of(w)` (none
+    /// where `None`), grouped by word, all in one pass over the tokens. Built block by block, a
+    /// worker scanned its tokens (and cleared two vocabulary-sized arrays) once per block, and
+    /// it has a block per slice and sub-slice of the rotating schedule: load work that grew
+    /// with the processes and threads of the job.
+    pub fn split(
+        docs: &[Vec<u32>],
+        range: Range<usize>,
+        vocab: usize,
+        count: usize,
+        block_of: impl Fn(u32) -> Option<usize>,
+    ) -> Vec<Block> {
+        let mut tokens = vec![0usize; vocab];
         for d in &docs[range.clone()] {
             for &w in d {
-                count[w as usize + 1] += 1;
+                tokens[w as usize] += 1;
             }
         }
-        for w in 0..vocab {
-            if !keep(w as u32) {
-                count[w + 1] = 0;
+        let mut blocks: Vec<Block> = (0..count)
+            .map(|_| Block { docs: range.clone(), words: Vec::new(), starts: vec![0], doc: Vec::new(), z: Vec::new() })
+            .collect();
+        for (w, &n) in tokens.iter().enumerate().filter(|(_, &n)| n > 0) {
+            if let Some(b) = block_of(w as u32).and_then(|b| blocks.get_mut(b)) {
+                let end = b.starts.last().copied().unwrap_or(0) + n;
+                b.words.push(w as u32);
+                b.starts.push(end);
             }
         }
-        let words: Vec<u32> = (0..vocab).filter(|&w| count[w + 1] > 0).map(|w| w as u32).collect();
-        for w in 0..vocab {
-            count[w + 1] += count[w];
+        let mut order = DocOrder::new(&blocks, vocab);
+        for b in &mut blocks {
+            let n = b.starts.last().copied().unwrap_or(0);
+            (b.doc, b.z) = (vec![0; n], vec![0; n]);
         }
-        let mut starts: Vec<usize> = words.iter().map(|&w| count[w as usize]).collect();
-        starts.push(count[vocab]);
-        let mut doc = vec![0u32; count[vocab]];
-        let mut b = Block { docs: range, words, starts, doc: Vec::new(), z: vec![0; count[vocab]] };
-        b.for_each_in_doc_order(docs, vocab, |p, d, _| doc[p] = d as u32);
-        b.doc = doc;
-        b
+        order.walk(docs, range, |b, p, d, _| blocks[b].doc[p] = d as u32);
+        blocks
     }
 
     /// Positions (in `doc` and `z`) of the tokens of `words[i]`.
@@ -60,46 +77,70 @@ impl Block {
         self.starts[i]..self.starts[i + 1]
     }
 
-    /// Calls `f(position, doc, index)` for every token of the block in document order, with the
-    /// token's position in the word-major layout and its index among all tokens of the block's
-    /// documents (the block's words or not): the bridge to formats that list documents' tokens in
-    /// order (initial assignments, saved state).
-    fn for_each_in_doc_order(&self, docs: &[Vec<u32>], vocab: usize, mut f: impl FnMut(usize, usize, usize)) {
-        const ABSENT: usize = usize::MAX;
-        let mut next = vec![ABSENT; vocab];
-        for (i, &w) in self.words.iter().enumerate() {
-            next[w as usize] = self.starts[i];
+    /// Takes the topics from `z`, which lists those of all tokens of the block's documents in
+    /// document order.
+    pub fn set_doc_order(&mut self, docs: &[Vec<u32>], vocab: usize, z: &[u32]) -> Result<()> {
+        set_doc_order(std::slice::from_mut(self), docs, vocab, z)
+    }
+}
+
+/// Takes the topics of `blocks` (of the same documents, no word in two of them) from `z`, which
+/// lists those of all tokens of their documents in document order: one pass over the tokens.
+pub fn set_doc_order(blocks: &mut [Block], docs: &[Vec<u32>], vocab: usize, z: &[u32]) -> Result<()> {
+    let Some(range) = blocks.first().map(|b| b.docs.clone()) else { return Ok(()) };
+    let all: usize = docs[range.clone()].iter().map(Vec::len).sum();
+    if z.len() != all {
+        return Err(PsError::codec(format!("lda: {} topic assignments for documents with {all} tokens", z.len())));
+    }
+    DocOrder::new(blocks, vocab).walk(docs, range, |b, p, _, i| blocks[b].z[p] = z[i]);
+    Ok(())
+}
+
+/// Writes the topics of `blocks` (of the same documents) into `out`, which lists all tokens of
+/// their documents in document order (the other words' entries are left alone).
+pub fn doc_order(blocks: &[Block], docs: &[Vec<u32>], vocab: usize, out: &mut [u32]) {
+    let Some(range) = blocks.first().map(|b| b.docs.clone()) else { return };
+    DocOrder::new(blocks, vocab).walk(docs, range, |b, p, _, i| out[i] = blocks[b].z[p]);
+}
+
+/// The bridge between the word-major layout of blocks of the same documents and formats that
+/// list the documents' tokens in order (initial assignments, saved state): for each word, its
+/// block and the position of its next token there.
+struct DocOrder {
+    block: Vec<u32>,
+    next: Vec<usize>,
+}
+
+impl DocOrder {
+    const NONE: u32 = u32::MAX;
+
+    fn new(blocks: &[Block], vocab: usize) -> Self {
+        let mut o = DocOrder { block: vec![Self::NONE; vocab], next: vec![0; vocab] };
+        for (b, blk) in blocks.iter().enumerate() {
+            debug_assert!(blk.docs == blocks[0].docs, "blocks of different documents");
+            for (i, &w) in blk.words.iter().enumerate() {
+                o.block[w as usize] = b as u32;
+                o.next[w as usize] = blk.starts[i];
+            }
         }
+        o
+    }
+
+    /// Calls `f(block, position, doc, index)` for every token of the blocks in document order,
+    /// with its block, its position there and its index among all tokens of the documents.
+    fn walk(&mut self, docs: &[Vec<u32>], range: Range<usize>, mut f: impl FnMut(usize, usize, usize, usize)) {
         let mut index = 0;
-        for d in self.docs.clone() {
+        for d in range {
             for &w in &docs[d] {
-                let p = &mut next[w as usize];
-                if *p != ABSENT {
-                    f(*p, d, index);
+                let b = self.block[w as usize];
+                if b != Self::NONE {
+                    let p = &mut self.next[w as usize];
+                    f(b as usize, *p, d, index);
                     *p += 1;
                 }
                 index += 1;
             }
         }
-    }
-
-    /// Takes the topics from `z`, which lists those of all tokens of the block's documents in
-    /// document order.
-    pub fn set_doc_order(&mut self, docs: &[Vec<u32>], vocab: usize, z: &[u32]) -> Result<()> {
-        let all: usize = docs[self.docs.clone()].iter().map(Vec::len).sum();
-        if z.len() != all {
-            return Err(PsError::codec(format!("lda: {} topic assignments for documents with {all} tokens", z.len())));
-        }
-        let mut topics = std::mem::take(&mut self.z);
-        self.for_each_in_doc_order(docs, vocab, |p, _, i| topics[p] = z[i]);
-        self.z = topics;
-        Ok(())
-    }
-
-    /// Writes the block's topics into `out`, which lists all tokens of its documents in
-    /// document order (the other words' entries are left alone).
-    pub fn doc_order(&self, docs: &[Vec<u32>], vocab: usize, out: &mut [u32]) {
-        self.for_each_in_doc_order(docs, vocab, |p, _, i| out[i] = self.z[p]);
     }
 }
 
@@ -336,7 +377,7 @@ mod tests {
         b.set_doc_order(&docs, 5, &z).unwrap();
         assert_eq!(b.z, vec![13, 11, 14, 10, 12]);
         let mut back = vec![0; 5];
-        b.doc_order(&docs, 5, &mut back);
+        doc_order(std::slice::from_ref(&b), &docs, 5, &mut back);
         assert_eq!(back, z);
         assert!(b.set_doc_order(&docs, 5, &z[..4]).is_err());
     }
@@ -350,12 +391,34 @@ mod tests {
             let mut b = Block::new(&docs, 0..3, 5, |w| (w % 2 == 1) == odd);
             assert!(b.words.iter().all(|w| (w % 2 == 1) == odd));
             b.set_doc_order(&docs, 5, &z).unwrap();
-            b.doc_order(&docs, 5, &mut back);
+            doc_order(std::slice::from_ref(&b), &docs, 5, &mut back);
         }
         // Each token's topic went into exactly one slice and came back to its place.
         assert_eq!(back, z);
         let odd = Block::new(&docs, 0..3, 5, |w| w % 2 == 1);
         assert_eq!((odd.words.clone(), odd.doc.clone()), (vec![1, 3], vec![0, 1, 0, 0]));
+    }
+
+    /// The blocks of one pass over the tokens are those built one by one with a filter, and
+    /// their topics go to and come back from document order together.
+    #[test]
+    fn split_blocks_are_the_filtered_blocks() {
+        let docs = vec![vec![3, 1, 3, 6], vec![0, 1], vec![2, 2, 0, 4, 5], vec![6]];
+        let of = |w: u32| (w != 5).then_some((w as usize * 7) % 3);
+        let split = Block::split(&docs, 1..4, 7, 3, of);
+        assert_eq!(split.len(), 3);
+        for (k, b) in split.iter().enumerate() {
+            let one = Block::new(&docs, 1..4, 7, |w| of(w) == Some(k));
+            assert_eq!((&b.words, &b.starts, &b.doc, &b.docs), (&one.words, &one.starts, &one.doc, &one.docs));
+        }
+        let mut split = split;
+        let z: Vec<u32> = (0..8).map(|i| 30 + i).collect();
+        set_doc_order(&mut split, &docs, 7, &z).unwrap();
+        let mut back = vec![0; 8];
+        doc_order(&split, &docs, 7, &mut back);
+        // Word 5 (token 6 of the documents) is in no block: its entry is left alone.
+        assert_eq!(back, vec![30, 31, 32, 33, 34, 35, 0, 37]);
+        assert!(set_doc_order(&mut split, &docs, 7, &z[..7]).is_err());
     }
 
     #[test]
