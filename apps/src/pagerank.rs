@@ -18,7 +18,7 @@ use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::pagerank_edges::{exchange_by_destination, owner_of_block, LocalEdges};
 use super::pagerank_shares::{share, Place, ProcessShares, ThreadShares};
-use super::pagerank_table::{push_blocks, read_blocks, Mirror};
+use super::pagerank_table::{push_blocks, read_blocks, Mirror, Owned};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use clap::Parser;
@@ -153,13 +153,14 @@ pub struct PrWorker {
     edges: LocalEdges,
     /// Blocks this worker owns and alone writes ([`owner_of_block`]), ascending.
     owned: Vec<u64>,
-    /// Dangling nodes in the owned blocks.
+    /// The places ([`Owned`]) of the dangling nodes in the owned blocks.
     dangling: Vec<u32>,
     /// The rank last pushed into the global dangling term, per owned dangling node.
     pushed_dangling: Vec<f64>,
-    /// The owned nodes' table values (rank without the global term), by node id: this worker is
-    /// their only writer, so it knows them exactly. Other entries stay 0.
+    /// The owned nodes' table values (rank without the global term), at their places (`at`):
+    /// this worker is their only writer, so it knows them exactly.
     mine: Vec<f64>,
+    at: Owned,
     /// What the table holds for the owned nodes.
     held: Mirror,
     /// This iteration's contribution of each source (d * rank / out-degree), shared by the
@@ -255,7 +256,7 @@ impl Iterative for PageRank {
             for &s in &edges.src {
                 counts[s as usize] += 1;
             }
-            push_blocks(&mut deg, &mut counts, b, |x| x != 0)?;
+            push_blocks(&mut deg, &mut counts, 0.., b, |x| x != 0)?;
             w.global_barrier()?;
         }
         let mut reference = None;
@@ -278,19 +279,20 @@ impl Iterative for PageRank {
         deg_blocks.dedup();
         read_blocks(&mut deg, &[], |_| 0, &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
         let mut dangling: Vec<u32> = Vec::new();
-        let mut mine = vec![0f64; n];
+        let at = Owned::new(np * threads, b);
+        let mut mine = vec![0f64; owned.len() * b];
         for &blk in &owned {
             for v in blk as usize * b..((blk as usize + 1) * b).min(n) {
-                mine[v] = (1.0 - d) / n as f64;
+                mine[at.at(v)] = (1.0 - d) / n as f64;
                 if out_deg[v] == 0.0 {
-                    dangling.push(v as u32);
+                    dangling.push(at.at(v) as u32);
                 }
             }
         }
         // What the table holds (a resumed worker restores it with its state).
         let held: Vec<f32> = mine.iter().map(|&x| x as f32).collect();
         if fresh {
-            push_blocks(&mut rank, &mut held.clone(), b, |x| x != 0.0)?;
+            push_blocks(&mut rank, &mut held.clone(), owned.iter().copied(), b, |x| x != 0.0)?;
         }
         // d / out-degree: a multiplication per source and iteration instead of a division.
         let scale = shares.nodes().map(|u| out_deg[u as usize]).map(|o| if o > 0.0 { d / o } else { 0.0 }).collect();
@@ -305,7 +307,8 @@ impl Iterative for PageRank {
             shares,
             pushed_dangling: vec![0f64; dangling.len()],
             mine,
-            held: Mirror::new(held),
+            held: Mirror::new(held, at),
+            at,
             prev_owned: None,
             g: 0.0,
             edges: local_edges,
@@ -372,7 +375,7 @@ impl Iterative for PageRank {
     /// The rank already pushed per dangling node, the owned nodes' values, what the table holds
     /// for them, then the last sample.
     fn save(&self, st: &PrWorker) -> (Value, Vec<u8>) {
-        let mine: Vec<f64> = st.owned_nodes(self.args.block).map(|v| st.mine[v]).collect();
+        let mine: Vec<f64> = st.owned_nodes(self.args.block).map(|v| st.mine[st.at.at(v)]).collect();
         let held = st.owned_nodes(self.args.block).map(|v| st.held.own(v) as f64);
         let mut raw: Vec<u8> = Vec::with_capacity(8 * (st.pushed_dangling.len() + 2 * mine.len()));
         for x in
@@ -451,7 +454,7 @@ impl PageRank {
     /// dangling nodes' changes into the global term.
     fn iterate(&self, st: &mut PrWorker, first: bool) -> Result<()> {
         let (d, b, n) = (self.args.damping, self.args.block, st.n);
-        let PrWorker { rank, global, edges, mine, held, shares, owned, dangling, pushed_dangling, .. } = st;
+        let PrWorker { rank, global, edges, mine, at, held, shares, owned, dangling, pushed_dangling, .. } = st;
         // The first iteration reads the uniform distribution, whose dangling mass it pushes itself:
         // no global term yet. The row is still read, so that the runtime prefetches it for the
         // next clock: a first read fetched on demand may already hold a faster worker's pushes of
@@ -466,12 +469,12 @@ impl PageRank {
         // instead of at the graph's own (much faster) rate.
         let previous = |t: f64| if first { 1.0 / n as f64 } else { t + g };
         // Every source's share, filled by the process's threads together.
-        let buf = shares.fill(rank, |v| held.own(v), previous, b)?;
+        let buf = shares.fill(rank, |blk| held.block(blk, n), previous, b)?;
         // The owned dangling nodes' mass of the ranks this iteration reads (so that under BSP the
         // next iteration reads exactly the Jacobi step), as the change since the last push.
         let mut dsum = 0.0;
-        for (p, &v) in pushed_dangling.iter_mut().zip(dangling.iter()) {
-            let r = previous(held.own(v as usize) as f64);
+        for (p, &at) in pushed_dangling.iter_mut().zip(dangling.iter()) {
+            let r = previous(held.at_place(at as usize) as f64);
             dsum += r - *p;
             *p = r;
         }
@@ -480,8 +483,8 @@ impl PageRank {
         let base = (1.0 - d) / n as f64;
         let mut j = 0;
         for &blk in owned.iter() {
-            let (start, end) = (blk as usize * b, ((blk as usize + 1) * b).min(n));
-            for (v, m) in (start..).zip(mine[start..end].iter_mut()) {
+            let start = blk as usize * b;
+            for (v, m) in (start..).zip(mine[at.block(blk, n)].iter_mut()) {
                 let mut new = base;
                 if edges.dsts.get(j).is_some_and(|&t| t as usize == v) {
                     new += edges.srcs[edges.offsets[j]..edges.offsets[j + 1]]
@@ -493,7 +496,7 @@ impl PageRank {
                 *m = new;
             }
         }
-        held.write(rank, owned, mine, b, n);
+        held.write(rank, owned, mine, n);
         debug_assert_eq!(j, edges.dsts.len(), "an in-edge of a node this worker does not own");
         if dsum != 0.0 {
             global.inc_col(0, 0, dsum)?;
@@ -524,7 +527,7 @@ impl PageRank {
 
     /// The owned nodes' current ranks (with the global term).
     fn owned_ranks(&self, st: &mut PrWorker) -> Result<Vec<f64>> {
-        Ok(st.owned_nodes(self.args.block).map(|v| st.mine[v] + st.g).collect())
+        Ok(st.owned_nodes(self.args.block).map(|v| st.mine[st.at.at(v)] + st.g).collect())
     }
 }
 
@@ -545,7 +548,7 @@ fn restore(st: &mut PrWorker, s: &SavedState, b: usize) -> Result<()> {
     let (mine, rest) = rest.split_at(owned.len());
     let (held, prev) = rest.split_at(owned.len());
     st.pushed_dangling.copy_from_slice(pd);
-    owned.iter().zip(mine).for_each(|(&v, &x)| st.mine[v] = x);
+    owned.iter().zip(mine).for_each(|(&v, &x)| st.mine[st.at.at(v)] = x);
     owned.iter().zip(held).for_each(|(&v, &x)| st.held.set(v, x as f32));
     st.prev_owned = prev_len.map(|_| prev.to_vec());
     Ok(())

@@ -150,12 +150,12 @@ impl ThreadShares {
     }
 
     /// Fills this iteration's shares of this thread's blocks, `previous(x) × scale` of each node's
-    /// rank `x` (owned blocks from `own`, by node id; the others from the table), then waits for
-    /// the process's other threads and returns the array to sum from.
-    pub(super) fn fill(
+    /// rank `x` (an owned block's ranks from `own(block)`; the others from the table), then waits
+    /// for the process's other threads and returns the array to sum from.
+    pub(super) fn fill<'a>(
         &mut self,
         rank: &mut TableHandle<DenseRow<f32>>,
-        own: impl Fn(usize) -> f32,
+        own: impl Fn(u64) -> &'a [f32],
         previous: impl Fn(f64) -> f64,
         b: usize,
     ) -> Result<&[AtomicU32]> {
@@ -171,14 +171,15 @@ impl ThreadShares {
             let (nodes, out) = (&union[range.clone()], &buf[range.clone()]);
             let scale = &self.scale[k..k + nodes.len()];
             k += nodes.len();
+            let start = *blk as usize * b;
             if *owned {
+                let held = own(*blk);
                 for ((&v, s), o) in nodes.iter().zip(scale).zip(out) {
-                    o.store(((previous(own(v as usize) as f64) * s) as f32).to_bits(), Relaxed);
+                    o.store(((previous(held[v as usize - start] as f64) * s) as f32).to_bits(), Relaxed);
                 }
                 continue;
             }
             let row = rank.get(*blk)?;
-            let start = *blk as usize * b;
             for ((&v, s), o) in nodes.iter().zip(scale).zip(out) {
                 let x = row
                     .get(v as usize - start)
