@@ -18,7 +18,7 @@ use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
 use super::pagerank_edges::{exchange_by_destination, owner_of_block, LocalEdges};
 use super::pagerank_shares::{share, Place, ProcessShares, ThreadShares};
-use super::pagerank_table::{push_blocks, read_blocks, Mirror, Owned};
+use super::pagerank_table::{push_blocks, push_counts, read_blocks, Mirror, Owned};
 use super::rows_out::RowsPart;
 use super::state::SavedState;
 use clap::Parser;
@@ -252,11 +252,14 @@ impl Iterative for PageRank {
         let fresh = saved.is_none();
         let n = self.node_count(w, &edges, fresh)?;
         if fresh {
-            let mut counts = vec![0i64; n];
+            // u32: a count per node of the graph in every thread at once (edges per source
+            // beyond 2^32 would not fit a worker's memory anyway).
+            let mut counts = vec![0u32; n];
             for &s in &edges.src {
                 counts[s as usize] += 1;
             }
-            push_blocks(&mut deg, &mut counts, 0.., b, |x| x != 0)?;
+            push_counts(&mut deg, &counts, b)?;
+            drop(counts);
             w.global_barrier()?;
         }
         let mut reference = None;
@@ -266,25 +269,28 @@ impl Iterative for PageRank {
         }
         let (np, threads) = (w.num_processes(), w.threads_per_process());
         let edges = exchange_by_destination(w, edges, b, n)?;
-        let mut local_edges = LocalEdges::new(&edges, n);
+        let owned: Vec<u64> = (0..n.div_ceil(b) as u64).filter(|&k| owner_of_block(k, np, threads) == gid).collect();
+        let at = Owned::new(np * threads, b);
+        let mut local_edges = LocalEdges::new(&edges, n, &owned, at);
         drop(edges);
-        let at = Place { np, pid: w.process_id(), tid: w.thread_id(), b };
-        let map = shares.join(&local_edges.sources, &at)?;
+        let place = Place { np, pid: w.process_id(), tid: w.thread_id(), b };
+        let map = shares.join(&local_edges.sources, &place)?;
         local_edges.srcs.iter_mut().for_each(|s| *s = map[*s as usize]);
         drop(map);
-        let owned: Vec<u64> = (0..n.div_ceil(b) as u64).filter(|&k| owner_of_block(k, np, threads) == gid).collect();
-        let mut out_deg = vec![0f64; n];
+        // The out-degrees of this thread's shares' nodes and of its owned nodes, by block.
         let mut deg_blocks: Vec<u64> = shares.blocks().chain(owned.iter().copied()).collect();
         deg_blocks.sort_unstable();
         deg_blocks.dedup();
-        read_blocks(&mut deg, &[], |_| 0, &deg_blocks, b, n, |i, x| out_deg[i] = x as f64)?;
+        let deg_at = |v: usize| deg_blocks.binary_search(&((v / b) as u64)).map_or(0, |j| j * b + v % b);
+        let mut out_deg = vec![0f64; deg_blocks.len() * b];
+        read_blocks(&mut deg, &[], |_| 0, &deg_blocks, b, n, |i, x| out_deg[deg_at(i)] = x as f64)?;
+        let out_deg = |v: usize| out_deg[deg_at(v)];
         let mut dangling: Vec<u32> = Vec::new();
-        let at = Owned::new(np * threads, b);
         let mut mine = vec![0f64; owned.len() * b];
         for &blk in &owned {
             for v in blk as usize * b..((blk as usize + 1) * b).min(n) {
                 mine[at.at(v)] = (1.0 - d) / n as f64;
-                if out_deg[v] == 0.0 {
+                if out_deg(v) == 0.0 {
                     dangling.push(at.at(v) as u32);
                 }
             }
@@ -295,9 +301,8 @@ impl Iterative for PageRank {
             push_blocks(&mut rank, &mut held.clone(), owned.iter().copied(), b, |x| x != 0.0)?;
         }
         // d / out-degree: a multiplication per source and iteration instead of a division.
-        let scale = shares.nodes().map(|u| out_deg[u as usize]).map(|o| if o > 0.0 { d / o } else { 0.0 }).collect();
+        let scale = shares.nodes().map(|u| out_deg(u as usize)).map(|o| if o > 0.0 { d / o } else { 0.0 }).collect();
         shares.set_scale(scale);
-        drop(out_deg);
         let mut st = PrWorker {
             skipped,
             gid,

@@ -16,7 +16,7 @@ use ps_runtime::{DenseRow, Element};
 #[derive(Clone, Copy)]
 pub(super) struct Owned {
     workers: usize,
-    b: usize,
+    pub(super) b: usize,
 }
 
 impl Owned {
@@ -114,6 +114,18 @@ pub(super) fn push_blocks<T: Element>(
             upd.0[chunk.len()..].iter_mut().for_each(|x| *x = T::default());
             t.inc(blk, &upd);
             chunk.iter_mut().for_each(|x| *x = T::default());
+        }
+    }
+    Ok(())
+}
+
+/// Adds `counts[v]` to node `v` of an i64 table, one dense row update per block with a count.
+pub(super) fn push_counts(t: &mut TableHandle<DenseRow<i64>>, counts: &[u32], b: usize) -> Result<()> {
+    let mut upd = DenseRow(vec![0i64; b]);
+    for (blk, chunk) in counts.chunks(b).enumerate() {
+        if chunk.iter().any(|&c| c != 0) {
+            upd.0.iter_mut().zip(chunk.iter().chain(std::iter::repeat(&0))).for_each(|(u, &c)| *u = c as i64);
+            t.inc(blk as u64, &upd);
         }
     }
     Ok(())
