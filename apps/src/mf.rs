@@ -540,7 +540,7 @@ impl Iterative for Mf {
             for (n, r) in set.iter().step_by(k).enumerate() {
                 if item != Some(r.item) {
                     ri.clear();
-                    ri.extend_from_slice(&rt.get(ir.row(r.item))?[ir.cols(r.item)]);
+                    rt.read_with(ir.row(r.item), |row| ri.extend_from_slice(&row[ir.cols(r.item)]))?;
                     item = Some(r.item);
                 }
                 let p = *mu

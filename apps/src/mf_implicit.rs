@@ -279,8 +279,8 @@ pub fn sampled_pairs(
         let Some(j) = other_item(r, all_items, seed) else { continue };
         let u = local.row(r.user);
         ri.clear();
-        ri.extend_from_slice(&rt.get(ir.row(r.item))?[ir.cols(r.item)]);
-        let x = dot(u, &ri) - dot(u, &rt.get(ir.row(j))?[ir.cols(j)]);
+        rt.read_with(ir.row(r.item), |row| ri.extend_from_slice(&row[ir.cols(r.item)]))?;
+        let x = dot(u, &ri) - rt.read_with(ir.row(j), |row| dot(u, &row[ir.cols(j)]))?;
         s[0] += logistic_loss(x) as f64;
         s[1] += if x > 0.0 { 1.0 } else { 0.0 };
         s[2] += 1.0;

@@ -77,7 +77,7 @@ impl Mf {
         let (mut items, mut item_ids) = (RowsPart::<f32>::new(format, rank).narrow_ids(narrow[1]), Vec::new());
         for &id in &st.items {
             if elected(&owner.get(2 * id + 1)?, id) == Some(gid) {
-                items.push(id, &st.rt.get(st.ir.row(id as u32))?[st.ir.cols(id as u32)]);
+                st.rt.read_with(st.ir.row(id as u32), |row| items.push(id, &row[st.ir.cols(id as u32)]))?;
                 item_ids.push(id);
             }
         }

@@ -21,7 +21,7 @@ impl Mf {
         st.rt.refresh_rows(st.ir.rows_of(&st.all_items));
         let mut factors = Vec::with_capacity(st.all_items.len() * self.args.rank);
         for &i in &st.all_items {
-            factors.extend_from_slice(&st.rt.get(st.ir.row(i as u32))?[st.ir.cols(i as u32)]);
+            st.rt.read_with(st.ir.row(i as u32), |row| factors.extend_from_slice(&row[st.ir.cols(i as u32)]))?;
         }
         let user = |j: usize| local.row(j as u32).to_vec();
         let (recs, sums) = recommend(k, st.mu, &st.users, user, &st.all_items, &factors, &st.train, &st.test);

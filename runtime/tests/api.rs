@@ -365,3 +365,57 @@ fn a_refresh_asks_for_this_clock_even_with_the_next_one_asked_for_ahead() {
         assert!(st.get_misses <= 1, "{} reads waited", st.get_misses);
     }
 }
+
+/// `read_with` reads what `get` would and keeps no copy: thread `g` adds 1 to row `50 + g` each
+/// clock and reads every thread's row through `read_with`, twice. With staleness 0 a read at
+/// clock c holds each thread's updates of clocks < c, and its own of clock c; the other
+/// threads' rows, never cached by this thread, are looked up in the process cache at every
+/// read (a thread-cache miss each), where `get` would have copied them once a clock.
+struct ReadThrough;
+
+const READ_CLOCKS: i64 = 5;
+
+impl App for ReadThrough {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        ctx.create_table(TableConfig::new(0, "r", "dense_i64", 1))
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let mut t = w.table::<DenseRow<i64>>(0)?;
+        let (g, n) = (w.global_thread_id() as u64, w.total_threads() as u64);
+        for c in 0..READ_CLOCKS {
+            t.inc_col(50 + g, 0, 1i64)?;
+            for _ in 0..2 {
+                for h in 0..n {
+                    let got = t.read_with(50 + h, |r| r.0[0])?;
+                    let ok = if h == g { got == c + 1 } else { got == c || got == c + 1 };
+                    if !ok {
+                        return Err(PsError::Violation(format!("thread {g} clock {c}: row of {h} holds {got}")));
+                    }
+                }
+            }
+            w.clock()?;
+        }
+        w.global_barrier()?;
+        for h in 0..n {
+            let got = t.read_with(50 + h, |r| r.0[0])?;
+            if got != READ_CLOCKS {
+                return Err(PsError::Violation(format!("thread {g} after the barrier: row of {h} holds {got}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn read_with_reads_what_get_would_and_keeps_no_copy() {
+    for consistency in [Consistency::Ssp, Consistency::Essp] {
+        let cfg = RuntimeConfig { threads: 2, consistency, staleness: 0, ..RuntimeConfig::default() };
+        let (procs, threads) = (2u64, 2u64);
+        for r in run_cluster(procs as usize, &cfg, |_| Box::new(ReadThrough)) {
+            let st = r.unwrap();
+            // Per thread and clock: two reads of each of the other threads' rows, each a miss.
+            let floor = threads * READ_CLOCKS as u64 * 2 * (procs * threads - 1);
+            assert!(st.thread_cache_misses >= floor, "{consistency:?}: {} misses < {floor}", st.thread_cache_misses);
+        }
+    }
+}

@@ -144,27 +144,41 @@ impl<R: Row> ProcessTable<R> {
     /// Copies `row` into a thread cache once the process cache holds a version with data age
     /// `>= req`, fetching it (or waiting for its push) and blocking otherwise.
     pub fn read(&self, row: u64, req: Age, dst: CopyTarget<'_, R>, st: &mut ThreadStats) -> Result<()> {
+        self.read_in_place(row, req, st, |src, version, age, pushed_by| {
+            if *dst.version != version || dst.view.is_none() {
+                match dst.view {
+                    Some(v) => v.copy_from(src),
+                    None => *dst.view = Some(src.clone()),
+                }
+                if let (Some(v), Some(p)) = (dst.view.as_mut(), dst.pending) {
+                    v.apply(p);
+                }
+                *dst.version = version;
+            }
+            *dst.age = age;
+            *dst.pushed_by = pushed_by;
+        })
+    }
+
+    /// Calls `f(row, version, data age, pushing server)` on the process cache's `row`, under its
+    /// shard's lock, once it holds a version with data age `>= req`, fetching it (or waiting for
+    /// its push) and blocking otherwise; returns what `f` returns.
+    pub fn read_in_place<T>(
+        &self,
+        row: u64,
+        req: Age,
+        st: &mut ThreadStats,
+        f: impl FnOnce(&R, u64, Age, Option<u32>) -> T,
+    ) -> Result<T> {
         let (m, cv) = self.shard(row);
         let mut g = lock(m);
         let mut blocked: Option<Instant> = None;
-        loop {
+        let out = loop {
             self.shared.check()?;
             let r = g.rows.entry(row).or_insert_with(ProcRow::empty);
             let eff = self.effective_age(row, r);
             if let Some(src) = r.view.as_ref().filter(|_| ReadRule::admits(eff, req)) {
-                if *dst.version != r.version || dst.view.is_none() {
-                    match dst.view {
-                        Some(v) => v.copy_from(src),
-                        None => *dst.view = Some(src.clone()),
-                    }
-                    if let (Some(v), Some(p)) = (dst.view.as_mut(), dst.pending) {
-                        v.apply(p);
-                    }
-                    *dst.version = r.version;
-                }
-                *dst.age = eff;
-                *dst.pushed_by = r.subscribed.then(|| self.server(row) as u32);
-                break;
+                break f(src, r.version, eff, r.subscribed.then(|| self.server(row) as u32));
             }
             // Subscribed rows arrive by push when the server clock advances: no request needed.
             if !r.subscribed && r.in_flight < req {
@@ -184,11 +198,11 @@ impl<R: Row> ProcessTable<R> {
             g.waiting += 1;
             g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
             g.waiting -= 1;
-        }
+        };
         if let Some(t0) = blocked {
             st.wait_ns += t0.elapsed().as_nanos() as u64;
         }
-        Ok(())
+        Ok(out)
     }
 
     /// ESSP: whether server `server` has pushed a newer version than data age `age` of its

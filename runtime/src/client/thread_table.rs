@@ -154,6 +154,27 @@ impl<R: Row> ThreadTable<R> {
         Ok(e)
     }
 
+    /// Calls `f` on `row` for a read at clock `c` that keeps no copy in this thread's cache: on
+    /// the cached entry where there is one (it may hold this thread's updates of the clock),
+    /// else on the process cache's row, under its shard's lock. A row not in this thread's cache
+    /// has no updates of this thread that its process cache lacks (they are merged at every
+    /// clock's end, and a row written this clock is in the cache), so `f` sees what `get` would.
+    fn read_through<T>(&mut self, row: u64, c: Clock, req: Age, f: impl FnOnce(&R) -> T) -> Result<T> {
+        if self.cache.get(row).is_some() {
+            let e = self.read_entry(row, c, req, false)?;
+            return e.view.as_ref().map(f).ok_or_else(|| PsError::Usage(format!("row {row} has no value")));
+        }
+        let ThreadTable { stats, proc, profile, .. } = self;
+        stats.thread_cache_misses += 1;
+        let (out, age) = proc.read_in_place(row, req, stats, |r, _, age, _| (f(r), age))?;
+        stats.record_get(c.get(), age.get());
+        if *profile {
+            let served = proc.shared().served_age.load(std::sync::atomic::Ordering::Relaxed);
+            stats.record_profile(c.get(), age.get(), served);
+        }
+        Ok(out)
+    }
+
     /// Marks `e` written this clock. Rows with `Row::DIFFERENCE` read this clock (the hot rows
     /// of a read-modify-write loop) record the view as the base of this clock's difference (once
     /// per clock) and return true: the caller then changes the view only. Writes to rows not
@@ -267,6 +288,18 @@ impl<R: Row> TableHandle<R> {
     #[inline]
     pub fn get(&mut self, row: u64) -> Result<RowRef<'_, R>> {
         self.borrow_row(row, false).map(RowRef)
+    }
+
+    /// Reads `row` as [`TableHandle::get`] does and passes it to `f`, keeping no copy in this
+    /// thread's cache unless one is there already: for reading many rows once, such as an
+    /// evaluation over the whole model, which through `get` leaves a copy of every row in every
+    /// thread (up to `thread_cache_rows`). `f` runs under a lock of the process cache: it should
+    /// be short (copy what it needs). Rows read so are not prefetched for the next clock.
+    pub fn read_with<T>(&mut self, row: u64, f: impl FnOnce(&R) -> T) -> Result<T> {
+        let mut t = self.inner.borrow_mut();
+        let c = t.clock.clock.get();
+        let req = t.required(c);
+        t.read_through(row, c, req, f)
     }
 
     /// The cached row, fresh enough for this clock, borrowed from the thread cache; `write`:
