@@ -281,7 +281,10 @@ impl Iterative for PageRank {
         let mut deg_blocks: Vec<u64> = shares.blocks().chain(owned.iter().copied()).collect();
         deg_blocks.sort_unstable();
         deg_blocks.dedup();
-        let deg_at = |v: usize| deg_blocks.binary_search(&((v / b) as u64)).map_or(0, |j| j * b + v % b);
+        let deg_at = |v: usize| match deg_blocks.binary_search(&((v / b) as u64)) {
+            Ok(j) => j * b + v % b,
+            Err(_) => unreachable!("pagerank: the out-degree of node {v}, whose block was not read"),
+        };
         let mut out_deg = vec![0f64; deg_blocks.len() * b];
         read_blocks(&mut deg, &[], |_| 0, &deg_blocks, b, n, |i, x| out_deg[deg_at(i)] = x as f64)?;
         let out_deg = |v: usize| out_deg[deg_at(v)];
