@@ -81,6 +81,9 @@ pub(crate) struct ThreadTable<R: Row> {
     clock: Rc<ThreadClock>,
     rule: ReadRule,
     capacity: usize,
+    /// The app reads this table on its own schedule (`announced_reads`): rows it did not read
+    /// in the clock just ended are dropped at its end.
+    announced: bool,
     cache: Slots<Entry<R>>,
     /// The row of the last `hint`, whose data the next hint asks for (its slot has arrived by then).
     /// With the columns to load (all of them when `None`).
@@ -97,6 +100,7 @@ impl<R: Row> ThreadTable<R> {
         ThreadTable {
             rule: proc.rule,
             capacity: proc.shared().cfg.thread_cache_rows,
+            announced: proc.cfg.announced_reads,
             profile: proc.shared().cfg.staleness_profile,
             proc,
             clock,
@@ -246,7 +250,10 @@ impl<R: Row> ThreadTable<R> {
             }
             self.proc.send_fetches(batch);
         }
-        if self.cache.len() > self.capacity {
+        // A table read on the app's schedule (rotating slices) is read again only when its slice
+        // comes back, by then changed by other workers: kept, its rows added up to a copy of the
+        // whole table in every thread over a pass.
+        if self.announced || self.cache.len() > self.capacity {
             self.cache.retain(|e| e.touched == Some(old));
             if self.cache.len() > self.capacity {
                 self.cache.clear();
