@@ -4,21 +4,20 @@
 //! Start-up adds the random initial assignments; each clock resamples one `lda_tokens::Block` of
 //! the worker's tokens, reading each of its words' rows once: by default a slice of the
 //! vocabulary that rotates among the processes (`rotation`), whose threads take turns at its
-//! sub-slices (`lda_shared`).
+//! sub-slices (`lda_shared`). What it writes: `lda_output`.
 //! Quality: the collapsed log-likelihood log p(w, z).
 
-use super::dictionary::{check_resumed, fingerprints, keys_for, Dictionary};
+use super::dictionary::{check_resumed, fingerprints, Dictionary};
 use super::driver::Iterative;
 use super::lda_rows::{balanced_slices, PsWordTopics, WordRows};
 use super::lda_sampler::{topic_loglik, Sampler, WordTopics};
 use super::lda_shared::{ProcessSlice, RowWords, ThreadSlice};
 use super::lda_table::{read_bow_table, BowColumns, TableCorpus};
-use super::lda_text::{read_text_table, write_vocab, TextColumns};
+use super::lda_text::{read_text_table, TextColumns};
 use super::lda_tokens::{doc_order, set_doc_order, token_offsets, unpack_assignments, Block};
-use super::options::{parse, CommonArgs, OutputFormat};
+use super::options::{parse, CommonArgs};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
-use super::rows_out::RowsPart;
 use super::state::SavedState;
 use super::vocabulary::Limits;
 use clap::Parser;
@@ -30,7 +29,6 @@ use ps_runtime::{PsContext, TableHandle, Worker};
 use ps_runtime::{PsError, Result};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 
 #[derive(Parser, Debug, Clone)]
@@ -116,47 +114,47 @@ pub const TOPIC_SUM: TableKey<DenseRow<i64>> = TableKey::new(1);
 pub use super::lda_rows::WORDS_PER_ROW;
 
 pub struct Lda {
-    args: LdaArgs,
+    pub(super) args: LdaArgs,
     /// The vocabulary as global thread 0 read it, for naming words in the output (only process 0
     /// has it: the other processes' `word_topic` parts name words by id).
-    vocab: Mutex<Option<Vec<String>>>,
+    pub(super) vocab: Mutex<Option<Vec<String>>>,
     /// With --text-col, the words' counts by id (global thread 0), for `vocab/`.
-    vocab_counts: Mutex<Option<Vec<u64>>>,
+    pub(super) vocab_counts: Mutex<Option<Vec<u64>>>,
     /// Whether the job rotates vocabulary slices (set by `shape`).
-    rotates: bool,
+    pub(super) rotates: bool,
     /// Rotating: the process's slice, which its threads share (`lda_shared`).
-    slice: OnceLock<Arc<ProcessSlice<RowWords>>>,
+    pub(super) slice: OnceLock<Arc<ProcessSlice<RowWords>>>,
 }
 
 /// A worker's documents, their topic assignments and the sampler.
 pub struct LdaWorker {
-    gid: usize,
+    pub(super) gid: usize,
     /// The job's input rows (documents) skipped at load.
-    skipped: u64,
-    nw: usize,
+    pub(super) skipped: u64,
+    pub(super) nw: usize,
     /// Vocabulary size.
-    v: usize,
-    docs: Vec<Vec<u32>>,
+    pub(super) v: usize,
+    pub(super) docs: Vec<Vec<u32>>,
     /// The documents' ids (the input's, or numbered by `doc_dict`), for `doc_topics/`.
-    doc_ids: Vec<u64>,
-    doc_dict: Option<Dictionary>,
-    tokens: usize,
+    pub(super) doc_ids: Vec<u64>,
+    pub(super) doc_dict: Option<Dictionary>,
+    pub(super) tokens: usize,
     /// The blocks a pass samples (`plan`), their tokens grouped by word, with their topics.
-    blocks: Vec<Block>,
-    plan: Plan,
-    wt: TableHandle<SparseRow<i32>>,
+    pub(super) blocks: Vec<Block>,
+    pub(super) plan: Plan,
+    pub(super) wt: TableHandle<SparseRow<i32>>,
     /// Where each word's counts are in `wt`.
-    rows: WordRows,
-    ts: TableHandle<DenseRow<i64>>,
-    sampler: Sampler,
+    pub(super) rows: WordRows,
+    pub(super) ts: TableHandle<DenseRow<i64>>,
+    pub(super) sampler: Sampler,
     /// The generator of the current clock (clock -1: the initial assignments).
-    rng: SeededRng,
+    pub(super) rng: SeededRng,
     /// Rotating: this thread's part in the process's slice, and the rows of its sub-slice of
     /// each slice.
-    shared: Option<ThreadSlice>,
-    pid: usize,
-    tid: usize,
-    slot_rows: Vec<Vec<u64>>,
+    pub(super) shared: Option<ThreadSlice>,
+    pub(super) pid: usize,
+    pub(super) tid: usize,
+    pub(super) slot_rows: Vec<Vec<u64>>,
 }
 
 impl LdaWorker {
@@ -166,26 +164,7 @@ impl LdaWorker {
     }
 }
 
-/// A topic's token total and its best words with their counts.
-type TopWords = (i64, Vec<(i32, u64)>);
-
 impl Lda {
-    /// `doc_topics/part-NNNNN`: each of this worker's documents with its topic proportions,
-    /// (n_dk + alpha) / (n_d + K alpha), under the input's own document ids.
-    fn write_doc_topics(&self, st: &mut LdaWorker, w: &mut Worker, out: &Output) -> Result<()> {
-        let (k, alpha) = (self.args.topics, self.args.alpha);
-        let mut part = RowsPart::<f32>::new(self.args.common.output_format, k).named("id", "topics");
-        let (mut counts, mut theta) = (vec![0u32; k], vec![0f32; k]);
-        for (d, &id) in st.doc_ids.iter().enumerate() {
-            st.sampler.docs.dense(d, &mut counts);
-            let norm = st.docs[d].len() as f64 + k as f64 * alpha;
-            theta.iter_mut().zip(&counts).for_each(|(p, &n)| *p = ((n as f64 + alpha) / norm) as f32);
-            part.push(id, &theta);
-        }
-        let keys = keys_for(st.doc_dict.as_ref(), w, &st.doc_ids)?;
-        part.with_keys(keys).write(out, st.gid, "doc_topics", st.gid)
-    }
-
     /// The RNG is re-seeded from (seed, worker, clock) every clock, so a resumed worker draws the
     /// same numbers as an uninterrupted one without saving generator state.
     fn rng_at(&self, gid: usize, clock: i64) -> SeededRng {
@@ -194,66 +173,8 @@ impl Lda {
         ))
     }
 
-    fn word_rows(&self) -> WordRows {
+    pub(super) fn word_rows(&self) -> WordRows {
         WordRows { per_row: if self.rotates { WORDS_PER_ROW } else { 1 }, topics: self.args.topics as u32 }
-    }
-
-    /// Each topic's token total and its `--top-words` words with their counts, best first,
-    /// from every word's row.
-    fn top_words(&self, wt: &mut TableHandle<SparseRow<i32>>, v: usize) -> Result<Vec<TopWords>> {
-        let (k, rows) = (self.args.topics, self.word_rows());
-        let mut best: Vec<Vec<(i32, u64)>> = vec![Vec::new(); k];
-        let all = rows.rows_of(0..v as u64);
-        wt.refresh_rows(all.iter().copied());
-        for &r in &all {
-            let row = wt.get(r)?;
-            for word in rows.words_of(r, v as u64) {
-                for (t, n) in rows.counts(&row, word) {
-                    best[t as usize].push((n, word));
-                }
-            }
-        }
-        Ok(best
-            .into_iter()
-            .map(|mut list| {
-                list.sort_unstable_by(|a, b| b.cmp(a));
-                let total: i64 = list.iter().map(|x| x.0 as i64).sum();
-                list.truncate(self.args.top_words);
-                (total, list)
-            })
-            .collect())
-    }
-
-    /// `topics/`: as text, `topic<TAB>total<TAB>top words` lines; as Parquet, a row per topic
-    /// and top word (`topic`, `rank` from 1, `word_id`, `word`, `weight` = the word's probability
-    /// in the topic, (n + beta) / (total + V beta)).
-    fn write_topics(&self, top: &[TopWords], v: usize, name: &dyn Fn(u64) -> String, out: &Output) -> Result<()> {
-        if self.args.common.output_format != OutputFormat::Parquet {
-            let mut text = Vec::new();
-            for (t, (total, list)) in top.iter().enumerate() {
-                let words: Vec<String> = list.iter().map(|x| name(x.1)).collect();
-                writeln!(text, "{t}\t{total}\t{}", words.join(" ")).ok();
-            }
-            return out.write_part(0, "topics", 0, |f| f.write_all(&text));
-        }
-        let rows = top.iter().enumerate().flat_map(|(t, (total, list))| {
-            list.iter().enumerate().map(move |(r, &(n, word))| (t as i32, r as i32 + 1, word, n, *total))
-        });
-        let rows: Vec<_> = rows.collect();
-        let b = self.args.beta;
-        let cols: Vec<(&str, arrow_array::ArrayRef)> = vec![
-            ("topic", Arc::new(arrow_array::Int32Array::from_iter_values(rows.iter().map(|r| r.0)))),
-            ("rank", Arc::new(arrow_array::Int32Array::from_iter_values(rows.iter().map(|r| r.1)))),
-            ("word_id", Arc::new(arrow_array::Int64Array::from_iter_values(rows.iter().map(|r| r.2 as i64)))),
-            ("word", Arc::new(arrow_array::StringArray::from_iter_values(rows.iter().map(|r| name(r.2))))),
-            (
-                "weight",
-                Arc::new(arrow_array::Float64Array::from_iter_values(
-                    rows.iter().map(|r| (r.3 as f64 + b) / (r.4 as f64 + v as f64 * b)),
-                )),
-            ),
-        ];
-        out.write_file(0, "topics", "part-00000.snappy.parquet", |f| super::rows_parquet::write_columns(cols, f))
     }
 }
 
@@ -522,54 +443,9 @@ impl Iterative for Lda {
         (json!({"ids": fingerprints(&[st.doc_dict.as_ref()])}), z.iter().flat_map(|t| t.to_le_bytes()).collect())
     }
 
-    /// `word_topic/part-*`: `word<TAB>topic:count ...` (per worker, the words of the table rows
-    /// `gid mod workers`);
-    /// `topics/part-00000`: `topic<TAB>total<TAB>top words` from worker 0.
+    /// `lda_output`.
     fn write_output(&self, st: &mut LdaWorker, w: &mut Worker, out: &Output) -> Result<()> {
-        let (gid, nw, v, wt, rows) = (st.gid, st.nw, st.v, &mut st.wt, st.rows);
-        let vocab = self.vocab.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let name = |i: u64| vocab.as_ref().and_then(|v| v.get(i as usize).cloned()).unwrap_or_else(|| i.to_string());
-        let mut text = Vec::new();
-        let format = self.args.common.output_format;
-        // Binary and Parquet: dense counts (words x topics, Parquet's `word` and `topic_counts`);
-        // text: sparse `topic:count` pairs.
-        let mut part = RowsPart::<i32>::new(format, self.args.topics).named("word", "topic_counts");
-        let mut dense = vec![0i32; self.args.topics];
-        let mine = rows.rows_of_worker(gid, nw, v);
-        wt.refresh_rows(mine.iter().copied());
-        for &r in &mine {
-            let row = wt.get(r)?;
-            for word in rows.words_of(r, v as u64) {
-                if rows.counts(&row, word).next().is_none() {
-                    continue;
-                }
-                if format != OutputFormat::Text {
-                    dense.fill(0);
-                    rows.counts(&row, word).for_each(|(t, n)| dense[t as usize] = n);
-                    part.push(word, &dense);
-                    continue;
-                }
-                write!(text, "{}", name(word)).ok();
-                for (t, n) in rows.counts(&row, word) {
-                    write!(text, "\t{t}:{n}").ok();
-                }
-                text.push(b'\n');
-            }
-        }
-        match format {
-            OutputFormat::Text => out.write_part(gid, "word_topic", gid, |f| f.write_all(&text))?,
-            OutputFormat::Binary | OutputFormat::Parquet => part.write(out, gid, "word_topic", gid)?,
-        }
-        if gid == 0 {
-            let top = self.top_words(wt, v)?;
-            self.write_topics(&top, v, &name, out)?;
-            let counts = self.vocab_counts.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let (Some(words), Some(counts)) = (&vocab, counts) {
-                write_vocab(words, &counts, format, out)?;
-            }
-        }
-        self.write_doc_topics(st, w, out)?;
-        out.commit_when_all_wrote(w, "topics")
+        self.write_model(st, w, out)
     }
 }
 

@@ -99,6 +99,7 @@ mod gate;
 mod job_totals;
 pub mod lda;
 pub(crate) mod lda_dense;
+mod lda_output;
 mod lda_rows;
 pub(crate) mod lda_sampler;
 mod lda_shared;
