@@ -110,8 +110,7 @@ pub(super) fn push_blocks<T: Element>(
     let mut upd = DenseRow(vec![T::default(); b]);
     for (blk, chunk) in blocks.zip(vals.chunks_mut(b)) {
         if chunk.iter().any(|x| nonzero(*x)) {
-            upd.0[..chunk.len()].copy_from_slice(chunk);
-            upd.0[chunk.len()..].iter_mut().for_each(|x| *x = T::default());
+            fill_update(&mut upd.0, chunk, |x| x);
             t.inc(blk, &upd);
             chunk.iter_mut().for_each(|x| *x = T::default());
         }
@@ -124,11 +123,18 @@ pub(super) fn push_counts(t: &mut TableHandle<DenseRow<i64>>, counts: &[u32], b:
     let mut upd = DenseRow(vec![0i64; b]);
     for (blk, chunk) in counts.chunks(b).enumerate() {
         if chunk.iter().any(|&c| c != 0) {
-            upd.0.iter_mut().zip(chunk.iter().chain(std::iter::repeat(&0))).for_each(|(u, &c)| *u = c as i64);
+            fill_update(&mut upd.0, chunk, |c| c as i64);
             t.inc(blk as u64, &upd);
         }
     }
     Ok(())
+}
+
+/// A block's update: `chunk` converted by `to`, then zeros (the graph's last block is short).
+fn fill_update<S: Copy, T: Default + Copy>(upd: &mut [T], chunk: &[S], to: impl Fn(S) -> T) {
+    let (head, tail) = upd.split_at_mut(chunk.len());
+    head.iter_mut().zip(chunk).for_each(|(u, &x)| *u = to(x));
+    tail.fill(T::default());
 }
 
 /// Reads the given blocks (the table's ones prefetched together) and calls `f(node, value)` for

@@ -142,11 +142,7 @@ impl<R: Row> ThreadTable<R> {
             proc.read(row, req, target, stats)?;
             e.checked = Some(c);
         }
-        stats.record_get(c.get(), e.age.get());
-        if *profile {
-            let served = proc.shared().served_age.load(std::sync::atomic::Ordering::Relaxed);
-            stats.record_profile(c.get(), e.age.get(), served);
-        }
+        Self::record_read(stats, proc, *profile, c, e.age);
         if e.touched != Some(c) {
             e.touched = Some(c);
             touched.push(row);
@@ -171,12 +167,19 @@ impl<R: Row> ThreadTable<R> {
         let ThreadTable { stats, proc, profile, .. } = self;
         stats.thread_cache_misses += 1;
         let (out, age) = proc.read_in_place(row, req, stats, |r, _, age, _| (f(r), age))?;
+        Self::record_read(stats, proc, *profile, c, age);
+        Ok(out)
+    }
+
+    /// Counts a read at clock `c` of data of age `age` (and, with `staleness_profile`, splits
+    /// its staleness against what the servers had).
+    #[inline]
+    fn record_read(stats: &mut ThreadStats, proc: &ProcessTable<R>, profile: bool, c: Clock, age: Age) {
         stats.record_get(c.get(), age.get());
-        if *profile {
+        if profile {
             let served = proc.shared().served_age.load(std::sync::atomic::Ordering::Relaxed);
             stats.record_profile(c.get(), age.get(), served);
         }
-        Ok(out)
     }
 
     /// Marks `e` written this clock. Rows with `Row::DIFFERENCE` read this clock (the hot rows
