@@ -59,6 +59,10 @@ pub struct RuntimeConfig {
     pub prefetch: PrefetchPolicy,
     /// Rows kept in each thread's cache before cold rows are dropped at a clock boundary.
     pub thread_cache_rows: usize,
+    /// Bytes (MiB) of rows kept in each thread's cache, per table, before cold rows are dropped
+    /// at a clock boundary: with rows of kilobytes the row cap alone allowed hundreds of MB a
+    /// thread, which a container's memory limit does not forgive.
+    pub thread_cache_mb: usize,
     /// Lock shards of each process cache.
     pub cache_shards: usize,
     /// Idle connections send a heartbeat this often.
@@ -195,6 +199,7 @@ impl Default for RuntimeConfig {
             comm_threads: 1,
             prefetch: PrefetchPolicy::Aggressive,
             thread_cache_rows: 1 << 16,
+            thread_cache_mb: 64,
             cache_shards: 64,
             heartbeat_ms: 1000,
             peer_timeout_ms: 15_000,
@@ -239,6 +244,9 @@ impl RuntimeConfig {
         }
         if self.comm_threads == 0 {
             return bad("comm_threads", "must be at least 1");
+        }
+        if self.thread_cache_mb == 0 {
+            return bad("thread_cache_mb", "must be at least 1");
         }
         if self.cache_shards == 0 || !self.cache_shards.is_power_of_two() {
             return bad("cache_shards", "must be a power of two");
@@ -518,5 +526,18 @@ impl JobConfig {
             (None, Some(alias)) => crate::secret::from_container_credentials(alias),
             (None, None) => Err(PsError::Config("the job config names no job secret".into())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_errors_name_the_key() {
+        let err = |cfg: RuntimeConfig| cfg.validate().unwrap_err().to_string();
+        assert!(err(RuntimeConfig { thread_cache_mb: 0, ..Default::default() }).contains("thread_cache_mb"));
+        assert!(err(RuntimeConfig { cache_shards: 3, ..Default::default() }).contains("cache_shards"));
+        assert!(RuntimeConfig::default().validate().is_ok());
     }
 }

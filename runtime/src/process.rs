@@ -493,6 +493,7 @@ impl Joined {
             updates_sent: net.updates_sent.load(Ordering::Relaxed),
             fetches_sent: net.fetches_sent.load(Ordering::Relaxed),
             peak_rss_bytes: peak_rss_bytes(),
+            thread_cache_peak_bytes: self.total.cache_peak_bytes,
             // The iterative driver measures it (`ps_apps`'s `objective`); a typed field, summed.
             train_cpu_s: app.remove("train_cpu_s").and_then(|v| v.as_f64()).unwrap_or(0.0),
             train_bytes_sent: app.remove("train_bytes_sent").and_then(|v| v.as_u64()).unwrap_or(0),

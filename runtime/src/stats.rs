@@ -22,6 +22,9 @@ pub struct ThreadStats {
     /// worker (for staleness d: lag + ahead = d - 1).
     pub lag: Vec<u64>,
     pub ahead: Vec<u64>,
+    /// The most bytes the cache held after a clock's eviction (`thread_cache_mb`); summed over
+    /// a process's threads and tables.
+    pub cache_peak_bytes: u64,
 }
 
 /// Adds one to bucket `k` (clamped to 0..2^20), growing the histogram as needed.
@@ -67,6 +70,7 @@ impl ThreadStats {
         add_hist(&mut self.staleness, &o.staleness);
         add_hist(&mut self.lag, &o.lag);
         add_hist(&mut self.ahead, &o.ahead);
+        self.cache_peak_bytes += o.cache_peak_bytes;
     }
 }
 
@@ -112,6 +116,10 @@ pub struct ProcessStats {
     pub snapshots_skipped: u64,
     /// Peak resident set size of the process (bytes, from getrusage).
     pub peak_rss_bytes: u64,
+    /// The process's thread caches at their fullest: each thread's and table's peak bytes after
+    /// a clock's eviction, summed (bounded by threads x tables x `thread_cache_mb`).
+    #[serde(default)]
+    pub thread_cache_peak_bytes: u64,
     /// CPU seconds (user + system, every thread of the process) from the first clock's work to
     /// the barrier after the last clock: what training costs in CPU, intermediate evaluations
     /// included (0 for apps outside the iterative driver). Summed over processes in the job.
@@ -254,6 +262,8 @@ struct JobStats {
     snapshots_skipped: u64,
     /// The largest process's peak RSS.
     peak_rss_bytes: u64,
+    /// The largest process's thread-cache peak.
+    thread_cache_peak_bytes: u64,
     train_cpu_s: f64,
     train_bytes_sent: u64,
     train_wan_bytes_sent: u64,
@@ -306,6 +316,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         snapshots_abandoned: sum(|p| p.snapshots_abandoned),
         snapshots_skipped: sum(|p| p.snapshots_skipped),
         peak_rss_bytes: stats().map(|p| p.peak_rss_bytes).max().unwrap_or(0),
+        thread_cache_peak_bytes: stats().map(|p| p.thread_cache_peak_bytes).max().unwrap_or(0),
         train_cpu_s: stats().map(|p| p.train_cpu_s).sum(),
         train_bytes_sent: sum(|p| p.train_bytes_sent),
         train_wan_bytes_sent: sum(|p| p.train_wan_bytes_sent),
@@ -379,6 +390,7 @@ mod tests {
             "snapshots_abandoned": int("snapshots_abandoned"),
             "snapshots_skipped": int("snapshots_skipped"),
             "peak_rss_bytes": procs.iter().map(|p| num(p, "peak_rss_bytes") as u64).max().unwrap_or(0),
+            "thread_cache_peak_bytes": procs.iter().map(|p| num(p, "thread_cache_peak_bytes") as u64).max().unwrap_or(0),
             "train_cpu_s": sum("train_cpu_s"),
             "train_bytes_sent": int("train_bytes_sent"),
             "train_wan_bytes_sent": int("train_wan_bytes_sent"),
@@ -412,6 +424,7 @@ mod tests {
             "significant_updates": 40 + k, "mirror_clock_waits": 3 * k,
             "selective_barriers": 2 * k, "snapshots_abandoned": k, "snapshots_skipped": 3 * k,
             "peak_rss_bytes": 104_857_600 + 4096 * k,
+            "thread_cache_peak_bytes": 1_048_576 + 512 * k,
             "staleness_hist": {"-1": 1157 + k, "-2": 797, "-3": 1246, format!("-{}", 4 + k): 7},
             "mean_staleness": -2.0278125,
             "config": {"app": "demo", "app_args": ["--clocks", "200"], "processes": 3,
@@ -445,7 +458,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 30] = [
+    const JOB_KEYS: [&str; 31] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -468,6 +481,7 @@ mod tests {
         "snapshots_skipped",
         "staleness_hist",
         "thread_cache_misses",
+        "thread_cache_peak_bytes",
         "train_bytes_sent",
         "train_cpu_s",
         "train_wan_bytes_sent",

@@ -419,3 +419,50 @@ fn read_with_reads_what_get_would_and_keeps_no_copy() {
         }
     }
 }
+
+/// The thread cache keeps at most `thread_cache_mb` of rows past a clock: each thread reads 6
+/// rows of 128 KiB in each of 3 clocks (768 KiB a clock, other rows each time), then 12 in a
+/// fourth. Under a 1 MiB budget the cache drops the rows of earlier clocks at each clock's end,
+/// and all of them after the fourth; under the default it keeps all 30.
+struct BigRows;
+
+const BIG_COLS: usize = 16 * 1024;
+const BIG_ROW_BYTES: u64 = (BIG_COLS * 8) as u64;
+
+impl App for BigRows {
+    fn initialize(&mut self, ctx: &mut PsContext) -> Result<()> {
+        ctx.create_table(TableConfig::new(0, "big", "dense_f64", BIG_COLS))
+    }
+    fn run_worker(&self, w: &mut Worker) -> Result<()> {
+        let mut t = w.table::<DenseRow<f64>>(0)?;
+        let first = 100 * w.global_thread_id() as u64;
+        let mut next = first;
+        for count in [6, 6, 6, 12] {
+            for r in next..next + count {
+                if t.get(r)?.0.len() != BIG_COLS {
+                    return Err(PsError::Violation(format!("row {r} is not {BIG_COLS} wide")));
+                }
+            }
+            next += count;
+            w.clock()?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn the_thread_cache_keeps_to_its_byte_budget() {
+    let threads = 2u64;
+    let base = RuntimeConfig { threads: threads as usize, consistency: Consistency::Ssp, ..RuntimeConfig::default() };
+    let peaks = |cfg: &RuntimeConfig| -> Vec<u64> {
+        run_cluster(2, cfg, |_| Box::new(BigRows)).into_iter().map(|r| r.unwrap().thread_cache_peak_bytes).collect()
+    };
+    for peak in peaks(&RuntimeConfig { thread_cache_mb: 1, ..base.clone() }) {
+        // One clock's 6 rows kept per thread, never more than the budget.
+        assert!(peak >= threads * 6 * BIG_ROW_BYTES, "{peak} bytes: a clock's rows were not kept");
+        assert!(peak <= threads * (1 << 20), "{peak} bytes: over the 1 MiB budget of each thread");
+    }
+    for peak in peaks(&base) {
+        assert!(peak >= threads * 30 * BIG_ROW_BYTES, "{peak} bytes: the default budget dropped rows");
+    }
+}

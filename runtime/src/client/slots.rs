@@ -102,6 +102,11 @@ impl<E> Slots<E> {
         self.len = len + self.sparse.len();
     }
 
+    /// Every entry, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &E> {
+        self.dense.iter().flatten().chain(self.sparse.values())
+    }
+
     pub fn clear(&mut self) {
         self.dense.clear();
         self.sparse.clear();

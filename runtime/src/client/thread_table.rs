@@ -81,6 +81,8 @@ pub(crate) struct ThreadTable<R: Row> {
     clock: Rc<ThreadClock>,
     rule: ReadRule,
     capacity: usize,
+    /// Bytes of rows the cache keeps past a clock's end (`thread_cache_mb`).
+    budget: usize,
     /// The app reads this table on its own schedule (`announced_reads`): rows it did not read
     /// in the clock just ended are dropped at its end.
     announced: bool,
@@ -100,6 +102,7 @@ impl<R: Row> ThreadTable<R> {
         ThreadTable {
             rule: proc.rule,
             capacity: proc.shared().cfg.thread_cache_rows,
+            budget: proc.shared().cfg.thread_cache_mb.saturating_mul(1 << 20),
             announced: proc.cfg.announced_reads,
             profile: proc.shared().cfg.staleness_profile,
             proc,
@@ -152,6 +155,13 @@ impl<R: Row> ThreadTable<R> {
             Self::start_write(e, dirty, row, c);
         }
         Ok(e)
+    }
+
+    /// The bytes the cached rows take: entries and the rows' heap data (`Row::heap_bytes`).
+    /// One walk of the cache a clock: nanoseconds a row, against the clock's reads of them.
+    fn cache_bytes(&self) -> usize {
+        let heap = |r: &Option<R>| r.as_ref().map_or(0, Row::heap_bytes);
+        self.cache.values().map(|e| std::mem::size_of::<Entry<R>>() + heap(&e.view) + heap(&e.base)).sum()
     }
 
     /// Calls `f` on `row` for a read at clock `c` that keeps no copy in this thread's cache: on
@@ -256,12 +266,16 @@ impl<R: Row> ThreadTable<R> {
         // A table read on the app's schedule (rotating slices) is read again only when its slice
         // comes back, by then changed by other workers: kept, its rows added up to a copy of the
         // whole table in every thread over a pass.
-        if self.announced || self.cache.len() > self.capacity {
+        let mut bytes = self.cache_bytes();
+        if self.announced || self.cache.len() > self.capacity || bytes > self.budget {
             self.cache.retain(|e| e.touched == Some(old));
-            if self.cache.len() > self.capacity {
+            bytes = self.cache_bytes();
+            if self.cache.len() > self.capacity || bytes > self.budget {
                 self.cache.clear();
+                bytes = 0;
             }
         }
+        self.stats.cache_peak_bytes = self.stats.cache_peak_bytes.max(bytes as u64);
         self.touched = touched;
         self.touched.clear();
         Ok(())
@@ -303,7 +317,7 @@ impl<R: Row> TableHandle<R> {
     /// Reads `row` as [`TableHandle::get`] does and passes it to `f`, keeping no copy in this
     /// thread's cache unless one is there already: for reading many rows once, such as an
     /// evaluation over the whole model, which through `get` leaves a copy of every row in every
-    /// thread (up to `thread_cache_rows`). `f` runs under a lock of the process cache: it should
+    /// thread (up to `thread_cache_rows` and `thread_cache_mb`). `f` runs under a lock of the process cache: it should
     /// be short (copy what it needs). Rows read so are not prefetched for the next clock.
     pub fn read_with<T>(&mut self, row: u64, f: impl FnOnce(&R) -> T) -> Result<T> {
         let mut t = self.inner.borrow_mut();

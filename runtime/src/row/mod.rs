@@ -69,6 +69,12 @@ pub trait Row: Clone + Send + Sync + 'static {
     fn copy_from(&mut self, other: &Self) {
         self.clone_from(other)
     }
+    /// Bytes the row holds on the heap (its vectors' capacity), for the thread cache's byte
+    /// budget (`thread_cache_mb`). Rows with heap data should say; the default counts none, so
+    /// such a row is counted by its inline size only.
+    fn heap_bytes(&self) -> usize {
+        0
+    }
     /// How much `delta` (an accumulated update not yet sent to the other data centers) would
     /// change this row, for Gaia's significance filter: it is mirrored once this exceeds the
     /// threshold. Dense rows use the relative change of their Euclidean norm ||delta|| / ||row||,

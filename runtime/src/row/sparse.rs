@@ -149,6 +149,9 @@ impl<T: Element> SparseRow<T> {
 }
 
 impl<T: Element> Row for SparseRow<T> {
+    fn heap_bytes(&self) -> usize {
+        self.cols.capacity() * 4 + self.vals.capacity() * std::mem::size_of::<T>()
+    }
     type Update = SparseRow<T>;
     fn type_name() -> String {
         format!("sparse_{}", T::NAME)
