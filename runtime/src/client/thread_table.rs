@@ -265,7 +265,9 @@ impl<R: Row> ThreadTable<R> {
         }
         // A table read on the app's schedule (rotating slices) is read again only when its slice
         // comes back, by then changed by other workers: kept, its rows added up to a copy of the
-        // whole table in every thread over a pass.
+        // whole table in every thread over a pass. Other tables keep to their row and byte budgets
+        // (`thread_cache_rows`, `thread_cache_mb`): the rows of the last clock first, none if those
+        // are too many.
         let mut bytes = self.cache_bytes();
         if self.announced || self.cache.len() > self.capacity || bytes > self.budget {
             self.cache.retain(|e| e.touched == Some(old));
@@ -317,8 +319,9 @@ impl<R: Row> TableHandle<R> {
     /// Reads `row` as [`TableHandle::get`] does and passes it to `f`, keeping no copy in this
     /// thread's cache unless one is there already: for reading many rows once, such as an
     /// evaluation over the whole model, which through `get` leaves a copy of every row in every
-    /// thread (up to `thread_cache_rows` and `thread_cache_mb`). `f` runs under a lock of the process cache: it should
-    /// be short (copy what it needs). Rows read so are not prefetched for the next clock.
+    /// thread (up to `thread_cache_rows` and `thread_cache_mb`). `f` runs under a lock of the
+    /// process cache: it should be short (copy what it needs). Rows read so are not prefetched
+    /// for the next clock.
     pub fn read_with<T>(&mut self, row: u64, f: impl FnOnce(&R) -> T) -> Result<T> {
         let mut t = self.inner.borrow_mut();
         let c = t.clock.clock.get();

@@ -37,10 +37,10 @@ fn decode_dense<T: Element>(buf: &mut &[u8], columns: usize, out: &mut Vec<T>) -
 }
 
 impl<T: Element> Row for DenseRow<T> {
+    type Update = DenseRow<T>;
     fn heap_bytes(&self) -> usize {
         self.0.capacity() * std::mem::size_of::<T>()
     }
-    type Update = DenseRow<T>;
     fn type_name() -> String {
         format!("dense_{}", T::NAME)
     }

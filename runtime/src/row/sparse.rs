@@ -149,10 +149,10 @@ impl<T: Element> SparseRow<T> {
 }
 
 impl<T: Element> Row for SparseRow<T> {
+    type Update = SparseRow<T>;
     fn heap_bytes(&self) -> usize {
         self.cols.capacity() * 4 + self.vals.capacity() * std::mem::size_of::<T>()
     }
-    type Update = SparseRow<T>;
     fn type_name() -> String {
         format!("sparse_{}", T::NAME)
     }
