@@ -163,14 +163,19 @@ impl Server {
         }
     }
 
-    /// Periodic snapshot `t` is skipped job-wide (the last one is still being written): what was
-    /// kept for it goes, and process 0 counts it.
+    /// Periodic snapshot `t` is skipped job-wide (the last one is still being written, or the
+    /// workers saved no state for it: `Snapshots::plan`): what was kept for it goes, and process
+    /// 0 counts those skipped for a busy writer.
     fn skip_snapshot(&mut self, t: i64) {
         for table in self.tables.values_mut() {
             table.discard_snapshot(t);
         }
         if let Some(snaps) = &self.snaps {
             drop(snaps.take_states(t));
+            if self.shared.pid == 0 && snaps.was_stateless(t) {
+                log::debug!("snapshot {t} not taken: the workers saved no state at this clock (not resumable)");
+                return;
+            }
         }
         if self.shared.pid == 0 {
             let n = self.shared.net.snapshots_skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -37,8 +37,8 @@ pub use store::CheckpointStore;
 use crate::config::{CheckpointConfig, SnapshotMode, WhenBusy};
 use crate::error::{PsError, Result};
 use crate::state::{ClientCmd, Shared};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 
@@ -62,6 +62,10 @@ pub(crate) struct Snapshots {
     /// (committed or given up) at the name node.
     last_taken: AtomicI64,
     settled: AtomicI64,
+    /// Whether a worker of this process has saved its state (the app clocks with
+    /// `clock_saving`), and the periodic snapshots process 0 then declined for want of states.
+    saves_states: AtomicBool,
+    stateless: Mutex<BTreeSet<i64>>,
 }
 
 impl Snapshots {
@@ -114,6 +118,8 @@ impl Snapshots {
             states: Mutex::default(),
             last_taken: AtomicI64::new(start),
             settled: AtomicI64::new(start),
+            saves_states: AtomicBool::new(false),
+            stateless: Mutex::default(),
         }))
     }
 
@@ -151,13 +157,27 @@ impl Snapshots {
     /// Process 0, as its client ships clock `t - 1`: whether periodic snapshot `t` is taken.
     /// Under `when_busy = skip` only once the last one taken has settled at the name node, so
     /// that at most one checkpoint is being written at a time and no worker ever waits for one.
+    /// Once the app saves worker states, a pure snapshot at a clock its workers ended without
+    /// saving (the barriers after training: evaluation, output) is declined too: it would be
+    /// complete but not resumable, and `keep` could then prune a resumable one in its favour.
     pub fn plan(&self, t: i64) -> bool {
+        let saved = self.states.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&t);
+        if self.pure() && self.saves_states.load(Ordering::Acquire) && !saved {
+            self.stateless.lock().unwrap_or_else(|e| e.into_inner()).insert(t);
+            return false;
+        }
         let take = self.cfg.when_busy == WhenBusy::Wait
             || self.settled.load(Ordering::Acquire) >= self.last_taken.load(Ordering::Acquire);
         if take {
             self.last_taken.fetch_max(t, Ordering::AcqRel);
         }
         take
+    }
+
+    /// Process 0: whether periodic snapshot `t` was declined for want of worker states (not
+    /// skipped for a busy writer), and forgets it.
+    pub fn was_stateless(&self, t: i64) -> bool {
+        self.stateless.lock().unwrap_or_else(|e| e.into_inner()).remove(&t)
     }
 
     /// The name node: snapshot `t` is committed or given up.
@@ -204,6 +224,7 @@ impl Snapshots {
 
     /// A worker thread saved its state for clock `t`; it is written with the process's shards.
     pub fn add_state(&self, t: i64, entry: FileEntry, bytes: Vec<u8>) {
+        self.saves_states.store(true, Ordering::Release);
         self.states.lock().unwrap_or_else(|e| e.into_inner()).entry(t).or_default().push((entry, bytes));
     }
 
