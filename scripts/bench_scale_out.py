@@ -134,7 +134,7 @@ def save():
 
     keys = ["app", "system", "procs", "threads", "workers", "s_per_pass", "speedup", "cpu_s_per_pass", "cpu_ratio",
             "mb_per_worker_per_pass", "quality_key", "quality", "passes", "wall_s", "load_s", "clocks_per_pass",
-            "compute_s", "wait_s", "peak_rss_mb", "note"]
+            "compute_s", "wait_s", "peak_rss_mb", "thread_cache_mb", "note"]
     with open(RES / "bench-scale-out.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
@@ -181,6 +181,8 @@ def ps_run(app, p, t, work, conf=()):
         # The largest process's peak RSS: a process's memory should not grow by a copy of the
         # model (or the graph) per thread.
         "peak_rss_mb": s.get("peak_rss_bytes", 0) / 2**20,
+        # Of which the thread caches at their fullest (the largest process's, all its threads).
+        "thread_cache_mb": s.get("thread_cache_peak_bytes", 0) / 2**20,
     }
 
 
