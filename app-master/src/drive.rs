@@ -5,6 +5,7 @@
 use super::*;
 use ps_job::driver::{self, Attempt, Stop};
 use ps_job::restart_log::RestartLog;
+use ps_runtime::PsError;
 
 /// What every attempt starts its processes with and talks to them through.
 pub(crate) struct Launch<'a> {
@@ -167,27 +168,14 @@ async fn run_attempt(am: &mut Am, l: &mut Launch<'_>, attempt: u32) -> Result<()
         am.on_command(r.a_m_command).await?;
         // Every status of the reply counts as ended before acting on a failure among them (a
         // process that stopped on its own after the failure would otherwise be waited for).
-        let mut failure = None;
+        let mut failures = Vec::new();
         for s in r.completed_container_statuses {
-            let Some(i) = am.index_of(&s.container_id) else { continue };
-            finished.insert(i);
-            let code = s.exit_status.unwrap_or(-1000);
-            let cid = s.container_id.as_ref().map(|c| c.to_hadoop_string()).unwrap_or_default();
-            if code == 0 {
-                log::info!("process {i} ({cid}) finished");
-            } else if failure.is_none() {
-                failure = Some((i, cid, code, s.diagnostics.unwrap_or_default()));
+            if let Some(e) = ended(am, s, &mut finished) {
+                failures.push(e);
             }
         }
-        if let Some((i, container, status, diagnostics)) = failure {
-            // The process's own reason first (a panic message, a bad input line, a lost peer);
-            // the NodeManager's diagnostics only know the exit status.
-            let why = am.failure_reason(i).await;
-            let mut reason = why.unwrap_or_else(|| diagnostics.trim().to_string());
-            if let Some(hint) = memory_hint(status, &diagnostics, am.args.worker_memory) {
-                reason = format!("{reason}; {hint}");
-            }
-            let failed = AmError::ProcessFailed { process: i, container, status, reason };
+        if !failures.is_empty() {
+            let failed = cause(am, failures, &mut finished).await;
             log::error!("{failed}; stopping the other processes");
             am.stop_all(&finished).await;
             wait_gone(am, &mut finished).await;
@@ -201,5 +189,136 @@ async fn run_attempt(am: &mut Am, l: &mut Launch<'_>, attempt: u32) -> Result<()
             log::info!("progress {:.0}%, {} of {n} processes finished", progress * 100.0, finished.len());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// A container of the job that ended with a non-zero exit status.
+struct Ended {
+    process: usize,
+    container: String,
+    status: i32,
+    diagnostics: String,
+}
+
+/// Counts a completed container's process as finished; returns it if it failed.
+fn ended(am: &Am, s: ContainerStatusProto, finished: &mut HashSet<usize>) -> Option<Ended> {
+    let i = am.index_of(&s.container_id)?;
+    finished.insert(i);
+    let status = s.exit_status.unwrap_or(-1000);
+    let container = s.container_id.as_ref().map(|c| c.to_hadoop_string()).unwrap_or_default();
+    if status == 0 {
+        log::info!("process {i} ({container}) finished");
+        return None;
+    }
+    Some(Ended { process: i, container, status, diagnostics: s.diagnostics.unwrap_or_default() })
+}
+
+/// How long the AM waits for the status of a peer that a failed process reports lost.
+const PEER_STATUS_WAIT: Duration = Duration::from_secs(5);
+
+/// The failure to report for an attempt (`failures`: the first reply's, in order). A process
+/// that loses a peer fails too, often before the NodeManager reports the peer's end (a container
+/// killed by the OOM killer or by an operator), and its reason only echoes the loss. The peer's
+/// own status is then waited for (`PEER_STATUS_WAIT`) and reported instead, following a chain of
+/// such echoes to its start: the cause, say exit status 137, is what an operator acts on.
+async fn cause(am: &mut Am, mut failures: Vec<Ended>, finished: &mut HashSet<usize>) -> AmError {
+    let mut picked = vec![0];
+    let mut why = am.failure_reason(failures[0].process).await;
+    let mut waited = false;
+    for _ in 0..2 * am.procs.len() {
+        let pick = *picked.last().unwrap_or(&0);
+        match blame(&failures, pick, why.as_deref(), finished) {
+            Blame::Running(peer) if !waited => {
+                waited = true;
+                peer_status(am, peer, &mut failures, finished).await;
+            }
+            Blame::Failed(k) if !picked.contains(&k) => {
+                log::warn!(
+                    "process {} failed after losing process {}: {}",
+                    failures[pick].process,
+                    failures[k].process,
+                    why.unwrap_or_default()
+                );
+                why = am.failure_reason(failures[k].process).await;
+                picked.push(k);
+                waited = false;
+            }
+            _ => break,
+        }
+    }
+    let Ended { process, container, status, diagnostics } = failures.swap_remove(*picked.last().unwrap_or(&0));
+    // The process's own reason first (a panic message, a bad input line, a lost peer); the
+    // NodeManager's diagnostics only know the exit status.
+    let mut reason = why.unwrap_or_else(|| diagnostics.trim().to_string());
+    if let Some(hint) = memory_hint(status, &diagnostics, am.args.worker_memory) {
+        reason = format!("{reason}; {hint}");
+    }
+    AmError::ProcessFailed { process, container, status, reason }
+}
+
+/// Whom a failure's reason blames.
+#[derive(Debug, PartialEq)]
+enum Blame {
+    /// No other process: the failure is its own (or its peer ended well).
+    Nobody,
+    /// The lost peer, which failed too: its place in the failures.
+    Failed(usize),
+    /// The lost peer, whose container has not been reported ended yet.
+    Running(usize),
+}
+
+/// Whom failure `failures[pick]`, which gave reason `why`, blames, given the processes
+/// `finished` so far.
+fn blame(failures: &[Ended], pick: usize, why: Option<&str>, finished: &HashSet<usize>) -> Blame {
+    let Some(peer) = why.and_then(PsError::lost_peer_in) else { return Blame::Nobody };
+    match failures.iter().position(|e| e.process == peer) {
+        Some(k) if k != pick => Blame::Failed(k),
+        None if !finished.contains(&peer) => Blame::Running(peer),
+        _ => Blame::Nobody,
+    }
+}
+
+/// Heartbeats until process `peer`'s container has ended (at most `PEER_STATUS_WAIT`), adding
+/// the failures that come meanwhile to `failures`.
+async fn peer_status(am: &mut Am, peer: usize, failures: &mut Vec<Ended>, finished: &mut HashSet<usize>) {
+    let deadline = Instant::now() + PEER_STATUS_WAIT;
+    while !finished.contains(&peer) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        match am.rm.allocate(vec![], vec![], 0.0).await {
+            Ok(r) => {
+                for s in r.completed_container_statuses {
+                    failures.extend(ended(am, s, finished));
+                }
+            }
+            Err(e) => {
+                log::warn!("heartbeat while waiting for lost process {peer}'s status: {e}");
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(process: usize) -> Ended {
+        Ended { process, container: format!("c{process}"), status: 1, diagnostics: String::new() }
+    }
+
+    /// An echo of a lost peer blames the peer: found among the failures, waited for while its
+    /// container runs, not blamed once it ended well; a reason of its own blames nobody.
+    #[test]
+    fn a_lost_peer_is_blamed_for_the_echo() {
+        let lost = |p: usize| format!("process 0 failed: lost process {p} (127.0.0.1:4000): Broken pipe");
+        let fs = [failed(0), failed(2)];
+        let done: HashSet<usize> = [0, 2].into();
+        assert_eq!(blame(&fs, 0, Some(&lost(2)), &done), Blame::Failed(1));
+        assert_eq!(blame(&fs, 0, Some(&lost(1)), &done), Blame::Running(1));
+        let ended_well: HashSet<usize> = [0, 1, 2].into();
+        assert_eq!(blame(&fs, 0, Some(&lost(1)), &ended_well), Blame::Nobody);
+        assert_eq!(blame(&fs, 1, Some("bad line 3 of part-0"), &done), Blame::Nobody);
+        assert_eq!(blame(&fs, 1, None, &done), Blame::Nobody);
+        assert_eq!(blame(&fs[..1], 0, Some(&lost(0)), &done), Blame::Nobody);
     }
 }

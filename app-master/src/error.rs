@@ -82,8 +82,8 @@ pub enum AmError {
     // The job.
     #[error("a container ended before the job started: {0:?}")]
     EarlyExit(Option<String>),
-    /// The first process to fail, with its own reason when it reported one, else the
-    /// NodeManager's diagnostics.
+    /// The process whose failure failed the attempt (the first to fail, or the peer it reports
+    /// lost), with its own reason when it reported one, else the NodeManager's diagnostics.
     #[error("process {process} ({container}) failed with exit status {status}: {reason}")]
     ProcessFailed { process: usize, container: String, status: i32, reason: String },
 }

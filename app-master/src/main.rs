@@ -3,7 +3,8 @@
 //! NodeManagers (binaries and job files localized from the HDFS staging directory), builds the
 //! hostfile from the ports the processes bound and reported, writes it to HDFS, heartbeats with
 //! the job's progress, and finishes SUCCEEDED when every process exits 0, or FAILED (after stopping
-//! the others) with the first failed container's exit status and diagnostics.
+//! the others) with the failed container's exit status and diagnostics (the cause's: a process
+//! that only reports a lost peer yields to the peer's own status, `drive::cause`).
 //!
 //! ## The whole path on YARN
 //!

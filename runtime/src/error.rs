@@ -63,6 +63,14 @@ impl PsError {
     pub fn codec(what: impl fmt::Display) -> Self {
         PsError::Codec(what.to_string())
     }
+    /// The peer a failure report (a [`PsError::PeerLost`]'s text, possibly behind what the
+    /// reporter prefixed) blames, if it names one. A launcher uses it to report the peer's own
+    /// failure, the cause, rather than the echo of every process that lost it.
+    pub fn lost_peer_in(report: &str) -> Option<usize> {
+        let (_, rest) = report.split_once("lost process ")?;
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        rest[..digits].parse().ok()
+    }
 }
 
 /// The message a panic was raised with (`panic!("...")` gives a `&str` or a `String`).
@@ -97,5 +105,15 @@ mod tests {
         assert!(e.source().is_none());
         let text = PsError::io_msg("reading hdfs://nn/x", "connection refused");
         assert_eq!((text.to_string().as_str(), text.io_kind()), ("reading hdfs://nn/x: connection refused", None));
+    }
+
+    /// The peer named by a lost-peer failure is found in its text, also behind a prefix.
+    #[test]
+    fn a_lost_peer_is_read_back_from_its_message() {
+        let e = PsError::PeerLost { pid: 12, addr: "10.0.0.3:4001".into(), reason: "Broken pipe".into() };
+        assert_eq!(PsError::lost_peer_in(&e.to_string()), Some(12));
+        assert_eq!(PsError::lost_peer_in(&format!("process 0 failed: run: {e}")), Some(12));
+        assert_eq!(PsError::lost_peer_in("process 0 failed: bad line 3 of part-0"), None);
+        assert_eq!(PsError::lost_peer_in("lost process x"), None);
     }
 }
