@@ -268,14 +268,16 @@ impl<R: Row> ThreadTable<R> {
         // whole table in every thread over a pass. Other tables keep to their row and byte budgets
         // (`thread_cache_rows`, `thread_cache_mb`): the rows of the last clock first, none if those
         // are too many.
-        let mut bytes = self.cache_bytes();
-        if self.announced || self.cache.len() > self.capacity || bytes > self.budget {
+        // (An announced table retains anyway: its size is taken after, not also before.)
+        let mut bytes = (!self.announced).then(|| self.cache_bytes());
+        if self.announced || self.cache.len() > self.capacity || bytes > Some(self.budget) {
             self.cache.retain(|e| e.touched == Some(old));
-            bytes = self.cache_bytes();
-            if self.cache.len() > self.capacity || bytes > self.budget {
-                self.cache.clear();
-                bytes = 0;
-            }
+            bytes = None;
+        }
+        let mut bytes = bytes.unwrap_or_else(|| self.cache_bytes());
+        if self.cache.len() > self.capacity || bytes > self.budget {
+            self.cache.clear();
+            bytes = 0;
         }
         self.stats.cache_peak_bytes = self.stats.cache_peak_bytes.max(bytes as u64);
         self.touched = touched;
