@@ -34,7 +34,7 @@
 //! ranged reads, a row range per worker); `bad_rows.rs` settles the job's skipped rows after
 //! loading (`rows_skipped`, `--max-bad-fraction`). Outputs as Parquet: `rows_parquet.rs`
 //! (`RowsPart` with `--output-format parquet`); `mf --recommend`: `mf_recommend.rs`; mf's
-//! options: `mf_args.rs`; its outputs: `mf_output.rs`; `mf --implicit` (BPR with negatives
+//! options: `mf_args.rs`; its loading: `mf_load.rs`; its outputs: `mf_output.rs`; `mf --implicit` (BPR with negatives
 //! from the held item slice, `bpr_loss`/`test_auc`): `mf_implicit.rs`; LDA's bag-of-words tables (rows sent to their document's worker):
 //! `lda_table.rs`. Ids that are not all `u32` (strings, 64-bit): `ps_runtime`'s `input/keys.rs` (`KeyColumn`)
 //! and `dictionary.rs` (`settle_ids`, `Dictionary::keys_of`, fingerprints checked on resume).
@@ -112,6 +112,7 @@ mod mf_blocks;
 mod mf_eval;
 mod mf_implicit;
 mod mf_kernel;
+mod mf_load;
 mod mf_output;
 mod mf_recommend;
 mod mf_shared;
