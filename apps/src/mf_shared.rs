@@ -26,6 +26,10 @@ pub(super) struct SharedItems {
     pid: usize,
     /// The table rows of this thread's sub-slice of each slice (ascending).
     rows: Vec<Vec<u64>>,
+    /// Each rating's row in the slot, for the sub-slice being trained; kept across clocks. Made
+    /// afresh each clock it grew by doubling into newly mapped memory: at 1 x 1 (a clock's
+    /// ratings in one sub-slice) the page faults and copies were a third of the job's CPU.
+    at: Vec<u32>,
 }
 
 impl SharedItems {
@@ -33,7 +37,7 @@ impl SharedItems {
     /// sub-slice).
     pub(super) fn new(slice: ThreadSlice<Items>, pid: usize, rows: &[Vec<u64>]) -> Self {
         let mine = rows.iter().skip(slice.tid()).step_by(slice.threads()).cloned().collect();
-        SharedItems { slice, pid, rows: mine }
+        SharedItems { slice, pid, rows: mine, at: Vec::new() }
     }
 
     /// The rows this thread loads for the process at `clock`.
@@ -46,13 +50,13 @@ impl SharedItems {
 /// train on one sub-slice a step (the process's threads in turn), send this thread's
 /// sub-slice's changes. `lr`: the pass's step size.
 pub(super) fn run_steps(st: &mut MfWorker, clock: i64, lr: f32, lambda: f32) -> Result<()> {
-    let Some(sh) = st.shared.take() else { return Ok(()) };
-    let r = train_steps(st, &sh, clock, lr, lambda);
+    let Some(mut sh) = st.shared.take() else { return Ok(()) };
+    let r = train_steps(st, &mut sh, clock, lr, lambda);
     st.shared = Some(sh);
     r
 }
 
-fn train_steps(st: &mut MfWorker, sh: &SharedItems, clock: i64, lr: f32, lambda: f32) -> Result<()> {
+fn train_steps(st: &mut MfWorker, sh: &mut SharedItems, clock: i64, lr: f32, lambda: f32) -> Result<()> {
     let (t, tid) = (sh.slice.threads(), sh.slice.tid());
     let base = st.plan.block_at(sh.pid, clock);
     let rt = &mut st.rt;
@@ -68,11 +72,12 @@ fn train_steps(st: &mut MfWorker, sh: &SharedItems, clock: i64, lr: f32, lambda:
     // Each rating's row in the slot, looked up before a step's loop so that the loop can ask for
     // the item factors a few ratings ahead: rows are visited in no order the hardware
     // prefetcher follows (without the hint, 1 x 2 used 25% more CPU than 1 x 1 on 2 cores).
-    let mut at: Vec<u32> = Vec::new();
+    let at = &mut sh.at;
     for sub in (0..t).map(|u| (tid + u) % t) {
         let mut items = sh.slice.take(sub, clock)?;
         let seg = &train[blocks[base * t + sub].clone()];
         at.clear();
+        at.reserve(seg.len());
         let mut last: Option<(u64, u32)> = None;
         for r in seg {
             let row = ir.row(r.item);
