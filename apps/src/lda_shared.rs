@@ -43,39 +43,41 @@ impl RowWords {
     /// The changes from `base` (the row as loaded) to these lists, as `(column, delta)` pairs in
     /// column order into `out`: one merge of two sorted sequences, allocating nothing once `out`
     /// has grown (the threads of a process send their sub-slices at the same moment, and a row
-    /// built and compared per table row had them queue on the allocator's lock).
+    /// built and compared per table row had them queue on the allocator's lock). A loop per
+    /// word: the merge through two peekable iterators, one of them flattened, was 2% of a
+    /// 1 x 2 job's CPU.
     fn delta_into(&self, layout: WordRows, base: &Counts, out: &mut Vec<(u32, i32)>) {
         out.clear();
-        let now = self
-            .words
-            .iter()
-            .enumerate()
-            .flat_map(|(i, w)| w.iter().map(move |&(t, n)| (i as u32 * layout.topics + t, n)));
-        let (mut now, mut base) = (now.peekable(), base.iter().peekable());
-        loop {
-            let (c, d) = match (now.peek().copied(), base.peek().copied()) {
-                (None, None) => break,
-                (Some((a, n)), Some((b, m))) if a == b => {
-                    now.next();
-                    base.next();
-                    (a, n - m)
+        let mut old = base.iter();
+        let mut next = old.next();
+        for (i, w) in self.words.iter().enumerate() {
+            let at = i as u32 * layout.topics;
+            for &(t, n) in w {
+                let c = at + t;
+                // Loaded entries before this column are gone from the lists.
+                while let Some((b, m)) = next.filter(|&(b, _)| b < c) {
+                    if m != 0 {
+                        out.push((b, -m));
+                    }
+                    next = old.next();
                 }
-                (Some((a, n)), Some((b, _))) if a < b => {
-                    now.next();
-                    (a, n)
+                let was = match next {
+                    Some((b, m)) if b == c => {
+                        next = old.next();
+                        m
+                    }
+                    _ => 0,
+                };
+                if n != was {
+                    out.push((c, n - was));
                 }
-                (Some((a, n)), None) => {
-                    now.next();
-                    (a, n)
-                }
-                (_, Some((b, m))) => {
-                    base.next();
-                    (b, -m)
-                }
-            };
-            if d != 0 {
-                out.push((c, d));
             }
+        }
+        while let Some((b, m)) = next {
+            if m != 0 {
+                out.push((b, -m));
+            }
+            next = old.next();
         }
     }
 
@@ -279,6 +281,28 @@ mod tests {
             dense.add_dense(0, &mut DenseChanges::new(&touched, &mut dw), &mut Vec::new());
             prop_assert_eq!(&dense.words, &one_by_one.words);
             prop_assert!(dw.iter().all(|&d| d == 0));
+        }
+
+        /// The changes sent for a row are the lists' counts less the row's, column by column.
+        #[test]
+        fn the_delta_is_the_difference_of_the_counts(
+            loaded in proptest::collection::btree_map(0u32..16, 1i32..5, 0..12),
+            now in proptest::collection::btree_map(0u32..16, 0i32..5, 0..12),
+        ) {
+            let layout = WordRows { per_row: 4, topics: 4 };
+            let mut row = Counts::new();
+            row.assign_pairs(&mut loaded.iter().map(|(&c, &n)| (c, n)).collect::<Vec<_>>());
+            let mut w = RowWords { words: vec![Vec::new(); 4] };
+            for (&c, &n) in &now {
+                w.words[(c / 4) as usize].push((c % 4, n));
+            }
+            let mut got = Vec::new();
+            w.delta_into(layout, &row, &mut got);
+            let want: Vec<(u32, i32)> = (0..16)
+                .map(|c| (c, now.get(&c).copied().unwrap_or(0) - loaded.get(&c).copied().unwrap_or(0)))
+                .filter(|p| p.1 != 0)
+                .collect();
+            prop_assert_eq!(got, want);
         }
     }
 
