@@ -7,6 +7,7 @@
 # 10M-token corpus, a 2M-node graph; --size small fits 2 cores).
 # Results: results/bench-scale-out.{csv,json,png}.
 #   usage: scripts/bench-scale-out.sh [--max-workers N] [--size tiny|small|full] [--apps mf,lda]
+#          [--huge-pages-off] (also 1 x 1 and 1 x N with PS_HUGE_PAGES=0; compare load_s and wall_s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p ps-job -p ps-client

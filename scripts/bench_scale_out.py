@@ -40,6 +40,8 @@ ap.add_argument("--machine", default="", help="what to call this machine in the 
 ap.add_argument("--timeout", type=int, default=240, help="seconds before one run is given up")
 ap.add_argument("--plot-only", action="store_true",
                 help="only draw the plot of the runs in <results>/bench-scale-out.json (e.g. from another machine)")
+ap.add_argument("--huge-pages-off", action="store_true",
+                help="also run 1 x 1 and 1 x N with PS_HUGE_PAGES=0 (the huge-page hint's cost or gain, load included)")
 ap.add_argument("--comm-threads", type=int, default=0,
                 help="also run the many-thread shapes with this many communication threads per process")
 a = ap.parse_args()
@@ -147,13 +149,14 @@ def save():
     (RES / "bench-scale-out.json").write_text(json.dumps({"meta": meta, "runs": ROWS}, indent=1))
 
 
-def ps_run(app, p, t, work, conf=()):
+def ps_run(app, p, t, work, conf=(), env=None):
     stats = work / f"{app}-{p}x{t}.json"
     cmd = [str(BIN / "yarn-submit"), "--master", f"local[{p}]", "--threads", str(t), "--stats", str(stats),
            *conf, *app_args(app)]
     c0, t0 = children_cpu(), time.time()
     try:
-        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
+        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=a.timeout,
+                           env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired:
         return {"note": f"timed out after {a.timeout}s"}
     wall = time.time() - t0
@@ -362,6 +365,12 @@ def main():
         for p, t in [s for s in shapes(n) if s[1] >= 8] if a.comm_threads > 1 else []:
             r = {"app": app, "system": f"ps comm_threads={a.comm_threads}", "procs": p, "threads": t, "workers": p * t}
             r.update(ps_run(app, p, t, work, ["--conf", f"comm_threads={a.comm_threads}"]))
+            add(r)
+        # The huge-page hint saved loading time on one VM and cost it on another (docs/GUIDE.md):
+        # one thread and all threads of one process without it, to decide the default.
+        for p, t in [(1, 1), (1, n)] if a.huge_pages_off else []:
+            r = {"app": app, "system": "ps PS_HUGE_PAGES=0", "procs": p, "threads": t, "workers": p * t}
+            r.update(ps_run(app, p, t, work, env={"PS_HUGE_PAGES": "0"}))
             add(r)
         if a.no_peers:
             continue
