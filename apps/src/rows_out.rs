@@ -24,7 +24,8 @@ pub trait OutValue: bytemuck::Pod {
     const DESCR: &'static str;
     /// The Arrow type of a Parquet column of these values.
     type Arrow: arrow_array::ArrowPrimitiveType<Native = Self>;
-    fn text(self, buf: &mut Vec<u8>);
+    /// Appends the value's shortest decimal text.
+    fn text(self, out: &mut TextOut<'_>) -> std::io::Result<()>;
     /// Writes the little-endian bytes into `out` (exactly `size_of::<Self>()` long).
     fn le(self, out: &mut [u8]);
 }
@@ -35,8 +36,8 @@ macro_rules! out_value {
             const DESCR: &'static str = $descr;
             type Arrow = $arrow;
             #[inline]
-            fn text(self, buf: &mut Vec<u8>) {
-                buf.extend_from_slice($fmt::Buffer::new().format(self).as_bytes());
+            fn text(self, out: &mut TextOut<'_>) -> std::io::Result<()> {
+                out.put($fmt::Buffer::new().format(self).as_bytes())
             }
             #[inline]
             fn le(self, out: &mut [u8]) {
@@ -45,6 +46,78 @@ macro_rules! out_value {
         }
     };
 }
+/// Text on its way to a file: a buffer filled by copies of fixed sizes, which compile to a few
+/// loads and stores, and written out every `CHUNK` bytes. Appending each value to a `Vec` with
+/// `extend_from_slice` called `memmove` for every one: 6% of a one-pass MF job's CPU with its
+/// factors written as text (48M values).
+pub struct TextOut<'a> {
+    buf: Vec<u8>,
+    at: usize,
+    f: &'a mut dyn std::io::Write,
+}
+
+/// Room after `CHUNK` for one more short piece (a number is at most 24 bytes).
+const ROOM: usize = 32;
+
+impl<'a> TextOut<'a> {
+    fn new(f: &'a mut dyn std::io::Write) -> Self {
+        TextOut { buf: vec![0; CHUNK + ROOM], at: 0, f }
+    }
+
+    /// Appends `s`: a number, a separator or an id.
+    #[inline]
+    pub fn put(&mut self, s: &[u8]) -> std::io::Result<()> {
+        if self.at >= CHUNK {
+            self.flush()?;
+        }
+        let n = s.len();
+        if !(4..=16).contains(&n) {
+            return self.put_other(s);
+        }
+        let d = &mut self.buf[self.at..self.at + 16];
+        // Two copies that overlap where `n` is less than twice their size.
+        if n >= 8 {
+            d[..8].copy_from_slice(&s[..8]);
+            d[n - 8..n].copy_from_slice(&s[n - 8..]);
+        } else {
+            d[..4].copy_from_slice(&s[..4]);
+            d[n - 4..n].copy_from_slice(&s[n - 4..]);
+        }
+        self.at += n;
+        Ok(())
+    }
+
+    /// Appends one byte.
+    #[inline]
+    pub fn byte(&mut self, b: u8) -> std::io::Result<()> {
+        if self.at >= CHUNK {
+            self.flush()?;
+        }
+        self.buf[self.at] = b;
+        self.at += 1;
+        Ok(())
+    }
+
+    /// Pieces of under 4 or over 16 bytes (short numbers, long ids), below `CHUNK` bytes written.
+    fn put_other(&mut self, s: &[u8]) -> std::io::Result<()> {
+        if self.at + s.len() > self.buf.len() {
+            self.flush()?;
+            if s.len() > self.buf.len() {
+                return self.f.write_all(s);
+            }
+        }
+        self.buf[self.at..self.at + s.len()].copy_from_slice(s);
+        self.at += s.len();
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.f.write_all(&self.buf[..self.at])?;
+        self.at = 0;
+        Ok(())
+    }
+}
+
 out_value!(f32, "<f4", zmij, arrow_array::types::Float32Type);
 out_value!(f64, "<f8", zmij, arrow_array::types::Float64Type);
 out_value!(i32, "<i4", itoa, arrow_array::types::Int32Type);
@@ -162,23 +235,19 @@ impl<'a, V: OutValue> RowsPart<'a, V> {
 
     /// `id<TAB>v1<TAB>...<TAB>vK` lines.
     fn write_text(&self, f: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let mut buf = Vec::with_capacity(CHUNK + 4096);
+        let mut out = TextOut::new(f);
         for (i, (&id, row)) in self.ids.iter().zip(self.vals.chunks_exact(self.width)).enumerate() {
             match &self.keys {
-                Some(k) => buf.extend_from_slice(k.keys[i].to_string().as_bytes()),
-                None => id.text(&mut buf),
+                Some(k) => out.put(k.keys[i].to_string().as_bytes())?,
+                None => id.text(&mut out)?,
             }
             for &v in row {
-                buf.push(b'\t');
-                v.text(&mut buf);
+                out.byte(b'\t')?;
+                v.text(&mut out)?;
             }
-            buf.push(b'\n');
-            if buf.len() >= CHUNK {
-                f.write_all(&buf)?;
-                buf.clear();
-            }
+            out.byte(b'\n')?;
         }
-        f.write_all(&buf)
+        out.flush()
     }
 }
 
@@ -252,6 +321,28 @@ mod tests {
         let mut le = Vec::new();
         write_le(&many, &mut le).unwrap();
         assert_eq!(le, many.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    }
+
+    /// Pieces of every length, short and longer than the buffer, come out exactly and in order.
+    #[test]
+    fn text_out_writes_every_piece_exactly() {
+        let text: Vec<u8> = (0..CHUNK as u32 + 100).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut want = Vec::new();
+        let mut got = Vec::new();
+        let mut out = TextOut::new(&mut got);
+        // Every short length many times (crossing the chunk boundary), then a piece over it.
+        for k in 0..(CHUNK / 8) {
+            let n = k % 41;
+            out.put(&text[k % 7..k % 7 + n]).unwrap();
+            out.byte(b'\t').unwrap();
+            want.extend_from_slice(&text[k % 7..k % 7 + n]);
+            want.push(b'\t');
+        }
+        out.put(&text).unwrap();
+        want.extend_from_slice(&text);
+        out.flush().unwrap();
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "the text differs");
     }
 
     #[test]
