@@ -136,7 +136,7 @@ def save():
 
     keys = ["app", "system", "procs", "threads", "workers", "s_per_pass", "speedup", "cpu_s_per_pass", "cpu_ratio",
             "mb_per_worker_per_pass", "quality_key", "quality", "passes", "wall_s", "load_s", "clocks_per_pass",
-            "compute_s", "wait_s", "peak_rss_mb", "thread_cache_mb", "note"]
+            "compute_s", "wait_s", "handoff_wait_s", "peak_rss_mb", "thread_cache_mb", "note"]
     with open(RES / "bench-scale-out.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
@@ -178,9 +178,12 @@ def ps_run(app, p, t, work, conf=(), env=None):
         "wall_s": wall,
         "load_s": s.get("load_s"),
         "clocks_per_pass": cpp,
-        # Per worker thread: time computing and time blocked in the runtime (reads, barriers).
+        # Per worker thread: time computing and time blocked (reads, barriers, hand-offs).
         "compute_s": s.get("compute_s"),
         "wait_s": s.get("wait_s"),
+        # Of which waiting for another thread of the process (turns at a shared slice, PageRank's
+        # per-iteration meeting): idle time of a 1 x T run that no CPU figure shows.
+        "handoff_wait_s": s.get("handoff_wait_s"),
         # The largest process's peak RSS: a process's memory should not grow by a copy of the
         # model (or the graph) per thread.
         "peak_rss_mb": s.get("peak_rss_bytes", 0) / 2**20,

@@ -236,7 +236,7 @@ impl Iterative for Lda {
         let threads = w.threads_per_process();
         let shared = (self.rotates && threads > 1).then(|| {
             let slice = self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone();
-            ThreadSlice::new(slice, w.thread_id(), self.word_rows())
+            ThreadSlice::new(slice, w.thread_id(), w.wait_meter(), self.word_rows())
         });
         let named = a.id_col.is_some() || a.word_col.is_some() || a.count_col.is_some() || a.text_col.is_some();
         let t = match resolve_format(&c.input, c.input_format, named)? {

@@ -17,6 +17,7 @@ use super::shared_slice::{self, Held};
 use ps_runtime::Result;
 use ps_runtime::SparseRow;
 use ps_runtime::TableHandle;
+use ps_runtime::WaitMeter;
 use std::sync::Arc;
 
 type Counts = SparseRow<i32>;
@@ -148,8 +149,8 @@ pub(super) struct ThreadSlice {
 }
 
 impl ThreadSlice {
-    pub(super) fn new(shared: Arc<ProcessSlice<RowWords>>, tid: usize, layout: WordRows) -> Self {
-        ThreadSlice { inner: shared_slice::ThreadSlice::new(shared, tid), layout }
+    pub(super) fn new(shared: Arc<ProcessSlice<RowWords>>, tid: usize, meter: WaitMeter, layout: WordRows) -> Self {
+        ThreadSlice { inner: shared_slice::ThreadSlice::new(shared, tid, meter), layout }
     }
 
     pub(super) fn threads(&self) -> usize {

@@ -49,7 +49,7 @@ impl Mf {
         let by_process = self.rotates && self.names().by_process;
         let subs = if by_process { threads } else { 1 };
         let slice = by_process.then(|| self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone());
-        let slice = slice.map(|s| ThreadSlice::new(s, w.thread_id()));
+        let slice = slice.map(|s| ThreadSlice::new(s, w.thread_id(), w.wait_meter()));
         let t0 = std::time::Instant::now();
         let RatingTable { mut ratings, stats: st, users: user_keys, items: item_keys } = self.read(gid, nw)?;
         let skipped = super::bad_rows::settle(w, c, "mf", &st)?;

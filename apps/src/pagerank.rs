@@ -235,7 +235,8 @@ impl Iterative for PageRank {
         let (gid, nw) = (w.global_thread_id(), w.total_threads());
         // Taken first: should this thread stop, the others are not left waiting at the shares.
         let threads = w.threads_per_process();
-        let mut shares = ThreadShares::new(self.shares.get_or_init(|| Arc::new(ProcessShares::new(threads))).clone());
+        let shared = self.shares.get_or_init(|| Arc::new(ProcessShares::new(threads))).clone();
+        let mut shares = ThreadShares::new(shared, w.wait_meter());
         let (mut edges, read, nodes) = self.read(gid, nw)?;
         let skipped = super::bad_rows::settle(w, &a.common, "pagerank", &read)?;
         // Named nodes (or ids beyond u32) are numbered job-wide: their ranks.

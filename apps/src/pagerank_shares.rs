@@ -15,7 +15,7 @@ use super::gate::Gate;
 use super::pagerank_edges::owner_of_block;
 use ps_runtime::DenseRow;
 use ps_runtime::TableHandle;
-use ps_runtime::{PsError, Result};
+use ps_runtime::{PsError, Result, WaitMeter};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -61,6 +61,8 @@ pub(super) struct ThreadShares {
     /// The tasks' blocks that come from the table.
     remote: Vec<u64>,
     iteration: usize,
+    /// This thread's time at the process barrier (the stats' `handoff_wait_s`).
+    meter: WaitMeter,
 }
 
 impl Drop for ThreadShares {
@@ -80,8 +82,8 @@ pub(super) struct Place {
 impl ThreadShares {
     /// A thread's part, taken before anything that may fail: if this thread stops early, the
     /// others are told instead of waiting for it.
-    pub(super) fn new(shared: Arc<ProcessShares>) -> Self {
-        ThreadShares { shared, tasks: Vec::new(), scale: Vec::new(), remote: Vec::new(), iteration: 0 }
+    pub(super) fn new(shared: Arc<ProcessShares>, meter: WaitMeter) -> Self {
+        ThreadShares { shared, tasks: Vec::new(), scale: Vec::new(), remote: Vec::new(), iteration: 0, meter }
     }
 
     /// Joins the process's array with this thread's `sources` (ascending); returns the map from
@@ -90,7 +92,7 @@ impl ThreadShares {
     pub(super) fn join(&mut self, sources: &[u32], at: &Place) -> Result<Vec<u32>> {
         let shared = self.shared.clone();
         lock(&shared.deposits)?[at.tid] = sources.to_vec();
-        shared.gate.wait()?;
+        shared.gate.wait(&self.meter)?;
         let union = shared.union.get_or_init(|| {
             let mut all: Vec<u32> = match shared.deposits.lock() {
                 Ok(mut d) => d.drain(..).flatten().collect(),
@@ -188,7 +190,7 @@ impl ThreadShares {
                 o.store(((previous(x as f64) * s) as f32).to_bits(), Relaxed);
             }
         }
-        shared.gate.wait()?;
+        shared.gate.wait(&self.meter)?;
         self.iteration += 1;
         Ok(buf)
     }
@@ -219,7 +221,7 @@ mod tests {
                     let shared = shared.clone();
                     let src = &sources[tid];
                     s.spawn(move || {
-                        let mut me = ThreadShares::new(shared);
+                        let mut me = ThreadShares::new(shared, WaitMeter::default());
                         let map = me.join(src, &Place { np: 2, pid: 0, tid, b: 4 }).unwrap();
                         (me.tasks.clone(), map)
                     })

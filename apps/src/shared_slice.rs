@@ -20,8 +20,9 @@
 //! ([`ThreadSlice::load`], [`ThreadSlice::flush`]); between, the threads change the process's
 //! one copy.
 
-use ps_runtime::{PsError, Result};
+use ps_runtime::{PsError, Result, WaitMeter};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
 
 /// What the threads of one process share: a slot per sub-slice (slot `t` loaded and sent by
 /// thread `t`) and whose turn each is. Each thread sleeps on its own condition variable and is
@@ -132,9 +133,11 @@ fn stopped() -> PsError {
 
 /// A thread's part in [`ProcessSlice`]. Dropping it (the thread failed, or is done) is told to
 /// the others: one that waits for this thread's slot or visit stops instead of waiting forever.
+/// Time spent waiting for a turn goes to the thread's `meter` (the stats' `handoff_wait_s`).
 pub(super) struct ThreadSlice<V> {
     shared: Arc<ProcessSlice<V>>,
     tid: usize,
+    meter: WaitMeter,
 }
 
 impl<V> Drop for ThreadSlice<V> {
@@ -147,8 +150,8 @@ impl<V> Drop for ThreadSlice<V> {
 }
 
 impl<V: Default> ThreadSlice<V> {
-    pub(super) fn new(shared: Arc<ProcessSlice<V>>, tid: usize) -> Self {
-        ThreadSlice { shared, tid }
+    pub(super) fn new(shared: Arc<ProcessSlice<V>>, tid: usize, meter: WaitMeter) -> Self {
+        ThreadSlice { shared, tid, meter }
     }
 
     pub(super) fn threads(&self) -> usize {
@@ -168,11 +171,17 @@ impl<V: Default> ThreadSlice<V> {
     /// the slot whose changes can make it so.
     fn wait_until(&self, sub: usize, mut ready: impl FnMut(&Turns) -> Result<bool>) -> Result<MutexGuard<'_, Turns>> {
         let mut turns = self.turns()?;
+        // Timed only when it blocks: the clock is not read on the way through.
+        let mut blocked = None;
         while !ready(&turns)? {
+            blocked.get_or_insert_with(Instant::now);
             turns.waits_for[self.tid] = Some(sub);
             let woken = self.shared.wake[self.tid].wait(turns);
             turns = woken.map_err(|_| stopped())?;
             turns.waits_for[self.tid] = None;
+        }
+        if let Some(t0) = blocked {
+            self.meter.add(t0.elapsed());
         }
         Ok(turns)
     }
@@ -304,13 +313,42 @@ mod tests {
         assert!(slot.index(0).is_err());
     }
 
+    /// A thread waiting for its turn at a sub-slice is charged the time until the holder gives
+    /// it back.
+    #[test]
+    fn the_wait_for_a_turn_is_metered() {
+        let shared = Arc::new(ProcessSlice::<Vec<f32>>::new(2));
+        let me = ThreadSlice::new(shared.clone(), 0, WaitMeter::default());
+        me.load(&[7], 0, |_, v| {
+            v.push(1.0);
+            Ok(())
+        })
+        .unwrap();
+        let held = me.take(0, 0).unwrap();
+        let meter = WaitMeter::default();
+        let waiter = {
+            let (shared, meter) = (shared.clone(), meter.clone());
+            std::thread::spawn(move || ThreadSlice::new(shared, 1, meter).take(0, 0).map(|h| h.values[0].clone()))
+        };
+        // Waiting (and so timing) once its turn state says so.
+        while shared.turns.lock().unwrap().waits_for[1].is_none() {
+            std::thread::yield_now();
+        }
+        let hold = std::time::Duration::from_millis(30);
+        std::thread::sleep(hold);
+        drop(held);
+        assert_eq!(waiter.join().unwrap().unwrap(), vec![1.0]);
+        assert!(meter.waited() >= hold, "{:?}", meter.waited());
+        assert_eq!(me.meter.waited(), std::time::Duration::ZERO, "the holder never waited");
+    }
+
     /// A thread that stops before loading its sub-slice is told to the one waiting for it, which
     /// fails instead of waiting forever.
     #[test]
     fn waiting_for_a_stopped_threads_slot_fails() {
         let shared = Arc::new(ProcessSlice::<Vec<f32>>::new(2));
-        let me = ThreadSlice::new(shared.clone(), 0);
-        let other = ThreadSlice::new(shared, 1);
+        let me = ThreadSlice::new(shared.clone(), 0, WaitMeter::default());
+        let other = ThreadSlice::new(shared, 1, WaitMeter::default());
         let waiter = std::thread::spawn(move || me.take(1, 0).map(|_| ()));
         drop(other);
         assert!(waiter.join().unwrap().is_err());

@@ -56,6 +56,7 @@ fn demo_job_succeeds_and_writes_stats() {
         "wall_s",
         "compute_s",
         "wait_s",
+        "handoff_wait_s",
         "gets",
         "get_misses",
         "bytes_sent",
@@ -66,6 +67,7 @@ fn demo_job_succeeds_and_writes_stats() {
         assert!(v.get(k).is_some(), "stats lack {k}: {v}");
     }
     assert_eq!(v["clocks"], 15);
+    assert_eq!(v["handoff_wait_s"], 0.0, "the demo's threads hand nothing to each other");
     assert_eq!(v["config"]["runtime"]["consistency"], "essp");
     assert_eq!(v["config"]["runtime"]["staleness"], 2);
     // 6 threads x 15 clocks x (6 own rows + 4 shared rows) reads.

@@ -78,5 +78,5 @@ pub use logging::init as init_logging;
 pub use process::{run_app, App, JobShape, OutputPolicy, ProcessSpec, PsContext};
 pub use registry::RowTypeRegistry;
 pub use row::{prefetch, ColumnAdd, ColumnGet, DenseRow, Element, Row, RowText, RowUpdate, SparseRow};
-pub use stats::ProcessStats;
+pub use stats::{ProcessStats, WaitMeter};
 pub use wire::WireProtection;

@@ -473,6 +473,7 @@ impl Joined {
             wall_s: started.elapsed().as_secs_f64(),
             compute_s: (self.busy_s - wait_s).max(0.0) / threads as f64,
             wait_s: wait_s / threads as f64,
+            handoff_wait_s: self.total.handoff_ns as f64 / 1e9 / threads as f64,
             threads,
             gets: self.total.gets,
             get_misses: self.total.get_misses,

@@ -4,6 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Counters kept by one worker thread (no sharing, merged at the end).
 #[derive(Clone, Debug, Default)]
@@ -14,7 +17,10 @@ pub struct ThreadStats {
     /// Gets not served by the thread cache alone.
     pub thread_cache_misses: u64,
     pub incs: u64,
+    /// Time blocked: in the runtime (`get`, barriers) and in the app's own hand-offs.
     pub wait_ns: u64,
+    /// The part of `wait_ns` spent in the app's hand-offs between threads ([`WaitMeter`]).
+    pub handoff_ns: u64,
     /// `staleness[d]`: reads that returned data age `clock - d`.
     pub staleness: Vec<u64>,
     /// With `staleness_profile`: `lag[k]`: reads whose age was k clocks older than the freshest
@@ -67,10 +73,40 @@ impl ThreadStats {
         self.thread_cache_misses += o.thread_cache_misses;
         self.incs += o.incs;
         self.wait_ns += o.wait_ns;
+        self.handoff_ns += o.handoff_ns;
         add_hist(&mut self.staleness, &o.staleness);
         add_hist(&mut self.lag, &o.lag);
         add_hist(&mut self.ahead, &o.ahead);
         self.cache_peak_bytes += o.cache_peak_bytes;
+    }
+}
+
+/// Time a worker thread spends waiting for other threads of its process in the app's own
+/// hand-offs (a shared model slice's turn, a process barrier of the app's), which the runtime
+/// cannot see: counted into the thread's `wait_s` and reported on its own as `handoff_wait_s`.
+/// Without it, a thread waiting for its turn at a slice counted as computing, and a job whose
+/// threads idled looked CPU-bound. Get one per thread from `Worker::wait_meter`; clones count
+/// into the same figure. Record only time actually spent blocked (not the fast path).
+#[derive(Clone, Debug, Default)]
+pub struct WaitMeter(Arc<AtomicU64>);
+
+impl WaitMeter {
+    /// Counts `d` as waiting.
+    pub fn add(&self, d: Duration) {
+        self.0.fetch_add(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+
+    /// Runs `f`, counting its time as waiting.
+    pub fn time<T>(&self, f: impl FnOnce() -> T) -> T {
+        let t0 = Instant::now();
+        let r = f();
+        self.add(t0.elapsed());
+        r
+    }
+
+    /// All the waiting counted so far.
+    pub fn waited(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
     }
 }
 
@@ -82,8 +118,11 @@ pub struct ProcessStats {
     pub wall_s: f64,
     /// Mean per worker thread of time not spent blocked in the runtime.
     pub compute_s: f64,
-    /// Mean per worker thread of time blocked in `get` and `global_barrier`.
+    /// Mean per worker thread of time blocked in `get` and `global_barrier`, or waiting for
+    /// another thread of the process in the app's own hand-offs.
     pub wait_s: f64,
+    /// The part of `wait_s` spent in the app's hand-offs ([`WaitMeter`]).
+    pub handoff_wait_s: f64,
     pub threads: usize,
     pub gets: u64,
     pub get_misses: u64,
@@ -242,6 +281,7 @@ struct JobStats {
     wall_s: f64,
     compute_s: f64,
     wait_s: f64,
+    handoff_wait_s: f64,
     gets: u64,
     get_misses: u64,
     thread_cache_misses: u64,
@@ -297,6 +337,7 @@ pub fn merge(procs: &[ProcessSummary]) -> Value {
         wall_s: stats().map(|p| p.wall_s).fold(0.0, f64::max),
         compute_s: wmean(|p| p.compute_s),
         wait_s: wmean(|p| p.wait_s),
+        handoff_wait_s: wmean(|p| p.handoff_wait_s),
         gets: sum(|p| p.gets),
         get_misses: sum(|p| p.get_misses),
         thread_cache_misses: sum(|p| p.thread_cache_misses),
@@ -371,6 +412,7 @@ mod tests {
             "wall_s": procs.iter().map(|p| num(p, "wall_s")).fold(0.0, f64::max),
             "compute_s": wmean("compute_s"),
             "wait_s": wmean("wait_s"),
+            "handoff_wait_s": wmean("handoff_wait_s"),
             "gets": int("gets"),
             "get_misses": int("get_misses"),
             "thread_cache_misses": int("thread_cache_misses"),
@@ -416,6 +458,7 @@ mod tests {
         let text = json!({
             "process": k, "clocks": 200 - k, "wall_s": 0.772613123 - k as f64 * 1e-4,
             "compute_s": 0.726183944 + k as f64 * 0.0103, "wait_s": 0.0439693385 / (k + 1) as f64,
+            "handoff_wait_s": 0.0139693385 / (k + 2) as f64,
             "threads": threads, "gets": 3200 + k, "get_misses": 93 - 30 * k, "thread_cache_misses": 3200,
             "incs": 2000, "bytes_sent": 1583137 - 283528 * k, "bytes_recv": 1299609 + 283528 * k,
             "server_bytes_sent": 700000 + 1000 * k,
@@ -458,7 +501,7 @@ mod tests {
         }
     }
 
-    const JOB_KEYS: [&str; 31] = [
+    const JOB_KEYS: [&str; 32] = [
         "bytes_recv",
         "bytes_sent",
         "clocks",
@@ -467,6 +510,7 @@ mod tests {
         "fetches_sent",
         "get_misses",
         "gets",
+        "handoff_wait_s",
         "incs",
         "mean_staleness",
         "mirror_clock_waits",

@@ -222,6 +222,12 @@ fn mf_answer_does_not_depend_on_processes_or_threads() {
         let st = run("mf", &a, procs, &RuntimeConfig { threads, ..RuntimeConfig::default() });
         let (clocks, rmse) = *objective(&st, "test_rmse").last().unwrap();
         assert!(rmse.is_finite(), "{procs} x {threads}: {rmse}");
+        for p in &st {
+            // Turns at the shared slice are waits, and only threads of one process take turns.
+            let h = p.handoff_wait_s;
+            assert!((0.0..=p.wait_s + 1e-9).contains(&h), "{procs} x {threads}: hand-offs {h} s of {} s", p.wait_s);
+            assert!(threads > 1 || h == 0.0, "{procs} x 1: {h} s waiting for other threads");
+        }
         finals.push(((procs, threads), clocks, rmse));
     }
     eprintln!("(shape, clocks, held-out RMSE) after 10 passes: {finals:?}");

@@ -7,7 +7,7 @@ use crate::clock::{Age, Clock};
 use crate::error::{PsError, Result};
 use crate::live::Published;
 use crate::row::Row;
-use crate::stats::ThreadStats;
+use crate::stats::{ThreadStats, WaitMeter};
 use rustc_hash::FxHashMap;
 use std::any::Any;
 use std::borrow::Cow;
@@ -32,6 +32,8 @@ pub struct Worker {
     clock: Rc<ThreadClock>,
     tables: FxHashMap<u32, ThreadTableSlot>,
     barrier_wait_ns: Cell<u64>,
+    /// Time waiting for other threads of the process in the app's own hand-offs.
+    handoff: WaitMeter,
     started: Instant,
     finished: bool,
     /// Calls of `exchange` so far (the epoch of the next one).
@@ -51,6 +53,7 @@ impl Worker {
             clock: Rc::new(ThreadClock { clock: Cell::new(start), floor: Cell::new(floor) }),
             tables: FxHashMap::default(),
             barrier_wait_ns: Cell::new(0),
+            handoff: WaitMeter::default(),
             started: Instant::now(),
             finished: false,
             exchanges: 0,
@@ -81,6 +84,13 @@ impl Worker {
     pub fn total_threads(&self) -> usize {
         self.num_processes() * self.threads_per_process()
     }
+    /// This thread's meter for time spent waiting for other threads of its process in the app's
+    /// own hand-offs (turns at a shared slice, an app's process barrier): what it records counts
+    /// into this thread's `wait_s` and is reported as `handoff_wait_s`.
+    pub fn wait_meter(&self) -> WaitMeter {
+        self.handoff.clone()
+    }
+
     /// This process's bytes sent on sockets so far (`bytes_sent` of the stats).
     pub fn bytes_sent(&self) -> u64 {
         self.core.shared.net.bytes_sent.load(std::sync::atomic::Ordering::Relaxed)
@@ -165,13 +175,15 @@ impl Worker {
         Ok(())
     }
 
-    /// This thread's counters so far: its tables' plus time blocked in barriers.
+    /// This thread's counters so far: its tables' plus time blocked in barriers and hand-offs.
     fn thread_stats(&self) -> ThreadStats {
         let mut st = ThreadStats::default();
         for (t, _) in self.tables.values() {
             st.add(&t.stats());
         }
-        st.wait_ns += self.barrier_wait_ns.get();
+        let handoff = self.handoff.waited().as_nanos() as u64;
+        st.wait_ns += self.barrier_wait_ns.get() + handoff;
+        st.handoff_ns += handoff;
         st
     }
 
