@@ -16,7 +16,7 @@ use super::dictionary::{check_resumed, fingerprints, keys_for, settle_ids, Dicti
 use super::driver::Iterative;
 use super::options::{parse, CommonArgs, OutputFormat};
 use super::output::Output;
-use super::pagerank_edges::{exchange_by_destination, owner_of_block, LocalEdges};
+use super::pagerank_edges::{exchange_by_destination, LocalEdges, Owners};
 use super::pagerank_shares::{share, Place, ProcessShares, ThreadShares};
 use super::pagerank_table::{push_blocks, push_counts, read_blocks, Mirror, Owned};
 use super::rows_out::RowsPart;
@@ -151,7 +151,7 @@ pub struct PrWorker {
     rank: TableHandle<DenseRow<f32>>,
     global: TableHandle<DenseRow<f64>>,
     edges: LocalEdges,
-    /// Blocks this worker owns and alone writes ([`owner_of_block`]), ascending.
+    /// Blocks this worker owns and alone writes ([`Owners`]), ascending.
     owned: Vec<u64>,
     /// The places ([`Owned`]) of the dangling nodes in the owned blocks.
     dangling: Vec<u32>,
@@ -221,7 +221,7 @@ impl Iterative for PageRank {
     fn create_tables(&self, ctx: &mut PsContext) -> Result<()> {
         let workers = ctx.num_processes() * ctx.config().threads;
         let b = self.args.block;
-        // Block k lives on server k mod processes: its owner (`owner_of_block`) is a thread of
+        // Block k lives on server k mod processes: its owner (`Owners`) is a thread of
         // that process, so the owner's writes stay in its own process.
         ctx.create_table(RANK.config("rank", b).with_placement(Placement::Modulo))?;
         ctx.create_table(DEGREE.config("outdegree", b))?;
@@ -268,13 +268,13 @@ impl Iterative for PageRank {
             let (all, _, _) = self.read(0, 1)?;
             reference = Some(pagerank_sequential(n, &all.src, &all.dst, d, 10_000, 1e-14));
         }
-        let (np, threads) = (w.num_processes(), w.threads_per_process());
-        let edges = exchange_by_destination(w, edges, b, n)?;
-        let owned: Vec<u64> = (0..n.div_ceil(b) as u64).filter(|&k| owner_of_block(k, np, threads) == gid).collect();
-        let at = Owned::new(np * threads, b);
-        let mut local_edges = LocalEdges::new(&edges, n, &owned, at);
+        let owners = Owners::balanced(w, &edges, b, n)?;
+        let edges = exchange_by_destination(w, edges, &owners, b, n)?;
+        let owned = owners.owned_by(gid);
+        let at = Owned::new(&owners, b);
+        let mut local_edges = LocalEdges::new(&edges, n, &owned, &at);
         drop(edges);
-        let place = Place { np, pid: w.process_id(), tid: w.thread_id(), b };
+        let place = Place { pid: w.process_id(), tid: w.thread_id(), b, owners };
         let map = shares.join(&local_edges.sources, &place)?;
         local_edges.srcs.iter_mut().for_each(|s| *s = map[*s as usize]);
         drop(map);
@@ -316,7 +316,7 @@ impl Iterative for PageRank {
             shares,
             pushed_dangling: vec![0f64; dangling.len()],
             mine,
-            held: Mirror::new(held, at),
+            held: Mirror::new(held, at.clone()),
             at,
             prev_owned: None,
             g: 0.0,

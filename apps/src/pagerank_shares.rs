@@ -12,7 +12,7 @@
 //! barrier first.
 
 use super::gate::Gate;
-use super::pagerank_edges::owner_of_block;
+use super::pagerank_edges::Owners;
 use ps_runtime::DenseRow;
 use ps_runtime::TableHandle;
 use ps_runtime::{PsError, Result, WaitMeter};
@@ -71,12 +71,13 @@ impl Drop for ThreadShares {
     }
 }
 
-/// Where a thread stands: process `pid` of `np`, thread `tid`, rank blocks of `b` nodes.
+/// Where a thread stands: process `pid`, thread `tid`, rank blocks of `b` nodes owned by
+/// `owners`.
 pub(super) struct Place {
-    pub np: usize,
     pub pid: usize,
     pub tid: usize,
     pub b: usize,
+    pub owners: Owners,
 }
 
 impl ThreadShares {
@@ -119,7 +120,7 @@ impl ThreadShares {
         while lo < union.len() {
             let blk = union[lo] as u64 / at.b as u64;
             let hi = lo + union[lo..].partition_point(|&u| (u as u64 / at.b as u64) == blk);
-            let owner = owner_of_block(blk, at.np, t);
+            let owner = at.owners.owner(blk);
             if owner / t == at.pid {
                 if owner % t == at.tid {
                     self.tasks.push((blk, true, lo..hi));
@@ -212,17 +213,20 @@ mod tests {
 
     #[test]
     fn threads_fill_disjoint_blocks_covering_the_union() {
-        // 2 processes x 2 threads, blocks of 4 nodes; process 0's threads.
+        // 2 processes x 2 threads, blocks of 4 nodes; process 0's threads. Block 2 is the
+        // heaviest, so thread 0 takes it and thread 1 the other three of process 0.
+        let owners = Owners::assign(2, 2, 8, |k| if k == 2 { 10 } else { 1 });
+        assert_eq!([0, 2, 4, 6].map(|k| owners.owner(k)), [1, 0, 1, 1]);
         let shared = Arc::new(ProcessShares::new(2));
         let sources = [vec![0u32, 1, 5, 9, 17, 30], vec![1u32, 4, 9, 22, 31]];
         let parts: Vec<(Vec<Task>, Vec<u32>)> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..2)
                 .map(|tid| {
                     let shared = shared.clone();
-                    let src = &sources[tid];
+                    let (src, owners) = (&sources[tid], owners.clone());
                     s.spawn(move || {
                         let mut me = ThreadShares::new(shared, WaitMeter::default());
-                        let map = me.join(src, &Place { np: 2, pid: 0, tid, b: 4 }).unwrap();
+                        let map = me.join(src, &Place { pid: 0, tid, b: 4, owners }).unwrap();
                         (me.tasks.clone(), map)
                     })
                 })
@@ -241,7 +245,7 @@ mod tests {
         assert_eq!(filled, vec![0, 1, 2, 4, 5, 7]);
         for (tid, (tasks, _)) in parts.iter().enumerate() {
             for (blk, owned, _) in tasks {
-                let owner = owner_of_block(*blk, 2, 2);
+                let owner = owners.owner(*blk);
                 assert_eq!(*owned, owner / 2 == 0, "block {blk}");
                 if *owned {
                     assert_eq!(owner % 2, tid, "block {blk}");

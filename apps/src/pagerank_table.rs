@@ -5,29 +5,30 @@
 //! (`Mirror`), so that it reads its own blocks as every other worker reads them, and the
 //! iteration does not depend on how the nodes are split among workers.
 
+use super::pagerank_edges::Owners;
 use ps_runtime::Result;
 use ps_runtime::TableHandle;
 use ps_runtime::{DenseRow, Element};
 
-/// Where a worker keeps its owned nodes' values: owned block `k` at `(k / W) b`, W the job's
-/// workers. [`owner_of_block`](super::pagerank_edges::owner_of_block) depends only on `k mod W`, so a worker owns one block in every W
-/// and these places are `0..owned blocks x b`. Arrays indexed by node id took 12 bytes a node of
-/// the whole graph in every worker thread (1 x 16 on a 500K-node graph: 96 MB more than 1 x 1).
-#[derive(Clone, Copy)]
+/// Where a worker keeps its owned nodes' values: its `i`-th owned block (ascending) at `i b`
+/// ([`Owners::index`]), so these places are `0..owned blocks x b`. Arrays indexed by node id took
+/// 12 bytes a node of the whole graph in every worker thread (1 x 16 on a 500K-node graph: 96 MB
+/// more than 1 x 1).
+#[derive(Clone)]
 pub(super) struct Owned {
-    workers: usize,
+    owners: Owners,
     pub(super) b: usize,
 }
 
 impl Owned {
-    pub(super) fn new(workers: usize, b: usize) -> Self {
-        Owned { workers: workers.max(1), b }
+    pub(super) fn new(owners: &Owners, b: usize) -> Self {
+        Owned { owners: owners.clone(), b }
     }
 
     /// The place of owned node `v`.
     #[inline]
     pub(super) fn at(&self, v: usize) -> usize {
-        (v / self.b / self.workers) * self.b + v % self.b
+        self.owners.index((v / self.b) as u64) * self.b + v % self.b
     }
 
     /// The places of owned block `blk`'s nodes (`n` nodes in all).
@@ -170,17 +171,16 @@ pub(super) fn read_blocks<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pagerank_edges::owner_of_block;
 
     /// A worker's owned nodes take the places `0..owned blocks x b`, in node order, each once.
     #[test]
     fn owned_nodes_fill_their_places_in_order() {
         let (b, n) = (4usize, 203usize);
         for (np, threads) in [(1, 1), (2, 1), (3, 2), (4, 3)] {
-            let at = Owned::new(np * threads, b);
+            let owners = Owners::assign(np, threads, n.div_ceil(b), |k| 1 + 100 / (k + 1));
+            let at = Owned::new(&owners, b);
             for gid in 0..np * threads {
-                let owned: Vec<u64> =
-                    (0..n.div_ceil(b) as u64).filter(|&k| owner_of_block(k, np, threads) == gid).collect();
+                let owned = owners.owned_by(gid);
                 let places: Vec<usize> = owned.iter().flat_map(|&k| at.block(k, n)).collect();
                 let nodes = owned.iter().flat_map(|&k| k as usize * b..((k as usize + 1) * b).min(n));
                 assert_eq!(nodes.map(|v| at.at(v)).collect::<Vec<_>>(), places, "{np} x {threads}, worker {gid}");
