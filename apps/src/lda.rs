@@ -18,6 +18,7 @@ use super::lda_tokens::{doc_order, set_doc_order, token_offsets, unpack_assignme
 use super::options::{parse, CommonArgs};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
+use super::shared_slice::subs_for;
 use super::state::SavedState;
 use super::vocabulary::Limits;
 use clap::Parser;
@@ -75,9 +76,10 @@ pub struct LdaArgs {
     pub top_words: usize,
     /// Which tokens a clock samples: `words` rotates slices of the vocabulary among the workers
     /// (exact word counts whatever the number of workers, fewer rows on the wire; needs
-    /// --clocks-per-pass to be a multiple of workers x (staleness + 1), which is the default),
-    /// `docs` takes a part of the documents with all their words, `auto` is `words` unless the
-    /// job has no staleness bound (async) or runs several passes a clock.
+    /// --clocks-per-pass to be a multiple of processes x (staleness + 1), which is the default;
+    /// one process holds the whole vocabulary), `docs` takes a part of the documents with all
+    /// their words, `auto` is `words` unless the job runs several passes a clock or has several
+    /// processes and no staleness bound (async).
     #[arg(long, value_enum, default_value_t = Schedule::Auto)]
     pub schedule: Schedule,
 }
@@ -149,12 +151,11 @@ pub struct LdaWorker {
     pub(super) sampler: Sampler,
     /// The generator of the current clock (clock -1: the initial assignments).
     pub(super) rng: SeededRng,
-    /// Rotating: this thread's part in the process's slice, and the rows of its sub-slice of
-    /// each slice.
+    /// Rotating: this thread's part in the process's slice, and the rows of its sub-slices of
+    /// each slice (`slot_rows[slice][k]`: of its `k`-th).
     pub(super) shared: Option<ThreadSlice>,
     pub(super) pid: usize,
-    pub(super) tid: usize,
-    pub(super) slot_rows: Vec<Vec<u64>>,
+    pub(super) slot_rows: Vec<Vec<Vec<u64>>>,
 }
 
 impl LdaWorker {
@@ -185,8 +186,8 @@ impl Iterative for Lda {
 
     fn from_args(args: &[String]) -> Result<Self> {
         let mut args: LdaArgs = parse("lda", args)?;
-        // Rotating word slices, a sweep is one clock per slice, workers x (staleness + 1)
-        // (`shape`): 4 for the default job (2 workers, staleness 1). On a 3M-token corpus (K =
+        // Rotating word slices, a sweep is one clock per slice, processes x (staleness + 1), one
+        // for one process (`shape`): 4 for the default job (2 workers, staleness 1). On a 3M-token corpus (K =
         // 100, 5 sweeps, 2 workers) it reached -12.05 per token at 1.15 s/sweep, 8 clocks -12.03
         // at 1.61, and document parts at 4 clocks -12.35 at 1.87 (the plain loop: -12.03).
         args.common.validate("lda", BASE_CPP)?;
@@ -286,9 +287,9 @@ impl Iterative for Lda {
         }
         let n = docs.len();
         let rows = self.word_rows();
-        // A slice is made of whole rows; rotating, a slice of `threads` sub-slices, and a
-        // block per (part, slice, sub-slice).
-        let subs = if shared.is_some() { threads } else { 1 };
+        // A slice is made of whole rows; rotating, a slice of `subs_for(threads)` sub-slices,
+        // and a block per (part, slice, sub-slice).
+        let subs = if shared.is_some() { subs_for(threads) } else { 1 };
         let fine = if plan.rotates() { Some(balanced_slices(w, rows, &docs, &plan, subs)?) } else { None };
         // Looked up per word and block below: a table, not a hash lookup each time.
         let places: Vec<(usize, usize)> = (0..v.div_ceil(rows.per_row as usize) as u64)
@@ -304,12 +305,14 @@ impl Iterative for Lda {
             .flat_map(|p| Block::split(&docs, plan.part_range(p, n), v, plan.slices * subs, fine_of))
             .collect();
         debug_assert_eq!(blocks.len(), plan.blocks() * subs);
-        let mut slot_rows = vec![Vec::new(); plan.slices];
-        if shared.is_some() {
+        let mut slot_rows = Vec::new();
+        if let Some(sh) = &shared {
+            let owned = sh.owned();
+            slot_rows = vec![vec![Vec::new(); owned.len()]; plan.slices];
             for r in 0..v.div_ceil(rows.per_row as usize) as u64 {
                 let (s, u) = place(r);
-                if u == w.thread_id() {
-                    slot_rows[s].push(r);
+                if owned.contains(&u) {
+                    slot_rows[s][u - owned.start].push(r);
                 }
             }
         }
@@ -331,7 +334,6 @@ impl Iterative for Lda {
             rows,
             shared,
             pid: w.process_id(),
-            tid: w.thread_id(),
             slot_rows,
         };
         let z: Vec<u32> = match saved {
@@ -379,7 +381,7 @@ impl Iterative for Lda {
         for ahead in (0..=ahead).filter(|a| clock + a < self.args.common.total_clocks()) {
             let rows = match st.shared {
                 // This thread loads its sub-slice for the whole process.
-                Some(_) => st.slot_rows[st.plan.block_at(st.pid, clock + ahead) % st.plan.slices].clone(),
+                Some(_) => st.slot_rows[st.plan.block_at(st.pid, clock + ahead) % st.plan.slices].concat(),
                 None => st.rows.rows_of(st.blocks[st.block(clock + ahead)].words.iter().map(|&w| w as u64)),
             };
             if st.plan.rotates() {
@@ -454,10 +456,11 @@ impl Lda {
     /// process's threads in step), send this thread's sub-slice's changes.
     fn run_steps(st: &mut LdaWorker, clock: i64) -> Result<()> {
         let Some(sh) = st.shared.as_ref() else { return Ok(()) };
-        let (t, tid) = (sh.threads(), st.tid);
-        let base = st.plan.block_at(st.pid, clock);
-        sh.load(&st.slot_rows[base % st.plan.slices], &mut st.wt, clock)?;
-        for sub in (0..t).map(|u| (tid + u) % t) {
+        let (t, base) = (sh.subs(), st.plan.block_at(st.pid, clock));
+        for (sub, rows) in sh.owned().zip(&st.slot_rows[base % st.plan.slices]) {
+            sh.load(sub, rows, &mut st.wt, clock)?;
+        }
+        for sub in sh.visits() {
             let mut counts = sh.take(sub, clock)?;
             st.sampler.sweep_block(&mut st.blocks[base * t + sub], &mut counts, &mut st.rng)?;
         }

@@ -153,14 +153,25 @@ impl ThreadSlice {
         ThreadSlice { inner: shared_slice::ThreadSlice::new(shared, tid, meter), layout }
     }
 
-    pub(super) fn threads(&self) -> usize {
-        self.inner.threads()
+    /// The sub-slices of the process's slice.
+    pub(super) fn subs(&self) -> usize {
+        self.inner.subs()
     }
 
-    /// Loads this thread's sub-slice for `clock`: `rows` (ascending) as the table has them.
-    pub(super) fn load(&self, rows: &[u64], wt: &mut TableHandle<Counts>, clock: i64) -> Result<()> {
+    /// The sub-slices this thread loads and sends.
+    pub(super) fn owned(&self) -> std::ops::Range<usize> {
+        self.inner.owned()
+    }
+
+    /// The order in which this thread visits the sub-slices in a clock.
+    pub(super) fn visits(&self) -> impl Iterator<Item = usize> {
+        self.inner.visits()
+    }
+
+    /// Loads this thread's sub-slice `sub` for `clock`: `rows` (ascending) as the table has them.
+    pub(super) fn load(&self, sub: usize, rows: &[u64], wt: &mut TableHandle<Counts>, clock: i64) -> Result<()> {
         let layout = self.layout;
-        self.inner.load(rows, clock, |r, v| {
+        self.inner.load(sub, rows, clock, |r, v| {
             v.fill(&*wt.get(r)?, layout);
             Ok(())
         })

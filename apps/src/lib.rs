@@ -14,7 +14,8 @@
 //! Apps use only the public API. Before anything else the runtime tells an app the job's shape
 //! (`App::shape(JobShape)`: processes, threads, staleness; in `launch` before progress reports start,
 //! and in `run_app`), so MF and LDA size their clocks per pass from the workers (`rotation.rs`: the
-//! smallest multiple of workers x (staleness + 1), or an error naming the values that fit).
+//! smallest multiple of workers x (staleness + 1), one for a lone worker, or an error naming the
+//! values that fit).
 //! `driver.rs` holds the one iterative loop (resume state, clocks,
 //! stragglers, objective samples, `--target` stop, checkpoints, output commit); an app implements the
 //! `Iterative` trait (tables, per-worker state, one clock of work, objective partial sums, saved state,

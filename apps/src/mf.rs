@@ -186,7 +186,8 @@ impl Iterative for Mf {
         // as long communicating as computing (5M ratings, rank 100, 2 workers: 2.8 s/pass at
         // 10, 1.3 at 2, 1.0 at 1), while held-out RMSE after a fixed number of passes moved by
         // about 0.1% (MovieLens 100K, 40 passes: 0.9255 at 10, 0.9266 at 2, 0.9283 at 1).
-        // With rotating item slices, the smallest multiple of workers x (staleness + 1) (`shape`).
+        // With rotating item slices, the smallest multiple of workers x (staleness + 1), one for a
+        // lone worker (`shape`).
         args.common.validate("mf", BASE_CPP)?;
         if args.rank == 0 || !(0.0..1.0).contains(&args.test_fraction) {
             return Err(PsError::Config("mf: --rank must be positive and --test-fraction in [0, 1)".into()));
@@ -273,7 +274,7 @@ impl Iterative for Mf {
             }
             if let Some(sh) = &st.shared {
                 // This thread loads its sub-slice for the whole process.
-                st.rt.fetch_ahead_rows(sh.rows_at(&st.plan, clock + ahead).iter().copied(), ahead);
+                st.rt.fetch_ahead_rows(sh.rows_at(&st.plan, clock + ahead).iter().flatten().copied(), ahead);
                 continue;
             }
             let ranges = self.ranges(st, clock + ahead);

@@ -59,10 +59,10 @@ pub struct MfArgs {
     /// Which ratings a clock trains on: `items` rotates slices of the items among the workers
     /// (no two workers change an item row within the staleness window, so the model does not
     /// depend on the number of workers; needs --clocks-per-pass to be a multiple of workers x
-    /// (staleness + 1), which is the default), `ratings` takes a part of the worker's ratings
+    /// (staleness + 1), which is the default; one process holds every item), `ratings` takes a part of the worker's ratings
     /// with all their items (every worker changes every popular item in every clock: diverges
     /// from a few workers on skewed data), `auto` is `items` unless the job cannot rotate
-    /// (async, several passes a clock).
+    /// (several passes a clock; async with more than one process).
     #[arg(long, value_enum, default_value_t = MfSchedule::Auto)]
     pub schedule: MfSchedule,
     /// Implicit feedback (clicks, plays, purchases): train on (user, item) interactions with

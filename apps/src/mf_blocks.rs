@@ -104,11 +104,13 @@ pub fn into_blocks(w: &mut Worker, plan: &Plan, per_row: u64, subs: usize, train
     let fine = plan.slices * subs.max(1);
     let slices = FineSlices::new(&counts, plan.slices, subs);
     if w.global_thread_id() == 0 && plan.rotates() {
+        let unit = if subs > 1 { "processes (their threads sharing a slice)" } else { "workers" };
+        let slices_of = match plan.slices {
+            1 => "every item in one slice (one process)".to_string(),
+            n => format!("{n} item slices rotating among the {unit}"),
+        };
         log::info!(
-            "mf: {} item slices rotating among the {}, {} rating parts a pass, {subs} sub-slices a slice; largest \
-             sub-slice {:.2}x the mean",
-            plan.slices,
-            if subs > 1 { "processes (their threads sharing a slice)" } else { "workers" },
+            "mf: {slices_of}, {} rating parts a pass, {subs} sub-slices a slice; largest sub-slice {:.2}x the mean",
             plan.parts,
             slices.imbalance
         );

@@ -24,8 +24,9 @@ type Items = Vec<f32>;
 pub(super) struct SharedItems {
     slice: ThreadSlice<Items>,
     pid: usize,
-    /// The table rows of this thread's sub-slice of each slice (ascending).
-    rows: Vec<Vec<u64>>,
+    /// The table rows of this thread's sub-slices of each slice: `rows[slice][k]` those of its
+    /// `k`-th (ascending).
+    rows: Vec<Vec<Vec<u64>>>,
     /// Each rating's row in the slot, for the sub-slice being trained; kept across clocks. Made
     /// afresh each clock it grew by doubling into newly mapped memory: at 1 x 1 (a clock's
     /// ratings in one sub-slice, 1M here) 19% of a 3-pass job's page faults.
@@ -33,15 +34,15 @@ pub(super) struct SharedItems {
 }
 
 impl SharedItems {
-    /// A thread of process `pid`; `rows[f]`: the rows of fine slice `f` (slice x threads +
+    /// A thread of process `pid`; `rows[f]`: the rows of fine slice `f` (slice x sub-slices +
     /// sub-slice).
     pub(super) fn new(slice: ThreadSlice<Items>, pid: usize, rows: &[Vec<u64>]) -> Self {
-        let mine = rows.iter().skip(slice.tid()).step_by(slice.threads()).cloned().collect();
+        let mine = rows.chunks(slice.subs()).map(|subs| subs[slice.owned()].to_vec()).collect();
         SharedItems { slice, pid, rows: mine, at: Vec::new() }
     }
 
-    /// The rows this thread loads for the process at `clock`.
-    pub(super) fn rows_at(&self, plan: &Plan, clock: i64) -> &[u64] {
+    /// The rows of each of this thread's sub-slices, which it loads for the process at `clock`.
+    pub(super) fn rows_at(&self, plan: &Plan, clock: i64) -> &[Vec<u64>] {
         &self.rows[plan.block_at(self.pid, clock) % plan.slices]
     }
 }
@@ -57,15 +58,17 @@ pub(super) fn run_steps(st: &mut MfWorker, clock: i64, lr: f32, lambda: f32) -> 
 }
 
 fn train_steps(st: &mut MfWorker, sh: &mut SharedItems, clock: i64, lr: f32, lambda: f32) -> Result<()> {
-    let (t, tid) = (sh.slice.threads(), sh.slice.tid());
+    let t = sh.slice.subs();
     let base = st.plan.block_at(sh.pid, clock);
     let rt = &mut st.rt;
-    sh.slice.load(sh.rows_at(&st.plan, clock), clock, |r, v| {
-        let row = rt.get(r)?;
-        v.clear();
-        v.extend_from_slice(&row);
-        Ok(())
-    })?;
+    for (sub, rows) in sh.slice.owned().zip(sh.rows_at(&st.plan, clock)) {
+        sh.slice.load(sub, rows, clock, |r, v| {
+            let row = rt.get(r)?;
+            v.clear();
+            v.extend_from_slice(&row);
+            Ok(())
+        })?;
+    }
     let MfWorker { train, mu, local, seen, ir, blocks, .. } = st;
     let Some(local) = local.as_mut() else { return Ok(()) };
     let step = sgd_step_fn();
@@ -73,7 +76,7 @@ fn train_steps(st: &mut MfWorker, sh: &mut SharedItems, clock: i64, lr: f32, lam
     // the item factors a few ratings ahead: rows are visited in no order the hardware
     // prefetcher follows (without the hint, 1 x 2 used 25% more CPU than 1 x 1 on 2 cores).
     let at = &mut sh.at;
-    for sub in (0..t).map(|u| (tid + u) % t) {
+    for sub in sh.slice.visits() {
         let mut items = sh.slice.take(sub, clock)?;
         let seg = &train[blocks[base * t + sub].clone()];
         at.clear();

@@ -9,8 +9,9 @@
 //! popular item each copy has already moved most of the way its ratings pull it, so the sum
 //! overshoots by up to W times (MF diverged from 3-4 workers on skewed data, under BSP too).
 //!
-//! The rotating schedule cuts the model into `S = workers x (s + 1)` slices and worker `w`, at
-//! clock `c`, works only on its data of slice `(w (s + 1) + c) mod S`. (With `Names::by_process`
+//! The rotating schedule cuts the model into `S = workers x (s + 1)` slices (one for a lone
+//! worker, which nobody else changes) and worker `w`, at clock `c`, works only on its data of
+//! slice `(w (s + 1) + c) mod S`. (With `Names::by_process`
 //! the units are processes, whose threads split their process's slice among themselves: LDA.) The previous worker to
 //! hold that slice had it `s + 1` clocks earlier, so under a staleness bound `s` every read of
 //! the slice holds every other worker's changes: each row is changed by one worker at a time,
@@ -63,6 +64,8 @@ pub enum Rotation {
 pub struct Plan {
     /// Model slices (1: the whole model).
     pub slices: usize,
+    /// Whether the job runs the rotating (model-parallel) schedule, possibly with one slice.
+    rotating: bool,
     /// Clocks between two workers' turns at a slice: staleness + 1.
     group: usize,
     /// Data parts per pass.
@@ -72,12 +75,23 @@ pub struct Plan {
 
 impl Plan {
     /// Slices the rotating schedule needs for `workers` workers under staleness `staleness`
-    /// (`None` when it cannot rotate: no staleness bound, or several passes per clock).
+    /// (`None` when it cannot rotate: no staleness bound, or several passes per clock). A lone
+    /// worker (one process, for apps whose threads share their process's slice) holds the whole
+    /// model in every clock: nobody else changes it, so it needs no slices to be fresh, whatever
+    /// the staleness bound. Cut into `s + 1` slices, a clock held `1 / (s + 1)` of the work and
+    /// its threads took turns at its sub-slices, so the sub-slice of the most rated item set the
+    /// clock's length: at 1 x 16 on Netflix-shaped ratings (one item row with 6% of them, 32
+    /// sub-slices of 3.1% each) a clock could not be shorter than 1.92x its share, which capped
+    /// the speed-up near 8.4x. Under BSP one slice was also taken for "no rotation": the threads
+    /// trained data-parallel (MF diverged at 1 x 8; LDA ran 4.4x slower, 1.4% lower in
+    /// log-likelihood).
     fn slices_for(rotation: Rotation, workers: usize, staleness: Option<i64>, multi_pass: bool) -> Option<usize> {
         match (rotation, staleness) {
-            (Rotation::Data, _) | (_, None) => None,
+            (Rotation::Data, _) => None,
             _ if multi_pass => None,
-            (_, Some(s)) => Some(workers.max(1) * (s.max(0) as usize + 1)),
+            _ if workers <= 1 => Some(1),
+            (_, None) => None,
+            (_, Some(s)) => Some(workers * (s.max(0) as usize + 1)),
         }
     }
 
@@ -88,8 +102,8 @@ impl Plan {
     /// for the same log-likelihood.
     pub fn default_cpp(rotation: Rotation, workers: usize, staleness: Option<i64>, multi_pass: bool, base: i64) -> i64 {
         match Self::slices_for(rotation, workers, staleness, multi_pass) {
-            Some(s) if s > 1 => s as i64,
-            _ => base,
+            Some(s) => s as i64,
+            None => base,
         }
     }
 
@@ -109,7 +123,7 @@ impl Plan {
         let Names { app, rotate, data, .. } = names;
         let unit = names.unit();
         let cpp = cpp.max(1) as usize;
-        let flat = Plan { slices: 1, group: 1, parts: cpp, cpp };
+        let flat = Plan { slices: 1, rotating: false, group: 1, parts: cpp, cpp };
         if rotation == Rotation::Data {
             return Ok(flat);
         }
@@ -124,7 +138,7 @@ impl Plan {
         };
         if cpp.is_multiple_of(slices) {
             let group = slices / workers.max(1);
-            return Ok(Plan { slices, group, parts: cpp / slices, cpp });
+            return Ok(Plan { slices, rotating: true, group, parts: cpp / slices, cpp });
         }
         Err(PsError::Config(format!(
             "{app}: the rotating schedule (--schedule {rotate}) needs --clocks-per-pass to be a multiple of {unit} x \
@@ -135,8 +149,10 @@ impl Plan {
         )))
     }
 
+    /// Whether the job rotates slices (with one worker: holds the whole model, its threads
+    /// taking turns at its sub-slices), rather than training data-parallel.
     pub fn rotates(&self) -> bool {
-        self.slices > 1
+        self.rotating
     }
 
     /// Number of blocks: parts x slices; block `part * slices + slice`.
@@ -283,19 +299,23 @@ mod tests {
 
     #[test]
     fn default_clocks_are_sized_from_the_workers() {
-        assert_eq!(Plan::default_cpp(Rotation::Auto, 1, Some(1), false, 2), 2);
+        assert_eq!(Plan::default_cpp(Rotation::Auto, 2, Some(1), false, 2), 4);
         assert_eq!(Plan::default_cpp(Rotation::Auto, 16, Some(1), false, 2), 32);
-        assert_eq!(Plan::default_cpp(Rotation::Auto, 1, Some(1), false, 4), 2, "one clock a slice");
-        assert_eq!(Plan::default_cpp(Rotation::Auto, 1, Some(0), false, 4), 4, "one slice: data-parallel");
+        assert_eq!(Plan::default_cpp(Rotation::Auto, 2, Some(1), false, 1), 4, "one clock a slice");
+        // A lone worker holds the whole model: one slice, one clock a pass, under any bound.
+        for s in [Some(0), Some(1), Some(3), None] {
+            assert_eq!(Plan::default_cpp(Rotation::Auto, 1, s, false, 4), 1, "{s:?}");
+            let p = Plan::new(Rotation::Auto, LDA, 1, s, 1, false).unwrap();
+            assert!(p.rotates() && p.slices == 1 && p.blocks() == 1, "{s:?}: {p:?}");
+            assert_eq!(Plan::new(Rotation::Rotate, LDA, 1, s, 3, false).unwrap().blocks(), 3, "{s:?}");
+        }
         assert_eq!(Plan::default_cpp(Rotation::Auto, 3, Some(0), false, 4), 3);
         assert_eq!(Plan::default_cpp(Rotation::Auto, 4, None, false, 4), 4, "async cannot rotate");
         assert_eq!(Plan::default_cpp(Rotation::Data, 4, Some(1), false, 4), 4);
         assert_eq!(Plan::default_cpp(Rotation::Auto, 4, Some(1), true, 1), 1, "several passes a clock");
         for (w, s) in [(1, 0), (5, 1), (16, 2)] {
             let cpp = Plan::default_cpp(Rotation::Auto, w, Some(s), false, 4);
-            assert!(
-                Plan::new(Rotation::Auto, LDA, w, Some(s), cpp, false).unwrap().rotates() || w * (s as usize + 1) == 1
-            );
+            assert!(Plan::new(Rotation::Auto, LDA, w, Some(s), cpp, false).unwrap().rotates());
         }
     }
 

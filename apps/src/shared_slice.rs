@@ -1,12 +1,13 @@
 //! A rotating model slice shared by the threads of one process (LDA's vocabulary slices, MF's
 //! item slices).
 //!
-//! Slices rotate among *processes* (`Names::by_process`: `S = processes x (staleness + 1)`); a
-//! process's slice is cut into one sub-slice per thread. In a clock every thread works on its
-//! data of every sub-slice, one sub-slice at a time (thread `t` its own, then `t + 1`, ... mod
-//! `T`), and each sub-slice is held by one thread at a time: its rows are changed in place, by
-//! every thread in turn, as a serial pass would. A thread waits only for the thread before it in
-//! the cycle to be done with the sub-slice it wants next, not at a barrier after every step.
+//! Slices rotate among *processes* (`Names::by_process`: `S = processes x (staleness + 1)`, one
+//! slice, the whole model, for a single process); a process's slice is cut into
+//! [`SUBS_PER_THREAD`] sub-slices per thread. In a clock every thread works on its data of every
+//! sub-slice, one sub-slice at a time (thread `t` its own first, then on round the cycle), and
+//! each sub-slice is held by one thread at a time: its rows are changed in place, by every thread
+//! in turn, as a serial pass would. A thread waits only for the thread ahead of it in the cycle
+//! to be done with the sub-slice it wants next, not at a barrier after every step.
 //! (Taking any free sub-slice instead, in no fixed order, ran as fast for LDA but ended 0.2-0.4%
 //! lower in log-likelihood per token at 1 x 3 to 1 x 8 on 2 cores. Likely why, not verified: a
 //! thread could then finish a clock well ahead of the others, and the totals it reads at its next
@@ -24,23 +25,49 @@ use ps_runtime::{PsError, Result, WaitMeter};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-/// What the threads of one process share: a slot per sub-slice (slot `t` loaded and sent by
-/// thread `t`) and whose turn each is. Each thread sleeps on its own condition variable and is
-/// woken only by a change of the slot it waits for: with one variable for all, every step of
-/// every thread woke all the others (T^2 wake-ups a clock; 12,500 context switches in a 6-pass
-/// MF job at 1 x 16 on 2 cores).
+/// Sub-slices a thread owns (loads and sends). Two, for two reasons:
+/// - a step works on a sub-slice's rows only, so a clock's model is visited in parts that stay
+///   in cache: with one process the whole model is its slice (`rotation::Plan`), and MF's one
+///   thread on it in a single step ran 10% slower on 2 cores than in two (the item rows of a
+///   step no longer fit the cache next to the users' rows it streams);
+/// - with one sub-slice a thread, thread `t` needed sub-slice `t + 1` at its second step while
+///   thread `t + 1` still worked on it, so any hiccup of one thread stalled its neighbour at
+///   once; with two, thread `t + 1` has a step's head start on every sub-slice thread `t` wants
+///   (the waits for a turn at 1 x 2 on 2 cores: -15% for LDA, -30% at 1 x 4), and each sub-slice
+///   is still visited by the threads in the same order.
+///
+/// More sub-slices do not lengthen a clock's critical path: a sub-slice's rows are visited by
+/// every thread in turn, so the clock is at least as long as the work on its largest row (a
+/// popular item), however finely the rest is cut.
+pub(super) const SUBS_PER_THREAD: usize = 2;
+
+/// The sub-slices of a process's slice for `threads` threads.
+pub(super) fn subs_for(threads: usize) -> usize {
+    threads.max(1) * SUBS_PER_THREAD
+}
+
+/// What the threads of one process share: a slot per sub-slice (slots `t k .. (t + 1) k` loaded
+/// and sent by thread `t`, for `k` sub-slices a thread) and whose turn each is. Each thread
+/// sleeps on its own condition variable and is woken only by a change of the slot it waits for:
+/// with one variable for all, every step of every thread woke all the others (T^2 wake-ups a
+/// clock; 12,500 context switches in a 6-pass MF job at 1 x 16 on 2 cores).
 pub(super) struct ProcessSlice<V> {
     turns: Mutex<Turns>,
     wake: Vec<Condvar>,
     slots: Vec<Mutex<Slot<V>>>,
+    /// Sub-slices a thread owns.
+    per: usize,
 }
 
 impl<V> ProcessSlice<V> {
+    /// The slice of a process with `threads` threads, cut into [`subs_for`] sub-slices.
     pub(super) fn new(threads: usize) -> Self {
+        let n = subs_for(threads);
         let turns =
-            Turns { slots: vec![Turn::default(); threads], gone: vec![false; threads], waits_for: vec![None; threads] };
-        let slots = (0..threads).map(|_| Mutex::new(Slot::empty())).collect();
-        ProcessSlice { turns: Mutex::new(turns), wake: (0..threads).map(|_| Condvar::new()).collect(), slots }
+            Turns { slots: vec![Turn::default(); n], gone: vec![false; threads], waits_for: vec![None; threads] };
+        let slots = (0..n).map(|_| Mutex::new(Slot::empty())).collect();
+        let wake = (0..threads).map(|_| Condvar::new()).collect();
+        ProcessSlice { turns: Mutex::new(turns), wake, slots, per: n / threads }
     }
 
     /// Wakes the threads waiting for a change of slot `sub` (`turns` is the locked state).
@@ -155,12 +182,24 @@ impl<V: Default> ThreadSlice<V> {
     }
 
     pub(super) fn threads(&self) -> usize {
+        self.shared.wake.len()
+    }
+
+    /// The sub-slices of the process's slice.
+    pub(super) fn subs(&self) -> usize {
         self.shared.slots.len()
     }
 
-    /// This thread's place among its process's threads (the sub-slice it loads and sends).
-    pub(super) fn tid(&self) -> usize {
-        self.tid
+    /// The sub-slices this thread loads and sends, ascending; its clock starts at the first.
+    pub(super) fn owned(&self) -> std::ops::Range<usize> {
+        self.tid * self.shared.per..(self.tid + 1) * self.shared.per
+    }
+
+    /// The order in which this thread visits the sub-slices in a clock: its own first, then on
+    /// round the cycle.
+    pub(super) fn visits(&self) -> impl Iterator<Item = usize> {
+        let (n, first) = (self.subs(), self.owned().start);
+        (0..n).map(move |u| (first + u) % n)
     }
 
     fn turns(&self) -> Result<MutexGuard<'_, Turns>> {
@@ -190,11 +229,19 @@ impl<V: Default> ThreadSlice<V> {
         self.shared.slots[sub].lock().map_err(|_| stopped())
     }
 
-    /// Loads this thread's sub-slice for `clock`: `rows` (ascending), each value made by
-    /// `fill(row, value)` from the table (the value is the one of a previous clock, to reuse).
-    pub(super) fn load(&self, rows: &[u64], clock: i64, mut fill: impl FnMut(u64, &mut V) -> Result<()>) -> Result<()> {
+    /// Loads sub-slice `sub` (one of [`Self::owned`]) for `clock`: `rows` (ascending), each value
+    /// made by `fill(row, value)` from the table (the value is the one of a previous clock, to
+    /// reuse).
+    pub(super) fn load(
+        &self,
+        sub: usize,
+        rows: &[u64],
+        clock: i64,
+        mut fill: impl FnMut(u64, &mut V) -> Result<()>,
+    ) -> Result<()> {
+        debug_assert!(self.owned().contains(&sub), "thread {} loads sub-slice {sub}", self.tid);
         {
-            let mut slot = self.slot(self.tid)?;
+            let mut slot = self.slot(sub)?;
             slot.set_rows(rows);
             let values = &mut slot.values;
             // Values past the rows are kept for later clocks: slices differ in their number of
@@ -209,8 +256,8 @@ impl<V: Default> ThreadSlice<V> {
         }
         let n = self.threads();
         let mut turns = self.turns()?;
-        turns.slots[self.tid] = Turn { clock: Some(clock), busy: false, visited: vec![false; n] };
-        self.shared.changed(&turns, self.tid);
+        turns.slots[sub] = Turn { clock: Some(clock), busy: false, visited: vec![false; n] };
+        self.shared.changed(&turns, sub);
         Ok(())
     }
 
@@ -222,7 +269,7 @@ impl<V: Default> ThreadSlice<V> {
             // A slot whose owner has stopped before loading it will never be loaded.
             match (s.clock == Some(clock), s.busy) {
                 (true, false) => Ok(true),
-                (false, _) if t.gone[sub] => Err(stopped()),
+                (false, _) if t.gone[sub / self.shared.per] => Err(stopped()),
                 _ => Ok(false),
             }
         })?;
@@ -231,22 +278,24 @@ impl<V: Default> ThreadSlice<V> {
         Ok(Held { slot: self.slot(sub)?, shared: &self.shared, sub, tid: self.tid })
     }
 
-    /// Sends this thread's sub-slice's changes of the clock once every thread has worked on it:
-    /// `write(row, now)` for each row (the table's copy is still the row as loaded).
+    /// Sends the changes of the clock of this thread's sub-slices, each once every thread has
+    /// worked on it: `write(row, now)` for each row (the table's copy is still the row as loaded).
     pub(super) fn flush(&self, mut write: impl FnMut(u64, &V) -> Result<()>) -> Result<()> {
-        let turns = self.wait_until(self.tid, |t| {
-            let s = &t.slots[self.tid];
-            match s.visited.iter().all(|&v| v) {
-                true => Ok(true),
-                // A thread that stopped without working on it never will.
-                false if s.visited.iter().zip(&t.gone).any(|(&v, &g)| !v && g) => Err(stopped()),
-                false => Ok(false),
+        for sub in self.owned() {
+            let turns = self.wait_until(sub, |t| {
+                let s = &t.slots[sub];
+                match s.visited.iter().all(|&v| v) {
+                    true => Ok(true),
+                    // A thread that stopped without working on it never will.
+                    false if s.visited.iter().zip(&t.gone).any(|(&v, &g)| !v && g) => Err(stopped()),
+                    false => Ok(false),
+                }
+            })?;
+            drop(turns);
+            let slot = self.slot(sub)?;
+            for (&r, now) in slot.rows.iter().zip(&slot.values) {
+                write(r, now)?;
             }
-        })?;
-        drop(turns);
-        let slot = self.slot(self.tid)?;
-        for (&r, now) in slot.rows.iter().zip(&slot.values) {
-            write(r, now)?;
         }
         Ok(())
     }
@@ -319,7 +368,7 @@ mod tests {
     fn the_wait_for_a_turn_is_metered() {
         let shared = Arc::new(ProcessSlice::<Vec<f32>>::new(2));
         let me = ThreadSlice::new(shared.clone(), 0, WaitMeter::default());
-        me.load(&[7], 0, |_, v| {
+        me.load(0, &[7], 0, |_, v| {
             v.push(1.0);
             Ok(())
         })
@@ -342,6 +391,37 @@ mod tests {
         assert_eq!(me.meter.waited(), std::time::Duration::ZERO, "the holder never waited");
     }
 
+    /// Each thread owns SUBS_PER_THREAD sub-slices and starts its clock at its first; every thread
+    /// visits every sub-slice once, and a sub-slice's visitors come in the same order as with one
+    /// sub-slice a thread (its owner first, then the thread before it in the cycle, ...).
+    #[test]
+    fn threads_own_their_sub_slices_and_visit_all_in_a_cycle() {
+        assert_eq!(subs_for(1), SUBS_PER_THREAD);
+        let t = 3;
+        let shared = Arc::new(ProcessSlice::<u8>::new(t));
+        let threads: Vec<_> = (0..t).map(|k| ThreadSlice::new(shared.clone(), k, WaitMeter::default())).collect();
+        assert_eq!(threads[0].subs(), t * SUBS_PER_THREAD);
+        let mut owner = vec![None; t * SUBS_PER_THREAD];
+        for th in &threads {
+            for s in th.owned() {
+                assert_eq!(owner[s].replace(th.tid), None, "sub-slice {s} owned twice");
+            }
+            let visits: Vec<usize> = th.visits().collect();
+            assert_eq!(visits[0], th.owned().start);
+            let mut sorted = visits.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..t * SUBS_PER_THREAD).collect::<Vec<_>>());
+        }
+        for (s, o) in owner.iter().enumerate() {
+            // The step at which each thread reaches sub-slice s.
+            let step = |th: &ThreadSlice<u8>| th.visits().position(|v| v == s).unwrap();
+            let mut by_step: Vec<usize> = (0..t).collect();
+            by_step.sort_by_key(|&k| step(&threads[k]));
+            let o = o.unwrap();
+            assert_eq!(by_step, (0..t).map(|i| (o + t - i) % t).collect::<Vec<_>>(), "visitors of {s}");
+        }
+    }
+
     /// A thread that stops before loading its sub-slice is told to the one waiting for it, which
     /// fails instead of waiting forever.
     #[test]
@@ -349,7 +429,8 @@ mod tests {
         let shared = Arc::new(ProcessSlice::<Vec<f32>>::new(2));
         let me = ThreadSlice::new(shared.clone(), 0, WaitMeter::default());
         let other = ThreadSlice::new(shared, 1, WaitMeter::default());
-        let waiter = std::thread::spawn(move || me.take(1, 0).map(|_| ()));
+        let theirs = other.owned().start;
+        let waiter = std::thread::spawn(move || me.take(theirs, 0).map(|_| ()));
         drop(other);
         assert!(waiter.join().unwrap().is_err());
     }

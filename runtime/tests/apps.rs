@@ -235,8 +235,18 @@ fn mf_answer_does_not_depend_on_processes_or_threads() {
     assert!(one < 1.0, "1 x 1 did not learn: {one}");
     for &(shape, clocks, rmse) in &finals[1..] {
         assert!((rmse / one - 1.0).abs() < 0.01, "{shape:?}: {rmse} against {one} at 1 x 1");
-        assert_eq!(clocks / one_clocks, shape.0 as i64, "{shape:?}: clocks per pass follow the processes");
+        // One process holds the whole model (a clock a pass); more rotate P x (staleness 1 + 1)
+        // slices, a clock each.
+        let per_pass = if shape.0 == 1 { 1 } else { 2 * shape.0 as i64 };
+        assert_eq!(clocks / one_clocks, per_pass, "{shape:?}: clocks per pass follow the processes");
     }
+    // Under BSP one process had one slice, taken for no rotation: its threads trained
+    // data-parallel and diverged (NaN at 1 x 8 on skewed items).
+    let bsp =
+        RuntimeConfig { consistency: ps_runtime::Consistency::Bsp, staleness: 0, threads: 8, ..Default::default() };
+    let (clocks, rmse) = *objective(&run("mf", &a, 1, &bsp), "test_rmse").last().unwrap();
+    assert!((rmse / one - 1.0).abs() < 0.01, "1 x 8 under BSP: {rmse} against {one} at 1 x 1");
+    assert_eq!(clocks, one_clocks, "1 x 8 under BSP holds the whole model a clock a pass, as 1 x 1 does");
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -285,16 +295,29 @@ fn lda_answer_does_not_depend_on_processes_or_threads() {
     gen::corpus(&spec, &d, "t").unwrap();
     let out = d.join("out");
     let mut finals = Vec::new();
-    for (procs, threads) in [(1, 1), (1, 3), (3, 1), (2, 2), (1, 8)] {
+    let bsp = ps_runtime::Consistency::Bsp;
+    for (procs, threads, consistency) in
+        [(1, 1, None), (1, 3, None), (3, 1, None), (2, 2, None), (1, 8, None), (1, 4, Some(bsp))]
+    {
         let _ = std::fs::remove_dir_all(&out);
         let a = args(format!(
             "--input {} --output {} --topics 20 --passes 20 --samples 1",
             d.join("docword.t.txt").display(),
             out.display()
         ));
-        let st = run("lda", &a, procs, &RuntimeConfig { threads, ..RuntimeConfig::default() });
+        let mut cfg = RuntimeConfig { threads, ..RuntimeConfig::default() };
+        if let Some(c) = consistency {
+            (cfg.consistency, cfg.staleness) = (c, 0);
+        }
+        let st = run("lda", &a, procs, &cfg);
         assert_eq!(counted_tokens(&out), total_tokens(&d), "{procs} x {threads}");
-        finals.push(((procs, threads), objective(&st, "loglik_per_token").last().unwrap().1));
+        let (clock, ll) = *objective(&st, "loglik_per_token").last().unwrap();
+        if procs == 1 {
+            // One process holds the whole vocabulary, a clock a sweep, under any bound (under BSP
+            // its threads sampled data-parallel: 4 clocks a sweep, every word in every thread).
+            assert_eq!(clock, 20, "{procs} x {threads} {consistency:?}: clocks");
+        }
+        finals.push(((procs, threads), ll));
     }
     eprintln!("log-likelihood per token after 20 sweeps: {finals:?}");
     let one = finals[0].1;
