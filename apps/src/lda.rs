@@ -18,7 +18,7 @@ use super::lda_tokens::{doc_order, set_doc_order, token_offsets, unpack_assignme
 use super::options::{parse, CommonArgs};
 use super::output::Output;
 use super::rotation::{plan_for_worker, size_for_job, Names, Plan, Rotation};
-use super::shared_slice::subs_for;
+use super::shared_slice::subs_per_thread;
 use super::state::SavedState;
 use super::vocabulary::Limits;
 use clap::Parser;
@@ -236,7 +236,8 @@ impl Iterative for Lda {
         // One thread a process samples straight from its table cache.
         let threads = w.threads_per_process();
         let shared = (self.rotates && threads > 1).then(|| {
-            let slice = self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone();
+            let per = subs_per_thread(w.num_processes());
+            let slice = self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads, per))).clone();
             ThreadSlice::new(slice, w.thread_id(), w.wait_meter(), self.word_rows())
         });
         let named = a.id_col.is_some() || a.word_col.is_some() || a.count_col.is_some() || a.text_col.is_some();
@@ -287,9 +288,9 @@ impl Iterative for Lda {
         }
         let n = docs.len();
         let rows = self.word_rows();
-        // A slice is made of whole rows; rotating, a slice of `subs_for(threads)` sub-slices,
-        // and a block per (part, slice, sub-slice).
-        let subs = if shared.is_some() { subs_for(threads) } else { 1 };
+        // A slice is made of whole rows; rotating, a slice of `threads x subs_per_thread`
+        // sub-slices, and a block per (part, slice, sub-slice).
+        let subs = shared.as_ref().map_or(1, |sh| sh.subs());
         let fine = if plan.rotates() { Some(balanced_slices(w, rows, &docs, &plan, subs)?) } else { None };
         // Looked up per word and block below: a table, not a hash lookup each time.
         let places: Vec<(usize, usize)> = (0..v.div_ceil(rows.per_row as usize) as u64)

@@ -11,7 +11,7 @@ use super::mf_recommend::{all_items, Recs};
 use super::mf_shared::SharedItems;
 use super::mf_users::{distinct_sorted, exchange_by_user, index_users, LocalUsers};
 use super::rotation::plan_for_worker;
-use super::shared_slice::{subs_for, ProcessSlice, ThreadSlice};
+use super::shared_slice::{subs_per_thread, ProcessSlice, ThreadSlice};
 use super::state::SavedState;
 use ps_runtime::input::{read_interactions, read_rating_table_keyed, read_ratings, resolve_format, InputFormat};
 use ps_runtime::input::{Rating, RatingColumns, RatingTable};
@@ -47,8 +47,9 @@ impl Mf {
         let threads = w.threads_per_process();
         // Slices rotating among processes are shared by a process's threads, one thread too.
         let by_process = self.rotates && self.names().by_process;
-        let subs = if by_process { subs_for(threads) } else { 1 };
-        let slice = by_process.then(|| self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads))).clone());
+        let per = subs_per_thread(w.num_processes());
+        let subs = if by_process { threads * per } else { 1 };
+        let slice = by_process.then(|| self.slice.get_or_init(|| Arc::new(ProcessSlice::new(threads, per))).clone());
         let slice = slice.map(|s| ThreadSlice::new(s, w.thread_id(), w.wait_meter()));
         let t0 = std::time::Instant::now();
         let RatingTable { mut ratings, stats: st, users: user_keys, items: item_keys } = self.read(gid, nw)?;

@@ -3,7 +3,7 @@
 //!
 //! Slices rotate among *processes* (`Names::by_process`: `S = processes x (staleness + 1)`, one
 //! slice, the whole model, for a single process); a process's slice is cut into
-//! [`SUBS_PER_THREAD`] sub-slices per thread. In a clock every thread works on its data of every
+//! [`subs_per_thread`] sub-slices per thread. In a clock every thread works on its data of every
 //! sub-slice, one sub-slice at a time (thread `t` its own first, then on round the cycle), and
 //! each sub-slice is held by one thread at a time: its rows are changed in place, by every thread
 //! in turn, as a serial pass would. A thread waits only for the thread ahead of it in the cycle
@@ -25,25 +25,26 @@ use ps_runtime::{PsError, Result, WaitMeter};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-/// Sub-slices a thread owns (loads and sends). Two, for two reasons:
-/// - a step works on a sub-slice's rows only, so a clock's model is visited in parts that stay
-///   in cache: with one process the whole model is its slice (`rotation::Plan`), and MF's one
-///   thread on it in a single step ran 10% slower on 2 cores than in two (the item rows of a
-///   step no longer fit the cache next to the users' rows it streams);
-/// - with one sub-slice a thread, thread `t` needed sub-slice `t + 1` at its second step while
-///   thread `t + 1` still worked on it, so any hiccup of one thread stalled its neighbour at
-///   once; with two, thread `t + 1` has a step's head start on every sub-slice thread `t` wants
-///   (the waits for a turn at 1 x 2 on 2 cores: -15% for LDA, -30% at 1 x 4), and each sub-slice
-///   is still visited by the threads in the same order.
+/// Sub-slices a thread owns (loads and sends) in a job of `processes` processes: two when the
+/// one process holds the whole model, else one. A step works on one sub-slice's rows, so a
+/// clock's slice is visited in parts that stay in cache; but each step also streams through the
+/// thread's own rows for that part (MF's users), so parts smaller than need be cost more than
+/// they save:
+/// - one process, one slice (`rotation::Plan`): MF's single thread on the whole item model in
+///   one step ran 10% slower on 2 cores than in two (the old two slices of one sub-slice);
+/// - several processes, a slice being `1 / (P (s + 1))` of the model: two a thread made MF at
+///   2 x 1 8% slower per pass (0.183 against 0.169 s, 3 rounds of the end-to-end benchmark).
 ///
-/// More sub-slices do not lengthen a clock's critical path: a sub-slice's rows are visited by
-/// every thread in turn, so the clock is at least as long as the work on its largest row (a
-/// popular item), however finely the rest is cut.
-pub(super) const SUBS_PER_THREAD: usize = 2;
-
-/// The sub-slices of a process's slice for `threads` threads.
-pub(super) fn subs_for(threads: usize) -> usize {
-    threads.max(1) * SUBS_PER_THREAD
+/// Two also give a thread a step's head start on its neighbour's turn (the waits for a turn at
+/// 1 x 4 on 2 cores halved). Cutting finer never lengthens a clock's critical path: a
+/// sub-slice's rows are visited by every thread in turn, so a clock is at least as long as the
+/// work on its busiest row (a popular item) however the rest is cut.
+pub(super) fn subs_per_thread(processes: usize) -> usize {
+    if processes == 1 {
+        2
+    } else {
+        1
+    }
 }
 
 /// What the threads of one process share: a slot per sub-slice (slots `t k .. (t + 1) k` loaded
@@ -60,14 +61,16 @@ pub(super) struct ProcessSlice<V> {
 }
 
 impl<V> ProcessSlice<V> {
-    /// The slice of a process with `threads` threads, cut into [`subs_for`] sub-slices.
-    pub(super) fn new(threads: usize) -> Self {
-        let n = subs_for(threads);
+    /// The slice of a process with `threads` threads, cut into `per` sub-slices a thread
+    /// ([`subs_per_thread`]).
+    pub(super) fn new(threads: usize, per: usize) -> Self {
+        let (threads, per) = (threads.max(1), per.max(1));
+        let n = threads * per;
         let turns =
             Turns { slots: vec![Turn::default(); n], gone: vec![false; threads], waits_for: vec![None; threads] };
         let slots = (0..n).map(|_| Mutex::new(Slot::empty())).collect();
         let wake = (0..threads).map(|_| Condvar::new()).collect();
-        ProcessSlice { turns: Mutex::new(turns), wake, slots, per: n / threads }
+        ProcessSlice { turns: Mutex::new(turns), wake, slots, per }
     }
 
     /// Wakes the threads waiting for a change of slot `sub` (`turns` is the locked state).
@@ -366,7 +369,7 @@ mod tests {
     /// it back.
     #[test]
     fn the_wait_for_a_turn_is_metered() {
-        let shared = Arc::new(ProcessSlice::<Vec<f32>>::new(2));
+        let shared = Arc::new(ProcessSlice::<Vec<f32>>::new(2, 2));
         let me = ThreadSlice::new(shared.clone(), 0, WaitMeter::default());
         me.load(0, &[7], 0, |_, v| {
             v.push(1.0);
@@ -391,17 +394,17 @@ mod tests {
         assert_eq!(me.meter.waited(), std::time::Duration::ZERO, "the holder never waited");
     }
 
-    /// Each thread owns SUBS_PER_THREAD sub-slices and starts its clock at its first; every thread
+    /// Each thread owns its sub-slices and starts its clock at its first; every thread
     /// visits every sub-slice once, and a sub-slice's visitors come in the same order as with one
     /// sub-slice a thread (its owner first, then the thread before it in the cycle, ...).
     #[test]
     fn threads_own_their_sub_slices_and_visit_all_in_a_cycle() {
-        assert_eq!(subs_for(1), SUBS_PER_THREAD);
-        let t = 3;
-        let shared = Arc::new(ProcessSlice::<u8>::new(t));
+        assert_eq!((subs_per_thread(1), subs_per_thread(3)), (2, 1));
+        let (t, per) = (3, 2);
+        let shared = Arc::new(ProcessSlice::<u8>::new(t, per));
         let threads: Vec<_> = (0..t).map(|k| ThreadSlice::new(shared.clone(), k, WaitMeter::default())).collect();
-        assert_eq!(threads[0].subs(), t * SUBS_PER_THREAD);
-        let mut owner = vec![None; t * SUBS_PER_THREAD];
+        assert_eq!(threads[0].subs(), t * per);
+        let mut owner = vec![None; t * per];
         for th in &threads {
             for s in th.owned() {
                 assert_eq!(owner[s].replace(th.tid), None, "sub-slice {s} owned twice");
@@ -410,7 +413,7 @@ mod tests {
             assert_eq!(visits[0], th.owned().start);
             let mut sorted = visits.clone();
             sorted.sort_unstable();
-            assert_eq!(sorted, (0..t * SUBS_PER_THREAD).collect::<Vec<_>>());
+            assert_eq!(sorted, (0..t * per).collect::<Vec<_>>());
         }
         for (s, o) in owner.iter().enumerate() {
             // The step at which each thread reaches sub-slice s.
@@ -426,7 +429,7 @@ mod tests {
     /// fails instead of waiting forever.
     #[test]
     fn waiting_for_a_stopped_threads_slot_fails() {
-        let shared = Arc::new(ProcessSlice::<Vec<f32>>::new(2));
+        let shared = Arc::new(ProcessSlice::<Vec<f32>>::new(2, 2));
         let me = ThreadSlice::new(shared.clone(), 0, WaitMeter::default());
         let other = ThreadSlice::new(shared, 1, WaitMeter::default());
         let theirs = other.owned().start;
