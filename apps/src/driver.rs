@@ -128,6 +128,9 @@ impl<A: Iterative> App for Driver<A> {
         let t = Instant::now();
         let first_worker = w.global_thread_id() == 0;
         let saved = SavedState::load(w, A::NAME)?;
+        if let Some(s) = &saved {
+            s.check_clocks_per_pass(A::NAME, self.alg.common().cpp())?;
+        }
         let mut st = self.alg.start(w, saved.as_ref())?;
         if first_worker {
             self.obj.record_phase("load_s", t.elapsed().as_secs_f64());
@@ -212,7 +215,7 @@ impl<A: Iterative> Driver<A> {
             }
             w.clock_saving(|buf| {
                 let (meta, raw) = alg.save(st);
-                SavedState::write(buf, clock + 1, tracker, meta, &raw)
+                SavedState::write(buf, clock + 1, c.cpp(), tracker, meta, &raw)
             })?;
         }
         // The last evaluation is of the model the job writes: after a barrier, so that it sees

@@ -16,10 +16,10 @@ pub struct SavedState {
 }
 
 impl SavedState {
-    /// Appends a state resuming at loop clock `clock` (for `Worker::clock_saving`); `extra` is a
-    /// JSON object of app fields (or null).
-    pub fn write(out: &mut Vec<u8>, clock: i64, tracker: &Tracker, extra: Value, raw: &[u8]) -> Result<()> {
-        let mut meta = json!({"clock": clock, "tracker": tracker.save()});
+    /// Appends a state resuming at loop clock `clock` of a job of `cpp` clocks per pass (for
+    /// `Worker::clock_saving`); `extra` is a JSON object of app fields (or null).
+    pub fn write(out: &mut Vec<u8>, clock: i64, cpp: i64, tracker: &Tracker, extra: Value, raw: &[u8]) -> Result<()> {
+        let mut meta = json!({"clock": clock, "clocks_per_pass": cpp, "tracker": tracker.save()});
         if let Value::Object(m) = extra {
             meta.as_object_mut().expect("object").extend(m);
         }
@@ -40,6 +40,22 @@ impl SavedState {
         let meta: Value = serde_json::from_slice(&b[4..4 + n]).map_err(|e| bad(e.to_string()))?;
         let clock = meta["clock"].as_i64().ok_or_else(|| bad("no clock".into()))?;
         Ok(Some(SavedState { clock, meta, raw: b[4 + n..].to_vec() }))
+    }
+
+    /// Refuses to resume a job of `cpp` clocks per pass from a state saved at another number: a
+    /// clock is a different part of a pass then (a rotating job's slice, a part of the data), so
+    /// the job would count its passes, and pick its blocks, apart from the model it continues
+    /// (one process's default went from 2 to 1 with the whole model in one slice). A state saved
+    /// before the number was kept cannot be checked.
+    pub fn check_clocks_per_pass(&self, app: &str, cpp: i64) -> Result<()> {
+        match self.meta.get("clocks_per_pass").and_then(Value::as_i64) {
+            Some(saved) if saved != cpp => Err(PsError::Config(format!(
+                "{app}: checkpoint.resume: the checkpoint was taken at {saved} clocks per pass and this job runs \
+                 {cpp} (--clocks-per-pass, or the default for its processes and staleness): resume with \
+                 --clocks-per-pass {saved}"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Restores the objective tracker saved with this state.

@@ -296,6 +296,32 @@ fn every_app_resumes_exactly_with_one_thread_and_bsp() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A worker's saved state remembers its clocks per pass: resumed at another number, a job would
+/// count its passes (and pick its blocks) apart from the model it continues, so it is refused,
+/// naming the number to resume with; at the same number it resumes.
+#[test]
+fn a_resume_at_other_clocks_per_pass_is_refused() {
+    let (dir, r, _, _) = app_inputs("cpp");
+    let ck = tmp("cpp-ck");
+    let mut c = RuntimeConfig { consistency: Consistency::Ssp, staleness: 1, threads: 2, ..Default::default() };
+    c.checkpoint.url = Some(ck.to_string_lossy().into_owned());
+    c.checkpoint.every = 2;
+    c.checkpoint.when_busy = ps_runtime::WhenBusy::Wait;
+    let mf = |cpp: i64| {
+        let a = format!("--input {r} --passes 3 --clocks-per-pass {cpp} --rank 4");
+        let a: Vec<String> = a.split_whitespace().map(String::from).collect();
+        move |_| ps_apps::build("mf", &a).unwrap()
+    };
+    all_ok(run_cluster(1, &c, mf(2)));
+    c.checkpoint.resume = true;
+    let e = run_cluster(1, &c, mf(1)).into_iter().find_map(|s| s.err()).expect("another clocks per pass must fail");
+    let msg = e.to_string();
+    assert!(msg.contains("taken at 2 clocks per pass") && msg.contains("--clocks-per-pass 2"), "{msg}");
+    all_ok(run_cluster(1, &c, mf(2)));
+    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(ck);
+}
+
 #[test]
 fn every_app_resumes_to_the_same_quality_with_ssp() {
     let (dir, r, c, g) = app_inputs("ssp");
