@@ -187,9 +187,10 @@ impl Iterative for Lda {
     fn from_args(args: &[String]) -> Result<Self> {
         let mut args: LdaArgs = parse("lda", args)?;
         // Rotating word slices, a sweep is one clock per slice, processes x (staleness + 1), one
-        // for one process (`shape`): 4 for the default job (2 workers, staleness 1). On a 3M-token corpus (K =
-        // 100, 5 sweeps, 2 workers) it reached -12.05 per token at 1.15 s/sweep, 8 clocks -12.03
-        // at 1.61, and document parts at 4 clocks -12.35 at 1.87 (the plain loop: -12.03).
+        // for one process (`shape`): 4 for the default job (2 workers, staleness 1). On a
+        // 3M-token corpus (K = 100, 5 sweeps, 2 workers) it reached -12.05 per token at 1.15
+        // s/sweep, 8 clocks -12.03 at 1.61, and document parts at 4 clocks -12.35 at 1.87 (the
+        // plain loop: -12.03).
         args.common.validate("lda", BASE_CPP)?;
         if args.topics == 0 || args.topics > u16::MAX as usize || args.alpha <= 0.0 || args.beta <= 0.0 {
             return Err(PsError::Config("lda: --topics must be in 1..65535, --alpha and --beta positive".into()));

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Counters kept by one worker thread (no sharing, merged at the end).
 #[derive(Clone, Debug, Default)]
@@ -94,14 +94,6 @@ impl WaitMeter {
     /// Counts `d` as waiting.
     pub fn add(&self, d: Duration) {
         self.0.fetch_add(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
-    }
-
-    /// Runs `f`, counting its time as waiting.
-    pub fn time<T>(&self, f: impl FnOnce() -> T) -> T {
-        let t0 = Instant::now();
-        let r = f();
-        self.add(t0.elapsed());
-        r
     }
 
     /// All the waiting counted so far.
